@@ -1,0 +1,75 @@
+"""Build cygrad's compiled kernels.
+
+Every ``cygrad/_kernels/*.pyx`` becomes an extension; ``*.pyx.tp`` Tempita
+templates are expanded to ``.pyx`` first.  Cython directives are set once,
+here.  ``CYGRAD_DEBUG=1`` builds with bounds/wraparound checks and ``-O0 -g``.
+``CYGRAD_ONLY=name1,name2`` restricts the build to some modules (development).
+"""
+
+import glob
+import os
+
+import numpy as np
+from Cython.Build import cythonize
+from Cython.Tempita import Template
+from setuptools import Extension, setup
+
+DEBUG = os.environ.get("CYGRAD_DEBUG", "0") != "0"
+DIRECTIVES = dict(
+    language_level=3,
+    boundscheck=DEBUG,
+    wraparound=DEBUG,
+    initializedcheck=DEBUG,
+    nonecheck=False,
+    cdivision=True,
+    embedsignature=True,
+)
+HERE = os.path.dirname(os.path.abspath(__file__))
+KERNELS = os.path.join("cygrad", "_kernels")
+
+
+def expand_templates():
+    """Write ``x.pyx`` from ``x.pyx.tp`` when the template is newer."""
+    for tp in glob.glob(os.path.join(HERE, KERNELS, "*.tp")):
+        out = tp[:-3]
+        if os.path.exists(out) and os.path.getmtime(out) >= os.path.getmtime(tp):
+            continue
+        with open(tp) as f:
+            text = Template(f.read(), name=tp).substitute()
+        with open(out, "w") as f:
+            f.write(text)
+
+
+def extensions():
+    expand_templates()
+    only = [s for s in os.environ.get("CYGRAD_ONLY", "").split(",") if s]
+    if DEBUG:
+        cflags = ["-O0", "-g"]
+    else:
+        cflags = ["-O3"]
+    cflags += ["-Wno-unused-function", "-Wno-unreachable-code"]
+    exts = []
+    for pyx in sorted(glob.glob(os.path.join(KERNELS, "*.pyx"))):
+        name = os.path.splitext(os.path.basename(pyx))[0]
+        if only and name not in only:
+            continue
+        exts.append(
+            Extension(
+                f"cygrad._kernels.{name}",
+                [pyx],
+                include_dirs=[np.get_include(), KERNELS],
+                define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
+                extra_compile_args=cflags,
+                libraries=["m"],
+            )
+        )
+    return cythonize(
+        exts,
+        compiler_directives=DIRECTIVES,
+        include_path=[KERNELS],
+        nthreads=int(os.environ.get("CYGRAD_BUILD_JOBS", "2")),
+        force=DEBUG,
+    )
+
+
+setup(ext_modules=extensions())
