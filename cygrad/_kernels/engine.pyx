@@ -1,0 +1,1680 @@
+"""The compiled core of cygrad: tensor base, graph nodes, and the backward engine.
+
+Layout: a tensor's values live in a NumPy array (``TensorBase._arr``); the
+graph is made of ``Node`` objects that point to their inputs' nodes (never to
+their outputs, so no reference cycle forms).  Saved outputs are kept as
+arrays plus the output's version counter.
+
+Dtypes: elementwise math runs the kernels of ``elementwise`` for float32 and
+float64; integer and bool tensors use NumPy ufuncs and never carry gradients.
+
+Aliasing: in-place ops write into the tensor's own array; when autograd needs
+the value being overwritten, it saves a copy first.
+
+Threading: grad mode is a C thread-local (each OS thread has its own, on by
+default).  Large kernels release the GIL.  The engine itself holds the GIL.
+
+Recursion: nothing here recurses over the graph.  Backward orders nodes with
+an explicit stack, and ``@cython.trashcan`` bounds the C stack when a chain of
+a million nodes is freed.
+"""
+
+cimport cython
+cimport numpy as cnp
+from cpython.ref cimport Py_REFCNT
+from libc.string cimport memcpy
+
+from cygrad._kernels.elementwise cimport (
+    row_fn, unary_fwd, unary_bwd, binary_fwd, binary_bwd, nd_apply)
+
+import sys
+import warnings
+import weakref
+
+import numpy as np
+
+from cygrad._kernels import elementwise as _ew
+from cygrad._kernels.reduce import sum_to_shape as _sum_to_shape
+
+cnp.import_array()
+
+cdef extern from *:
+    """
+    static __thread int cygrad_grad_mode = 1;
+    """
+    int cygrad_grad_mode
+
+cdef extern from "Python.h":
+    ctypedef struct PyFrameObject
+    ctypedef struct PyCodeObject
+    PyFrameObject* PyEval_GetFrame()
+    PyFrameObject* PyFrame_GetBack(PyFrameObject*)
+    PyCodeObject* PyFrame_GetCode(PyFrameObject*)
+    int PyFrame_GetLineNumber(PyFrameObject*)
+    void Py_DECREF(object)
+
+
+# Above this many elements a kernel releases the GIL (below it the release
+# costs more than the loop).
+DEF GIL_RELEASE_MIN = 16384
+
+cdef dict UNARY_OPS = _ew.UNARY_OPS
+cdef dict BINARY_OPS = _ew.BINARY_OPS
+cdef list UNARY_NAMES = [None] * len(UNARY_OPS)
+cdef list BINARY_NAMES = [None] * len(BINARY_OPS)
+cdef list UNARY_SAVES = [None] * len(UNARY_OPS)    # ("x",), ("y",), ...
+cdef list BINARY_SAVES = [None] * len(BINARY_OPS)  # (uses_a, uses_b)
+cdef int[16] BINARY_IDENT_A
+cdef int[16] BINARY_IDENT_B
+for _name, _row in UNARY_OPS.items():
+    UNARY_NAMES[_row[0]] = _name
+    UNARY_SAVES[_row[0]] = _row[3]
+for _name, _row in BINARY_OPS.items():
+    BINARY_NAMES[_row[0]] = _name
+    BINARY_SAVES[_row[0]] = (_row[4], _row[5])
+    BINARY_IDENT_A[_row[0]] = _row[6]
+    BINARY_IDENT_B[_row[0]] = _row[7]
+
+cdef int OP_ADD = BINARY_OPS["add"][0]
+cdef int OP_SUB = BINARY_OPS["sub"][0]
+cdef int OP_MUL = BINARY_OPS["mul"][0]
+cdef int OP_DIV = BINARY_OPS["div"][0]
+cdef int OP_POW = BINARY_OPS["pow"][0]
+cdef int OP_NEG = UNARY_OPS["neg"][0]
+
+_NODE_NAMES_U = {n: n.capitalize() + "Backward0" for n in UNARY_OPS}
+_NODE_NAMES_U["abs"] = "AbsBackward0"
+_NODE_NAMES_B = {n: n.capitalize() + "Backward0" for n in BINARY_OPS}
+
+# Python-side hooks, installed by cygrad.tensor / cygrad.ops at import.
+cdef object _TensorCls = None        # the Python Tensor class
+cdef object _graph_unary = None      # name -> fn(g, x, y) over Tensors
+cdef object _graph_binary = None     # name -> (fn_a, fn_b)(g, a, b, y)
+cdef object _graph_sum_to = None     # fn(tensor, shape) differentiable
+cdef object _np_ufuncs = {
+    "add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.true_divide,
+    "pow": np.power, "maximum": np.maximum, "minimum": np.minimum,
+}
+cdef bint _anomaly = False
+cdef int _debug_level = 1            # 0: capture no creation sites
+cdef str _pkg_dir = ""
+
+
+def _install(tensor_cls, graph_unary, graph_binary, graph_sum_to, pkg_dir):
+    """Called once by cygrad at import: connect the Python layer."""
+    global _TensorCls, _graph_unary, _graph_binary, _graph_sum_to, _pkg_dir
+    _TensorCls = tensor_cls
+    _graph_unary = graph_unary
+    _graph_binary = graph_binary
+    _graph_sum_to = graph_sum_to
+    _pkg_dir = pkg_dir
+
+
+# --- grad mode ----------------------------------------------------------------
+
+def is_grad_enabled():
+    """True when operations are recorded for autograd in this thread."""
+    return cygrad_grad_mode != 0
+
+
+def _set_grad_mode(bint flag):
+    """Set this thread's grad mode; returns the previous mode."""
+    global cygrad_grad_mode
+    cdef bint prev = cygrad_grad_mode != 0
+    cygrad_grad_mode = 1 if flag else 0
+    return prev
+
+
+def is_anomaly_enabled():
+    return _anomaly
+
+
+def _set_anomaly(bint flag):
+    global _anomaly
+    cdef bint prev = _anomaly
+    _anomaly = flag
+    return prev
+
+
+def _set_debug_level(int level):
+    global _debug_level
+    cdef int prev = _debug_level
+    _debug_level = level
+    return prev
+
+
+def _get_debug_level():
+    return _debug_level
+
+
+cdef object _user_site():
+    """(filename, lineno) of the innermost frame outside the cygrad package.
+
+    Only the frame's code object and line are read: no traceback object, no
+    string building.  Returns None when capture is off or no frame exists.
+    """
+    cdef PyFrameObject* f
+    cdef PyFrameObject* back
+    cdef PyCodeObject* code
+    cdef object filename
+    cdef int line
+    if _debug_level <= 0:
+        return None
+    f = PyEval_GetFrame()     # borrowed
+    if f == NULL:
+        return None
+    code = PyFrame_GetCode(f)  # new reference
+    filename = (<object>code).co_filename
+    Py_DECREF(<object>code)
+    if not filename.startswith(_pkg_dir):
+        return (filename, PyFrame_GetLineNumber(f))
+    # Inside cygrad's own Python layer: walk out to the caller.
+    back = PyFrame_GetBack(f)  # new reference
+    while back != NULL:
+        code = PyFrame_GetCode(back)
+        filename = (<object>code).co_filename
+        Py_DECREF(<object>code)
+        if not filename.startswith(_pkg_dir):
+            line = PyFrame_GetLineNumber(back)
+            Py_DECREF(<object>back)
+            return (filename, line)
+        f = back
+        back = PyFrame_GetBack(f)
+        Py_DECREF(<object>f)
+    return None
+
+
+def user_site():
+    """Python access to the creation-site capture (for diagnostics)."""
+    return _user_site()
+
+
+# --- version counters ------------------------------------------------------------
+
+@cython.final
+@cython.freelist(64)
+cdef class Version:
+    """A version counter shared by a tensor, its views and its detached aliases."""
+    cdef public long long v
+    cdef public object last_write    # (op name, site, old, new) of the last in-place
+                                     # write while saved, for the version error
+
+
+# --- tensors -----------------------------------------------------------------------
+
+@cython.trashcan(True)
+cdef class TensorBase:
+    """Compiled base of ``cygrad.Tensor``: storage, graph links and hot operators."""
+    cdef public object _arr
+    cdef public object _grad
+    cdef public Node _grad_fn
+    cdef public int _out_nr
+    cdef public bint _requires_grad
+    cdef public bint _retains_grad
+    cdef public Version _ver
+    cdef public object _hooks          # leaf hooks: list of callables, or None
+    cdef public object _post_hooks     # post-accumulate hooks, or None
+    cdef public object _base           # the tensor this one is a view of, or None
+    cdef public AccumulateGrad _acc    # leaf's gradient sink (holds us weakly)
+    cdef public object _origin         # diagnostics: ("no_grad"|"detach", site) or None
+    cdef object __weakref__
+
+    def _bump_version(self):
+        """Record an in-place modification of the storage."""
+        self._ver.v += 1
+
+    @property
+    def _version(self):
+        return self._ver.v
+
+    def __add__(self, other):
+        return _binary(OP_ADD, self, other)
+
+    def __radd__(self, other):
+        return _binary(OP_ADD, other, self)
+
+    def __sub__(self, other):
+        return _binary(OP_SUB, self, other)
+
+    def __rsub__(self, other):
+        return _binary(OP_SUB, other, self)
+
+    def __mul__(self, other):
+        return _binary(OP_MUL, self, other)
+
+    def __rmul__(self, other):
+        return _binary(OP_MUL, other, self)
+
+    def __truediv__(self, other):
+        return _binary(OP_DIV, self, other)
+
+    def __rtruediv__(self, other):
+        return _binary(OP_DIV, other, self)
+
+    def __pow__(self, other, mod):
+        if mod is not None:
+            return NotImplemented
+        return _binary(OP_POW, self, other)
+
+    def __rpow__(self, other, mod):
+        if mod is not None:
+            return NotImplemented
+        return _binary(OP_POW, other, self)
+
+    def __neg__(self):
+        return _unary(OP_NEG, self)
+
+    def __iadd__(self, other):
+        return _inplace_binary(OP_ADD, self, other, "add_")
+
+    def __isub__(self, other):
+        return _inplace_binary(OP_SUB, self, other, "sub_")
+
+    def __imul__(self, other):
+        return _inplace_binary(OP_MUL, self, other, "mul_")
+
+    def __itruediv__(self, other):
+        return _inplace_binary(OP_DIV, self, other, "div_")
+
+
+cdef inline TensorBase _new_tensor(object arr):
+    cdef TensorBase t = TensorBase.__new__(_TensorCls)
+    t._arr = arr
+    t._ver = Version.__new__(Version)
+    return t
+
+
+def _wrap(arr, requires_grad=False):
+    """A new Tensor over ``arr`` (no copy)."""
+    cdef TensorBase t = _new_tensor(arr)
+    t._requires_grad = requires_grad
+    return t
+
+
+def _alias(TensorBase src, arr=None, bint share_version=True):
+    """A new leaf Tensor sharing ``src``'s storage (and version counter)."""
+    cdef TensorBase t = _new_tensor(src._arr if arr is None else arr)
+    if share_version:
+        t._ver = src._ver
+    return t
+
+
+cdef inline Node _edge(TensorBase t):
+    """The node that receives ``t``'s gradient: its grad_fn, or its leaf sink."""
+    cdef AccumulateGrad acc
+    if t._grad_fn is not None:
+        return t._grad_fn
+    if not t._requires_grad:
+        return None
+    acc = t._acc
+    if acc is None:
+        acc = AccumulateGrad.__new__(AccumulateGrad)
+        acc._tref = weakref.ref(t)
+        acc._n_out = 1
+        acc._next = ()
+        t._acc = acc
+    return acc
+
+
+def _grad_edge(TensorBase t):
+    return _edge(t)
+
+
+cdef inline void _check_leaf_inplace(TensorBase t, str opname) except *:
+    cdef TensorBase b
+    if not cygrad_grad_mode:
+        return
+    if t._grad_fn is None and t._requires_grad:
+        raise RuntimeError(
+            "a leaf Variable that requires grad is being used in an in-place "
+            f"operation. ({opname} on a leaf of shape {tuple(t._arr.shape)}; update "
+            "parameters inside `with cygrad.no_grad():` or use an optimizer from "
+            "cygrad.optim)")
+    b = t._base
+    if b is not None and b._grad_fn is None and b._requires_grad:
+        raise RuntimeError(
+            "a view of a leaf Variable that requires grad is being used in an "
+            f"in-place operation. ({opname}; update parameters inside "
+            "`with cygrad.no_grad():` or use an optimizer from cygrad.optim)")
+
+
+cdef inline void _note_write(TensorBase t, str opname):
+    """Advance ``t``'s version; remember who wrote (for the version error)."""
+    cdef Version ver = t._ver
+    ver.v += 1
+    if _debug_level > 0:
+        ver.last_write = (opname, _user_site(), ver.v - 1, ver.v)
+
+
+def _mark_inplace(TensorBase t, str opname):
+    """Checks and version bump for an in-place op implemented in Python."""
+    _check_leaf_inplace(t, opname)
+    _note_write(t, opname)
+
+
+def _check_inplace(TensorBase t, str opname):
+    _check_leaf_inplace(t, opname)
+
+
+# --- dtype promotion ------------------------------------------------------------------
+
+cdef inline int _category(int typenum) noexcept:
+    if typenum == cnp.NPY_BOOL:
+        return 0
+    if typenum == cnp.NPY_FLOAT or typenum == cnp.NPY_DOUBLE:
+        return 2
+    return 1
+
+
+cdef int _default_float = cnp.NPY_FLOAT
+
+
+def _set_default_dtype(dtype):
+    global _default_float
+    _default_float = np.dtype(dtype).num
+
+
+cdef int _scalar_category(object s):
+    if isinstance(s, bool) or isinstance(s, np.bool_):
+        return 0
+    if isinstance(s, int) or isinstance(s, np.integer):
+        return 1
+    if isinstance(s, float) or isinstance(s, np.floating):
+        return 2
+    return -1
+
+
+cdef int _promote_tensors(int ta, int ndim_a, int tb, int ndim_b):
+    """torch's rule: dimensioned tensors outrank 0-d ones within a category."""
+    cdef int ca = _category(ta), cb = _category(tb)
+    if ta == tb:
+        return ta
+    if (ndim_a == 0) != (ndim_b == 0):
+        if ndim_a == 0 and ca <= cb:
+            return tb
+        if ndim_b == 0 and cb <= ca:
+            return ta
+    return np.result_type(np.dtype(cnp.PyArray_DescrFromType(ta)),
+                          np.dtype(cnp.PyArray_DescrFromType(tb))).num
+
+
+cdef int _promote_scalar(int tt, object s):
+    cdef int cs = _scalar_category(s), ct = _category(tt)
+    if cs <= ct:
+        return tt
+    if cs == 2:
+        return _default_float
+    return cnp.NPY_INT64
+
+
+cdef cnp.ndarray _scalar_array(object s, int typenum):
+    cdef cnp.ndarray out = cnp.PyArray_EMPTY(0, NULL, typenum, 0)
+    if typenum == cnp.NPY_FLOAT:
+        (<float*>cnp.PyArray_DATA(out))[0] = <float>(<double>s)
+    elif typenum == cnp.NPY_DOUBLE:
+        (<double*>cnp.PyArray_DATA(out))[0] = <double>s
+    else:
+        out[()] = s
+    return out
+
+
+# --- broadcasting -------------------------------------------------------------------------
+
+cdef tuple _broadcast_shape(tuple sa, tuple sb):
+    cdef Py_ssize_t na = len(sa), nb = len(sb), n = max(na, nb), i, da, db
+    if sa == sb:
+        return sa
+    out = [0] * n
+    for i in range(n):
+        da = sa[na - n + i] if na - n + i >= 0 else 1
+        db = sb[nb - n + i] if nb - n + i >= 0 else 1
+        if da == db or db == 1:
+            out[i] = da
+        elif da == 1:
+            out[i] = db
+        else:
+            raise RuntimeError(
+                f"The size of tensor a ({da}) must match the size of tensor b ({db}) "
+                f"at non-singleton dimension {i}: shapes {list(sa)} and {list(sb)} "
+                "do not broadcast")
+    return tuple(out)
+
+
+cdef int _fill_strides(cnp.ndarray arr, int ndim, const Py_ssize_t* shape,
+                       Py_ssize_t* out) except -1:
+    """Element strides of ``arr`` broadcast to ``shape`` (0 on broadcast axes)."""
+    cdef int an = cnp.PyArray_NDIM(arr), d, ad
+    cdef Py_ssize_t item = cnp.PyArray_ITEMSIZE(arr)
+    cdef cnp.npy_intp* st = cnp.PyArray_STRIDES(arr)
+    cdef cnp.npy_intp* dims = cnp.PyArray_DIMS(arr)
+    for d in range(ndim):
+        ad = d - (ndim - an)
+        if ad < 0 or dims[ad] == 1:
+            out[d] = 0
+        else:
+            if st[ad] % item:
+                raise ValueError("array strides are not a multiple of its item size")
+            out[d] = st[ad] // item
+    return 0
+
+
+cdef int _run_kernel(row_fn fn, int nargs, cnp.ndarray out, list args) except -1:
+    """Apply ``fn`` with ``out`` as p[0] and ``args`` (arrays) as inputs.
+
+    Every input is broadcast to ``out``'s shape through 0 strides; axes are
+    coalesced so that contiguous data runs as one long row.
+    """
+    cdef int ndim = cnp.PyArray_NDIM(out), k, d, nd
+    cdef Py_ssize_t shape[32]
+    cdef Py_ssize_t strides[8 * 32]
+    cdef Py_ssize_t cshape[32]
+    cdef Py_ssize_t cstrides[8 * 32]
+    cdef char* base[8]
+    cdef Py_ssize_t n = cnp.PyArray_SIZE(out), item = cnp.PyArray_ITEMSIZE(out)
+    cdef bint merge
+    cdef cnp.ndarray a
+    if ndim > 32:
+        raise ValueError(f"cygrad supports at most 32 dimensions, got {ndim}")
+    if n == 0:
+        return 0
+    for d in range(ndim):
+        shape[d] = cnp.PyArray_DIMS(out)[d]
+    _fill_strides(out, ndim, shape, strides)
+    base[0] = <char*>cnp.PyArray_DATA(out)
+    for k in range(1, nargs):
+        a = <cnp.ndarray>args[k - 1]
+        if a is None:
+            base[k] = NULL
+            for d in range(ndim):
+                strides[k * ndim + d] = 0
+            continue
+        _fill_strides(a, ndim, shape, &strides[k * ndim])
+        base[k] = <char*>cnp.PyArray_DATA(a)
+    # Coalesce: drop size-1 axes, merge axis d into d+1 when every argument
+    # steps through them as one.
+    nd = 0
+    for d in range(ndim):
+        if shape[d] == 1:
+            continue
+        if nd > 0:
+            merge = True
+            for k in range(nargs):
+                if cstrides[k * 32 + nd - 1] != strides[k * ndim + d] * shape[d]:
+                    merge = False
+                    break
+            if merge:
+                cshape[nd - 1] *= shape[d]
+                for k in range(nargs):
+                    cstrides[k * 32 + nd - 1] = strides[k * ndim + d]
+                continue
+        cshape[nd] = shape[d]
+        for k in range(nargs):
+            cstrides[k * 32 + nd] = strides[k * ndim + d]
+        nd += 1
+    # Re-pack strides densely as [k * nd + d].
+    for k in range(nargs):
+        for d in range(nd):
+            strides[k * nd + d] = cstrides[k * 32 + d]
+    if n >= GIL_RELEASE_MIN:
+        with nogil:
+            nd_apply(fn, nargs, nd, cshape, base, strides, item)
+    else:
+        nd_apply(fn, nargs, nd, cshape, base, strides, item)
+    return 0
+
+
+cdef inline int _dt_index(int typenum) noexcept:
+    return 0 if typenum == cnp.NPY_FLOAT else 1
+
+
+cdef cnp.ndarray _empty_like_shape(tuple shape, int typenum):
+    cdef cnp.npy_intp dims[32]
+    cdef int nd = len(shape), d
+    if nd > 32:
+        raise ValueError(f"cygrad supports at most 32 dimensions, got {nd}")
+    for d in range(nd):
+        dims[d] = shape[d]
+    return cnp.PyArray_EMPTY(nd, dims, typenum, 0)
+
+
+cdef inline cnp.ndarray _as_float_array(cnp.ndarray a, int typenum):
+    if cnp.PyArray_TYPE(a) != typenum:
+        return a.astype(cnp.PyArray_DescrFromType(typenum))
+    if not cnp.PyArray_ISALIGNED(a):
+        return np.array(a)
+    return a
+
+
+# --- elementwise ops -------------------------------------------------------------------
+
+cdef object _binary(int op, object a, object b):
+    cdef TensorBase ta = None, tb = None
+    cdef cnp.ndarray aa, ab, out
+    cdef int typenum, t_a, t_b
+    cdef bint need_grad
+    cdef tuple shape
+    if isinstance(a, TensorBase):
+        ta = <TensorBase>a
+        aa = <cnp.ndarray>ta._arr
+    if isinstance(b, TensorBase):
+        tb = <TensorBase>b
+        ab = <cnp.ndarray>tb._arr
+    if ta is not None and tb is not None:
+        t_a = cnp.PyArray_TYPE(aa)
+        t_b = cnp.PyArray_TYPE(ab)
+        typenum = t_a if t_a == t_b else _promote_tensors(
+            t_a, cnp.PyArray_NDIM(aa), t_b, cnp.PyArray_NDIM(ab))
+    elif ta is not None:
+        if _scalar_category(b) < 0:
+            return NotImplemented
+        typenum = _promote_scalar(cnp.PyArray_TYPE(aa), b)
+    elif tb is not None:
+        if _scalar_category(a) < 0:
+            return NotImplemented
+        typenum = _promote_scalar(cnp.PyArray_TYPE(ab), a)
+    else:
+        return NotImplemented
+    if op == OP_DIV and _category(typenum) < 2:
+        typenum = _default_float
+    if op == OP_POW and _category(typenum) < 2:
+        if (ta is not None and _category(cnp.PyArray_TYPE(aa)) == 2) or (
+                tb is not None and _category(cnp.PyArray_TYPE(ab)) == 2):
+            typenum = _default_float
+    if ta is None:
+        aa = _scalar_array(a, typenum)
+    if tb is None:
+        ab = _scalar_array(b, typenum)
+
+    if typenum != cnp.NPY_FLOAT and typenum != cnp.NPY_DOUBLE:
+        # Integer and bool tensors: exact NumPy arithmetic, never a gradient.
+        dt = cnp.PyArray_DescrFromType(typenum)
+        res = _np_ufuncs[BINARY_NAMES[op]](aa.astype(dt, copy=False),
+                                           ab.astype(dt, copy=False))
+        return _new_tensor(np.asarray(res))
+
+    aa = _as_float_array(aa, typenum)
+    ab = _as_float_array(ab, typenum)
+    shape = _broadcast_shape((<object>aa).shape, (<object>ab).shape)
+    out = _empty_like_shape(shape, typenum)
+    _run_kernel(binary_fwd(op, _dt_index(typenum)), 3, out, [aa, ab])
+
+    cdef TensorBase res_t = _new_tensor(out)
+    need_grad = cygrad_grad_mode and (
+        (ta is not None and ta._requires_grad) or (tb is not None and tb._requires_grad))
+    if need_grad:
+        _make_binary_node(op, res_t, ta, tb, aa, ab, out, shape)
+    return res_t
+
+
+cdef void _make_binary_node(int op, TensorBase res, TensorBase ta, TensorBase tb,
+                            cnp.ndarray aa, cnp.ndarray ab, cnp.ndarray out,
+                            tuple shape) except *:
+    cdef EWNode node = EWNode.__new__(EWNode)
+    cdef bint ga = ta is not None and ta._requires_grad
+    cdef bint gb = tb is not None and tb._requires_grad
+    cdef tuple saves_a = BINARY_SAVES[op][0], saves_b = BINARY_SAVES[op][1]
+    cdef bint need_a = (ga and "a" in saves_a) or (gb and "a" in saves_b)
+    cdef bint need_b = (ga and "b" in saves_a) or (gb and "b" in saves_b)
+    cdef bint need_y = (ga and "y" in saves_a) or (gb and "y" in saves_b)
+    node.op = op
+    node.binary = True
+    node._n_out = 1
+    node._next = (_edge(ta) if ga else None, _edge(tb) if gb else None)
+    if ga and ta._out_nr != 0 or gb and tb._out_nr != 0:
+        node._nrs = (ta._out_nr if ga else 0, tb._out_nr if gb else 0)
+    if (ga and ((<object>aa).shape != shape or aa is not ta._arr)) or (
+            gb and ((<object>ab).shape != shape or ab is not tb._arr)):
+        node._in_meta = (
+            (ta._arr.shape, ta._arr.dtype) if ga and (
+                (<object>aa).shape != shape or aa is not ta._arr) else None,
+            (tb._arr.shape, tb._arr.dtype) if gb and (
+                (<object>ab).shape != shape or ab is not tb._arr) else None)
+    if need_a:
+        node.sa = aa
+        node.ta = ta
+        if ta is not None:
+            node.va = ta._ver
+            node.na = ta._ver.v
+    if need_b:
+        node.sb = ab
+        node.tb = tb
+        if tb is not None:
+            node.vb = tb._ver
+            node.nb = tb._ver.v
+    if need_y:
+        node.sy = out
+        node.vy = res._ver
+        node.ny = 0
+    node._has_saved = need_a or need_b or need_y
+    if _debug_level > 0:
+        node._site = _user_site()
+    res._grad_fn = node
+    res._requires_grad = True
+
+
+cdef object _unary(int op, TensorBase t):
+    cdef cnp.ndarray x = <cnp.ndarray>t._arr, out
+    cdef int typenum = cnp.PyArray_TYPE(x)
+    if typenum != cnp.NPY_FLOAT and typenum != cnp.NPY_DOUBLE:
+        if op == OP_NEG:
+            if typenum == cnp.NPY_BOOL:
+                raise RuntimeError(
+                    "Negation, the `-` operator, on a bool tensor is not supported.")
+            return _new_tensor(np.negative(x))
+        x = x.astype(cnp.PyArray_DescrFromType(_default_float))
+        typenum = _default_float
+    x = _as_float_array(x, typenum)
+    out = _empty_like_shape((<object>x).shape, typenum)
+    _run_kernel(unary_fwd(op, _dt_index(typenum)), 2, out, [x])
+    cdef TensorBase res = _new_tensor(out)
+    if cygrad_grad_mode and t._requires_grad:
+        _make_unary_node(op, res, t, x, out)
+    return res
+
+
+cdef void _make_unary_node(int op, TensorBase res, TensorBase t, cnp.ndarray x,
+                           cnp.ndarray out) except *:
+    cdef EWNode node = EWNode.__new__(EWNode)
+    cdef tuple saves = UNARY_SAVES[op]
+    node.op = op
+    node.binary = False
+    node._n_out = 1
+    node._next = (_edge(t),)
+    if t._out_nr != 0:
+        node._nrs = (t._out_nr,)
+    if x is not t._arr and x.dtype != t._arr.dtype:
+        node._in_meta = ((t._arr.shape, t._arr.dtype),)
+    if "x" in saves:
+        node.sa = x
+        node.ta = t
+        node.va = t._ver
+        node.na = t._ver.v
+    if "y" in saves:
+        node.sy = out
+        node.vy = res._ver
+        node.ny = 0
+    node._has_saved = "x" in saves or "y" in saves
+    if _debug_level > 0:
+        node._site = _user_site()
+    res._grad_fn = node
+    res._requires_grad = True
+
+
+def unary(str name, TensorBase t):
+    """Apply the elementwise op ``name`` of the kernel table to ``t``."""
+    return _unary(UNARY_OPS[name][0], t)
+
+
+def binary(str name, a, b):
+    """Apply the binary elementwise op ``name`` (broadcasting) to a and b."""
+    res = _binary(BINARY_OPS[name][0], a, b)
+    if res is NotImplemented:
+        raise TypeError(
+            f"{name}(): expected Tensor or number arguments, got "
+            f"{type(a).__name__} and {type(b).__name__}")
+    return res
+
+
+cdef object _inplace_binary(int op, TensorBase self, object other, str opname):
+    """self <op>= other, in place, with torch's autograd rules."""
+    cdef cnp.ndarray arr = <cnp.ndarray>self._arr, src, out
+    cdef int typenum = cnp.PyArray_TYPE(arr)
+    cdef TensorBase to = other if isinstance(other, TensorBase) else None
+    cdef bint need_grad
+    cdef TensorBase res
+    if to is None and _scalar_category(other) < 0:
+        return NotImplemented
+    if not arr.flags.writeable:
+        raise ValueError(f"{opname}: the tensor's memory is read-only")
+    if to is not None:
+        rt = _promote_tensors(typenum, 1, cnp.PyArray_TYPE(<cnp.ndarray>to._arr), 1)
+    else:
+        rt = _promote_scalar(typenum, other)
+    if op == OP_DIV and _category(rt) < 2:
+        rt = _default_float
+    if _category(rt) > _category(typenum):
+        raise RuntimeError(
+            f"result type {np.dtype(cnp.PyArray_DescrFromType(rt))} can't be cast "
+            f"to the desired output type {arr.dtype} ({opname})")
+    other_shape = to._arr.shape if to is not None else ()
+    bshape = _broadcast_shape((<object>arr).shape, other_shape)
+    if bshape != (<object>arr).shape:
+        raise RuntimeError(
+            f"output with shape {list((<object>arr).shape)} doesn't match the broadcast "
+            f"shape {list(bshape)} ({opname})")
+    _check_leaf_inplace(self, opname)
+    need_grad = cygrad_grad_mode and (
+        self._requires_grad or (to is not None and to._requires_grad))
+    if need_grad:
+        # Compute out of place (the node saves the old value if it needs it),
+        # then write the result into self's storage and rebase self's history.
+        old = _alias(self, arr.copy(), False)
+        (<TensorBase>old)._grad_fn = self._grad_fn
+        (<TensorBase>old)._out_nr = self._out_nr
+        (<TensorBase>old)._requires_grad = self._requires_grad
+        (<TensorBase>old)._acc = self._acc if self._grad_fn is None else None
+        res = _binary(op, old, other)
+        np.copyto(arr, res._arr, casting="unsafe")
+        self._grad_fn = res._grad_fn
+        self._out_nr = 0
+        self._requires_grad = True
+        # A saved output of the new node is the result array, which self no
+        # longer aliases, so it stays valid.
+        _note_write(self, opname)
+        return self
+    if typenum != cnp.NPY_FLOAT and typenum != cnp.NPY_DOUBLE:
+        res = _binary(op, self, other)
+        np.copyto(arr, res._arr, casting="unsafe")
+        _note_write(self, opname)
+        return self
+    src = _as_float_array(to._arr, typenum) if to is not None else _scalar_array(
+        other, typenum)
+    if np.shares_memory(arr, src) and src is not arr:
+        src = src.copy()
+    _run_kernel(binary_fwd(op, _dt_index(typenum)), 3, arr, [arr, src])
+    _note_write(self, opname)
+    return self
+
+
+def inplace_binary(str name, TensorBase self, other, str opname):
+    res = _inplace_binary(BINARY_OPS[name][0], self, other, opname)
+    if res is NotImplemented:
+        raise TypeError(f"{opname}(): expected a Tensor or a number, got "
+                        f"{type(other).__name__}")
+    return res
+
+
+# --- graph nodes ------------------------------------------------------------------------
+
+@cython.trashcan(True)
+cdef class Node:
+    """A backward function in the graph (``grad_fn``)."""
+    cdef tuple _next           # per input: the Node receiving its gradient, or None
+    cdef tuple _nrs            # per input: which output of that node, or None (all 0)
+    cdef tuple _in_meta        # per input: (shape, dtype) to check/reduce to, or None
+    cdef int _n_out
+    cdef bint _freed
+    cdef bint _has_saved
+    cdef public object _pre_hooks    # list of (out_nr, fn) from Tensor.register_hook
+    cdef public object _retained     # list of (out_nr, weakref) from retain_grad()
+    cdef public object _site         # (filename, lineno) of the forward call
+    cdef public object _gen          # optimizer generation at creation (diagnostics)
+    # engine scratch
+    cdef Py_ssize_t _deps
+    cdef long long _run
+    cdef object _buf
+    cdef bint _needed
+    cdef object __weakref__
+
+    cdef object apply(self, object grads, bint graph):
+        raise NotImplementedError
+
+    cdef void release(self):
+        pass
+
+    def name(self):
+        return type(self).__name__
+
+    def __repr__(self):
+        return f"<{self.name()} object at {hex(id(self))}>"
+
+    @property
+    def next_functions(self):
+        cdef Py_ssize_t i
+        if self._next is None:
+            return ()
+        return tuple(
+            (self._next[i], self._nrs[i] if self._nrs is not None else 0)
+            for i in range(len(self._next)))
+
+    @property
+    def _saved_freed(self):
+        return self._freed
+
+    @property
+    def _saved_bytes(self):
+        return self.saved_nbytes()
+
+    cpdef Py_ssize_t saved_nbytes(self):
+        return 0
+
+    def _saved_shapes(self):
+        return []
+
+    def register_prehook(self, fn):
+        if self._pre_hooks is None:
+            self._pre_hooks = []
+        entry = (-1, fn)
+        self._pre_hooks.append(entry)
+        return _HookHandle(self._pre_hooks, entry)
+
+    @property
+    def metadata(self):
+        return {}
+
+
+class _HookHandle:
+    """Returned by register_hook: ``remove()`` unregisters the hook."""
+
+    def __init__(self, lst, entry):
+        self._lst = lst
+        self._entry = entry
+
+    def remove(self):
+        try:
+            self._lst.remove(self._entry)
+        except ValueError:
+            pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.remove()
+
+
+def _make_handle(lst, entry):
+    return _HookHandle(lst, entry)
+
+
+@cython.final
+cdef class AccumulateGrad(Node):
+    """Sink of a leaf's gradient: sums into ``.grad`` (holds the leaf weakly)."""
+    cdef object _tref
+
+    @property
+    def variable(self):
+        return self._tref()
+
+    def name(self):
+        return "AccumulateGrad"
+
+
+cdef str _describe(object arr):
+    return f"[{arr.dtype} tensor of shape {list(arr.shape)}]"
+
+
+cdef void _check_version(Version ver, long long expected, object arr, Node node,
+                         str what) except *:
+    if ver.v == expected:
+        return
+    msg = (
+        "one of the variables needed for gradient computation has been modified "
+        f"by an inplace operation: {_describe(arr)}, which is {what} of "
+        f"{node.name()}, is at version {ver.v}; expected version {expected} instead."
+    )
+    lw = ver.last_write
+    if lw is not None:
+        op, site, old, new = lw
+        where = f" at {site[0]}:{site[1]}" if site is not None else ""
+        msg += f" It was modified by {op}{where}, version {old} -> {new}."
+    msg += (" Hint: the operation that failed was created"
+            + (f" at {node._site[0]}:{node._site[1]}" if node._site else "")
+            + "; avoid the in-place change, or .clone() the tensor before it.")
+    raise RuntimeError(msg)
+
+
+cdef inline object _freed_error(Node node):
+    return RuntimeError(
+        "Trying to backward through the graph a second time (or directly access "
+        "saved tensors after they have already been freed). Saved intermediate "
+        "values of the graph are freed when you call .backward() or "
+        "autograd.grad(). Specify retain_graph=True if you need to backward "
+        f"through the graph a second time or if you need to access saved tensors "
+        f"after calling backward. (node {node.name()}"
+        + (f", created at {node._site[0]}:{node._site[1]}" if node._site else "")
+        + ")" + _stale_hint(node))
+
+
+cdef object _stale_hint_fn = None
+
+
+def _set_stale_hint(fn):
+    global _stale_hint_fn
+    _stale_hint_fn = fn
+
+
+cdef str _stale_hint(Node node):
+    if _stale_hint_fn is None:
+        return ""
+    return _stale_hint_fn(node)
+
+
+@cython.final
+cdef class EWNode(Node):
+    """Backward of an elementwise op of the kernel table."""
+    cdef int op
+    cdef bint binary
+    cdef object sa, sb, sy           # saved arrays, or None
+    cdef TensorBase ta, tb           # saved input tensors (for create_graph)
+    cdef Version va, vb, vy
+    cdef long long na, nb, ny
+
+    def name(self):
+        if self.binary:
+            return _NODE_NAMES_B[BINARY_NAMES[self.op]]
+        return _NODE_NAMES_U[UNARY_NAMES[self.op]]
+
+    cdef void release(self):
+        if self._has_saved:
+            self.sa = self.sb = self.sy = None
+            self.ta = self.tb = None
+            self._freed = True
+
+    cpdef Py_ssize_t saved_nbytes(self):
+        cdef Py_ssize_t n = 0
+        for a in (self.sa, self.sb, self.sy):
+            if a is not None:
+                n += a.nbytes
+        return n
+
+    def _saved_shapes(self):
+        return [(k, tuple(a.shape), a.nbytes) for k, a in
+                (("self", self.sa), ("other", self.sb), ("result", self.sy))
+                if a is not None]
+
+    cdef void _check(self) except *:
+        if self._freed:
+            raise _freed_error(self)
+        if self.va is not None:
+            _check_version(self.va, self.na, self.sa, self, "an input")
+        if self.vb is not None:
+            _check_version(self.vb, self.nb, self.sb, self, "an input")
+        if self.vy is not None:
+            _check_version(self.vy, self.ny, self.sy, self, "output 0")
+
+    cdef object apply(self, object grads, bint graph):
+        cdef cnp.ndarray g, ga, gb
+        cdef int dt, ident
+        self._check()
+        if graph:
+            return self._apply_graph(grads)
+        g = <cnp.ndarray>grads
+        dt = _dt_index(cnp.PyArray_TYPE(g))
+        if not self.binary:
+            if self.op == OP_NEG:
+                ga = _empty_like_shape((<object>g).shape, cnp.PyArray_TYPE(g))
+                _run_kernel(unary_fwd(OP_NEG, dt), 2, ga, [g])
+                return (ga,)
+            ga = _empty_like_shape((<object>g).shape, cnp.PyArray_TYPE(g))
+            _run_kernel(unary_bwd(self.op, dt), 4, ga, [g, self.sa, self.sy])
+            return (ga,)
+        ga = gb = None
+        if self._next[0] is not None:
+            ident = BINARY_IDENT_A[self.op]
+            if ident == 1:
+                ga = g
+            else:
+                ga = _empty_like_shape((<object>g).shape, cnp.PyArray_TYPE(g))
+                _run_kernel(binary_bwd(self.op, 0, dt), 5, ga,
+                            [g, self.sa, self.sb, self.sy])
+        if self._next[1] is not None:
+            ident = BINARY_IDENT_B[self.op]
+            if ident == 1:
+                gb = g
+            elif ident == 2:
+                gb = _empty_like_shape((<object>g).shape, cnp.PyArray_TYPE(g))
+                _run_kernel(unary_fwd(OP_NEG, dt), 2, gb, [g])
+            else:
+                gb = _empty_like_shape((<object>g).shape, cnp.PyArray_TYPE(g))
+                _run_kernel(binary_bwd(self.op, 1, dt), 5, gb,
+                            [g, self.sa, self.sb, self.sy])
+        return (ga, gb)
+
+    cdef object _saved_tensor(self, TensorBase t, object arr):
+        if t is not None:
+            return t
+        return _new_tensor(arr) if arr is not None else None
+
+    cdef object _apply_graph(self, object g):
+        """The same rule over Tensors, recorded: backward of the backward."""
+        cdef TensorBase y = None
+        if self.sy is not None:
+            # The saved output, re-attached to this node (torch's unpacking).
+            y = _new_tensor(self.sy)
+            y._ver = self.vy
+            y._grad_fn = self
+            y._requires_grad = True
+        if not self.binary:
+            fn = _graph_unary[UNARY_NAMES[self.op]]
+            return (fn(g, self._saved_tensor(self.ta, self.sa), y),)
+        fa, fb = _graph_binary[BINARY_NAMES[self.op]]
+        a = self._saved_tensor(self.ta, self.sa)
+        b = self._saved_tensor(self.tb, self.sb)
+        return (fa(g, a, b, y) if self._next[0] is not None else None,
+                fb(g, a, b, y) if self._next[1] is not None else None)
+
+
+# --- Python Functions ----------------------------------------------------------------
+
+@cython.final
+@cython.freelist(8)
+cdef class SavedValue:
+    cdef public object tensor        # the saved input Tensor, or None for outputs
+    cdef public object arr
+    cdef public Version ver
+    cdef public long long v
+    cdef public int out_nr           # >= 0 for a saved output of this node
+    cdef public bint requires_grad
+
+
+cdef class FunctionNode(Node):
+    """Backward node and ``ctx`` of a ``cygrad.autograd.Function`` call."""
+    cdef dict __dict__
+    cdef public object _fn
+    cdef public tuple _saved
+    cdef public tuple _to_save
+    cdef public tuple needs_input_grad
+    cdef public object _non_diff
+    cdef public object _dirty
+    cdef public bint materialize_grads
+    cdef public tuple _out_meta      # per output: (shape, dtype) or None
+    cdef public tuple _arg_is_tensor
+
+    def save_for_backward(self, *tensors):
+        self._to_save = tensors
+
+    def mark_non_differentiable(self, *tensors):
+        self._non_diff = tensors
+
+    def mark_dirty(self, *tensors):
+        self._dirty = tensors
+
+    def set_materialize_grads(self, bint value):
+        self.materialize_grads = value
+
+    @property
+    def saved_tensors(self):
+        cdef SavedValue s
+        cdef TensorBase t
+        if self._freed:
+            raise _freed_error(self)
+        if self._saved is None:
+            return self._to_save if self._to_save is not None else ()
+        out = []
+        for s in self._saved:
+            if s is None:
+                out.append(None)
+                continue
+            _check_version(s.ver, s.v, s.arr, self,
+                           "an input" if s.out_nr < 0 else f"output {s.out_nr}")
+            if s.out_nr < 0:
+                out.append(s.tensor)
+            else:
+                t = _new_tensor(s.arr)
+                t._ver = s.ver
+                t._grad_fn = self
+                t._out_nr = s.out_nr
+                t._requires_grad = s.requires_grad
+                out.append(t)
+        return tuple(out)
+
+    @property
+    def saved_variables(self):
+        return self.saved_tensors
+
+    cdef void release(self):
+        if self._saved is not None and len(self._saved):
+            self._saved = None
+            self._freed = True
+
+    cpdef Py_ssize_t saved_nbytes(self):
+        cdef Py_ssize_t n = 0
+        cdef SavedValue s
+        if self._saved is None:
+            return 0
+        for s in self._saved:
+            if s is not None:
+                n += s.arr.nbytes
+        return n
+
+    def _saved_shapes(self):
+        cdef SavedValue s
+        if self._saved is None:
+            return []
+        return [("saved", tuple(s.arr.shape), s.arr.nbytes)
+                for s in self._saved if s is not None]
+
+    cdef object apply(self, object grads, bint graph):
+        cdef Py_ssize_t i, n_args = len(self._next)
+        cdef tuple metas = self._out_meta
+        if self._n_out == 1:
+            grads = [grads]
+        gs = []
+        for i in range(self._n_out):
+            g = grads[i]
+            if g is None:
+                if self.materialize_grads and metas[i] is not None:
+                    shape, dtype = metas[i]
+                    g = np.zeros(shape, dtype)
+                    if graph:
+                        g = _new_tensor(g)
+                else:
+                    gs.append(None)
+                    continue
+            gs.append(g if graph else _new_tensor(g))
+        res = self._fn.backward(self, *gs)
+        if not isinstance(res, tuple):
+            res = (res,)
+        cdef Py_ssize_t n_res = len(res)
+        if n_res != n_args:
+            if n_res > n_args and all(r is None for r in res[n_args:]):
+                res = res[:n_args]
+            else:
+                raise RuntimeError(
+                    f"function {self.name()} returned an incorrect number of "
+                    f"gradients (expected {n_args}, got {n_res})")
+        out = []
+        for i in range(n_args):
+            r = res[i]
+            if r is None:
+                out.append(None)
+                continue
+            if not self._arg_is_tensor[i]:
+                raise RuntimeError(
+                    f"function {self.name()} returned a gradient different than "
+                    f"None at position {i + 1}, but the corresponding forward input "
+                    "was not a Tensor")
+            if self._next[i] is None:
+                out.append(None)
+                continue
+            if not isinstance(r, TensorBase):
+                raise TypeError(
+                    f"function {self.name()} returned a gradient of type "
+                    f"{type(r).__name__} at index {i}; expected a Tensor or None")
+            out.append(r if graph else (<TensorBase>r)._arr)
+        return tuple(out)
+
+
+def function_apply(cls, node_cls, tuple args):
+    """Run a Function's forward and, when needed, connect it to the graph."""
+    cdef FunctionNode ctx = node_cls.__new__(node_cls)
+    cdef Py_ssize_t i, n = len(args)
+    cdef TensorBase t
+    cdef SavedValue sv
+    cdef bint is_exec = False
+    cdef list needs = [False] * n
+    cdef list is_tensor = [False] * n
+    cdef list versions = [0] * n
+    for i in range(n):
+        a = args[i]
+        if isinstance(a, TensorBase):
+            t = <TensorBase>a
+            is_tensor[i] = True
+            versions[i] = t._ver.v
+            if t._requires_grad:
+                needs[i] = True
+                is_exec = True
+    is_exec = is_exec and cygrad_grad_mode
+    ctx.needs_input_grad = tuple(needs) if is_exec else tuple([False] * n)
+    ctx._fn = cls
+    ctx.materialize_grads = True
+    global cygrad_grad_mode
+    cdef int prev = cygrad_grad_mode
+    cygrad_grad_mode = 0
+    try:
+        out = cls.forward(ctx, *args)
+    finally:
+        cygrad_grad_mode = prev
+    cdef bint single = not isinstance(out, tuple)
+    cdef tuple outs = (out,) if single else out
+    dirty = ctx._dirty or ()
+    # An input modified in place inside forward must be declared.
+    for i in range(n):
+        if is_tensor[i]:
+            t = <TensorBase>args[i]
+            if t._ver.v != versions[i] and not any(d is t for d in dirty):
+                raise RuntimeError(
+                    f"{cls.__name__}.forward modified its input {i} in place "
+                    "without ctx.mark_dirty(); declare it with ctx.mark_dirty(x) "
+                    "so that autograd can account for the change")
+    for d in dirty:
+        if not any(d is args[i] for i in range(n)):
+            raise RuntimeError("mark_dirty() received a tensor that is not an input")
+        if is_exec:
+            _check_leaf_inplace(<TensorBase>d, cls.__name__)
+    if not is_exec:
+        return out
+    non_diff = ctx._non_diff or ()
+    ctx._n_out = len(outs)
+    ctx._next = tuple(_edge(<TensorBase>args[i]) if needs[i] else None
+                      for i in range(n))
+    if any(needs[i] and (<TensorBase>args[i])._out_nr for i in range(n)):
+        ctx._nrs = tuple((<TensorBase>args[i])._out_nr if needs[i] else 0
+                         for i in range(n))
+    ctx._in_meta = tuple(((<TensorBase>args[i])._arr.shape,
+                          (<TensorBase>args[i])._arr.dtype) if needs[i] else None
+                         for i in range(n))
+    ctx._arg_is_tensor = tuple(is_tensor)
+    if _debug_level > 0:
+        ctx._site = _user_site()
+    new_outs = []
+    metas = []
+    for i in range(len(outs)):
+        o = outs[i]
+        if not isinstance(o, TensorBase):
+            new_outs.append(o)
+            metas.append(None)
+            continue
+        t = <TensorBase>o
+        if any(t is nd for nd in non_diff):
+            new_outs.append(t)
+            metas.append(None)
+            continue
+        if any(t is d for d in dirty):
+            pass    # rebase the modified input's history onto this node
+        elif any(t is args[j] for j in range(n)) or t._requires_grad:
+            t = _alias(t)
+            (<TensorBase>t)._base = o if (<TensorBase>o)._base is None else (
+                <TensorBase>o)._base
+        if t._arr.dtype.kind != "f":
+            metas.append(None)
+            new_outs.append(t)
+            continue
+        t._grad_fn = ctx
+        t._out_nr = i
+        t._requires_grad = True
+        new_outs.append(t)
+        metas.append((t._arr.shape, t._arr.dtype))
+    ctx._out_meta = tuple(metas)
+    # Saved tensors: inputs by reference, outputs as (array, version) so that
+    # the node never holds its own output (no cycle).
+    if ctx._to_save is not None:
+        saved = []
+        for s in ctx._to_save:
+            if s is None:
+                saved.append(None)
+                continue
+            if not isinstance(s, TensorBase):
+                raise TypeError("save_for_backward can only save tensors, but "
+                                f"argument {len(saved)} is of type "
+                                f"{type(s).__name__}")
+            t = <TensorBase>s
+            sv = SavedValue.__new__(SavedValue)
+            sv.arr = t._arr
+            sv.ver = t._ver
+            sv.v = t._ver.v
+            sv.out_nr = -1
+            for i in range(len(new_outs)):
+                if new_outs[i] is t or (outs[i] is t and t._grad_fn is ctx):
+                    sv.out_nr = i
+                    sv.requires_grad = t._requires_grad
+                    break
+            if sv.out_nr < 0:
+                sv.tensor = t
+            saved.append(sv)
+        ctx._saved = tuple(saved)
+        ctx._to_save = None
+        ctx._has_saved = len(saved) > 0
+    return new_outs[0] if single else tuple(new_outs)
+
+
+# --- the engine ---------------------------------------------------------------------------
+
+cdef long long _run_counter = 0
+
+
+cdef inline object _add_values(object a, object b, bint graph):
+    """a + b for two gradient values; in place into ``a`` when it is ours."""
+    if graph:
+        return a + b
+    if (Py_REFCNT(a) <= 2 and cnp.PyArray_CHKFLAGS(<cnp.ndarray>a, cnp.NPY_ARRAY_OWNDATA)
+            and (<cnp.ndarray>a).shape == (<cnp.ndarray>b).shape
+            and (<cnp.ndarray>a).dtype == (<cnp.ndarray>b).dtype
+            and cnp.PyArray_ISWRITEABLE(<cnp.ndarray>a)):
+        _run_kernel(binary_fwd(OP_ADD, _dt_index(cnp.PyArray_TYPE(<cnp.ndarray>a))), 3,
+                    <cnp.ndarray>a, [a, b])
+        return a
+    return np.add(a, b)
+
+
+cdef object _fit_grad(Node node, Py_ssize_t i, object g, bint graph):
+    """Reduce ``g`` to input i's shape and cast it to its dtype, or raise."""
+    meta = node._in_meta[i]
+    if meta is None:
+        return g
+    shape, dtype = meta
+    gshape = g.shape if not graph else tuple(g.shape)
+    if gshape != shape:
+        try:
+            if graph:
+                g = _graph_sum_to(g, shape)
+            else:
+                g = _sum_to_shape(g, shape)
+        except (ValueError, RuntimeError):
+            raise RuntimeError(
+                f"Function {node.name()} returned an invalid gradient at index {i} "
+                f"- got {list(gshape)} but expected shape compatible with "
+                f"{list(shape)}") from None
+    gd = g.dtype
+    if gd != dtype:
+        if np.dtype(gd).kind not in "fc":
+            raise RuntimeError(
+                f"Function {node.name()} returned an invalid gradient at index {i} "
+                f"- expected a floating point gradient of dtype {dtype} but got {gd}")
+        g = g.to(dtype) if graph else g.astype(dtype)
+    return g
+
+
+cdef object _wrap_value(object g, bint graph):
+    return g if graph else _new_tensor(g)
+
+
+cdef object _unwrap_value(object g, bint graph):
+    if graph:
+        return g
+    return (<TensorBase>g)._arr
+
+
+cdef object _run_pre_hooks(Node node, object buf, bint graph):
+    """Tensor hooks and retain_grad of a non-leaf, on its summed gradient."""
+    cdef Py_ssize_t k
+    if node._pre_hooks:
+        for (nr, fn) in list(node._pre_hooks):
+            if nr < 0:
+                # node-level prehook: receives the tuple of output grads
+                vals = buf if node._n_out != 1 else [buf]
+                res = fn(tuple(_wrap_value(v, graph) if v is not None else None
+                               for v in vals))
+                if res is not None:
+                    new = [(_unwrap_value(r, graph) if r is not None else None)
+                           for r in res]
+                    buf = new[0] if node._n_out == 1 else new
+                continue
+            v = buf if node._n_out == 1 else buf[nr]
+            if v is None:
+                continue
+            res = fn(_wrap_value(v, graph))
+            if res is not None:
+                if not isinstance(res, TensorBase):
+                    raise TypeError("a hook must return a Tensor or None, got "
+                                    f"{type(res).__name__}")
+                res = _unwrap_value(res, graph)
+                if node._n_out == 1:
+                    buf = res
+                else:
+                    buf[nr] = res
+    if node._retained:
+        for (nr, ref) in node._retained:
+            t = ref()
+            v = buf if node._n_out == 1 else buf[nr]
+            if t is None or v is None:
+                continue
+            _accumulate_into(<TensorBase>t, v, graph)
+    return buf
+
+
+cdef void _accumulate_into(TensorBase t, object g, bint graph) except *:
+    """t.grad += g with torch's rules (steal, in place, or out of place)."""
+    cdef TensorBase cur = t._grad
+    if cur is None:
+        if graph:
+            t._grad = g
+        else:
+            if (Py_REFCNT(g) > 3 or not cnp.PyArray_CHKFLAGS(<cnp.ndarray>g,
+                                                           cnp.NPY_ARRAY_OWNDATA)
+                    or not cnp.PyArray_IS_C_CONTIGUOUS(<cnp.ndarray>g)):
+                g = np.array(g, order="C")
+            t._grad = _new_tensor(g)
+        return
+    if graph or cur._requires_grad:
+        t._grad = cur + (g if graph else _new_tensor(g))
+        return
+    arr = cur._arr
+    if arr.shape != g.shape:
+        g = np.broadcast_to(g, arr.shape)
+    if arr.dtype == g.dtype and cnp.PyArray_ISWRITEABLE(<cnp.ndarray>arr):
+        _run_kernel(binary_fwd(OP_ADD, _dt_index(cnp.PyArray_TYPE(<cnp.ndarray>arr))), 3,
+                    <cnp.ndarray>arr, [arr, g])
+    else:
+        np.add(arr, g, out=arr, casting="unsafe")
+    cur._ver.v += 1
+
+
+def run_backward(tuple roots, tuple root_grads, bint keep_graph, bint create_graph,
+                 object inputs=None, bint accumulate=True):
+    """Backpropagate ``root_grads`` from ``roots`` through the graph.
+
+    roots: Tensors; root_grads: one array (or Tensor when create_graph) each.
+    inputs: optional tuple of Tensors.  With accumulate=True only those leaves
+    (and non-leaves) receive ``.grad``; with accumulate=False nothing is
+    accumulated and their gradients are returned (autograd.grad).
+    Returns the list of captured gradients (or None per unreached input).
+    """
+    global _run_counter, cygrad_grad_mode
+    cdef long long run
+    cdef Node node, child
+    cdef TensorBase t
+    cdef list stack, ready, visited, leaf_work
+    cdef Py_ssize_t i, nr, n_next
+    cdef dict capture = None
+    cdef bint graph = create_graph
+    cdef int prev_mode = cygrad_grad_mode
+
+    _run_counter += 1
+    run = _run_counter
+    visited = []
+    root_nodes = []
+    # Seed: every root's node gets its gradient.
+    for i in range(len(roots)):
+        t = <TensorBase>roots[i]
+        node = _edge(t)
+        if node is None:
+            raise RuntimeError(
+                f"element {i} of tensors does not require grad and does not have a "
+                "grad_fn")
+        if node._run != run:
+            node._run = run
+            node._deps = 0
+            node._buf = None if node._n_out == 1 else [None] * node._n_out
+            node._needed = False
+            visited.append(node)
+            root_nodes.append(node)
+        g = root_grads[i]
+        if node._n_out == 1:
+            node._buf = g if node._buf is None else _add_values(node._buf, g, graph)
+        else:
+            nr = t._out_nr
+            node._buf[nr] = g if node._buf[nr] is None else _add_values(
+                node._buf[nr], g, graph)
+
+    # Count dependencies with an explicit stack (no recursion).
+    stack = list(root_nodes)
+    while stack:
+        node = <Node>stack.pop()
+        if node._next is None:
+            continue
+        for child in node._next:
+            if child is None:
+                continue
+            if child._run != run:
+                child._run = run
+                child._deps = 0
+                child._buf = None if child._n_out == 1 else [None] * child._n_out
+                child._needed = False
+                visited.append(child)
+                stack.append(child)
+            child._deps += 1
+
+    # Capture targets: inputs of autograd.grad / backward(inputs=...).
+    captured = None
+    if inputs is not None:
+        capture = {}
+        captured = [None] * len(inputs)
+        for i in range(len(inputs)):
+            t = <TensorBase>inputs[i]
+            node = _edge(t)
+            if node is None:
+                raise RuntimeError(
+                    f"One of the differentiated Tensors (index {i}) does not "
+                    "require grad")
+            capture.setdefault(node, []).append((t._out_nr, i))
+        _mark_needed(visited, capture, run)
+
+    leaf_work = []
+    ready = [n for n in root_nodes if (<Node>n)._deps == 0]
+    cygrad_grad_mode = 1 if create_graph else 0
+    try:
+        while ready:
+            node = <Node>ready.pop()
+            buf = node._buf
+            node._buf = None
+            if capture is not None and not node._needed:
+                # Not on a path to a requested input: skip, but release deps.
+                _release_children(node, ready, run)
+                continue
+            if node._pre_hooks or node._retained:
+                buf = _run_pre_hooks(node, buf, graph)
+            if capture is not None and node in capture:
+                for (nr, idx) in capture[node]:
+                    v = buf if node._n_out == 1 else buf[nr]
+                    if v is not None and not graph and not accumulate:
+                        v = _new_tensor(v)
+                    captured[idx] = v
+            if isinstance(node, AccumulateGrad):
+                if buf is not None and (accumulate and (
+                        capture is None or node in capture)):
+                    leaf_work.append((node, buf))
+                continue
+            if capture is not None and not accumulate and node in capture and \
+                    not _any_child_needed(node):
+                _release_children(node, ready, run)
+                continue
+            if node._n_out == 1:
+                has_grad = buf is not None
+            else:
+                has_grad = any(b is not None for b in buf)
+            if has_grad:
+                results = node.apply(buf, graph)
+                buf = None
+                if not keep_graph:
+                    node.release()
+                if _anomaly:
+                    _check_nan(node, results, graph)
+            else:
+                results = None
+            n_next = len(node._next)
+            for i in range(n_next):
+                child = node._next[i]
+                if child is None:
+                    continue
+                if results is not None:
+                    g = results[i]
+                    if g is not None:
+                        if node._in_meta is not None:
+                            g = _fit_grad(node, i, g, graph)
+                        if child._n_out == 1:
+                            child._buf = g if child._buf is None else _add_values(
+                                child._buf, g, graph)
+                        else:
+                            nr = node._nrs[i] if node._nrs is not None else 0
+                            child._buf[nr] = g if child._buf[nr] is None else \
+                                _add_values(child._buf[nr], g, graph)
+                        g = None
+                child._deps -= 1
+                if child._deps == 0:
+                    ready.append(child)
+            results = None
+        # Leaves last, all or nothing: hooks first (they may raise), then sums.
+        finals = []
+        for (node, buf) in leaf_work:
+            t = (<AccumulateGrad>node)._tref()
+            if t is None:
+                continue
+            if node._pre_hooks or node._retained:
+                buf = _run_pre_hooks(node, buf, graph)
+            if t._hooks:
+                for fn in list(t._hooks):
+                    res = fn(_wrap_value(buf, graph))
+                    if res is not None:
+                        buf = _unwrap_value(res, graph)
+            finals.append((t, buf))
+        leaf_work = None
+        for (t, buf) in finals:
+            _accumulate_into(t, buf, graph)
+            buf = None
+        for (t, buf) in finals:
+            if t._post_hooks:
+                for fn in list(t._post_hooks):
+                    fn(t)
+    finally:
+        cygrad_grad_mode = prev_mode
+        for node in visited:
+            node._buf = None
+    return captured
+
+
+cdef bint _any_child_needed(Node node):
+    cdef Node c
+    for c in node._next:
+        if c is not None and c._needed:
+            return True
+    return False
+
+
+cdef void _release_children(Node node, list ready, long long run):
+    cdef Node child
+    for child in node._next:
+        if child is None:
+            continue
+        child._deps -= 1
+        if child._deps == 0:
+            ready.append(child)
+
+
+cdef void _mark_needed(list visited, dict capture, long long run) except *:
+    """Flag the nodes from which a capture target is reachable."""
+    # Topological order by a dry Kahn pass over copies of the counts.
+    cdef dict deps = {}
+    cdef Node node, child
+    for node in visited:
+        deps[node] = node._deps
+    order = []
+    ready = [n for n in visited if deps[n] == 0]
+    while ready:
+        node = ready.pop()
+        order.append(node)
+        for child in node._next:
+            if child is None:
+                continue
+            deps[child] -= 1
+            if deps[child] == 0:
+                ready.append(child)
+    for node in reversed(order):
+        if node in capture:
+            node._needed = True
+            continue
+        for child in node._next:
+            if child is not None and child._needed:
+                node._needed = True
+                break
+
+
+cdef void _check_nan(Node node, tuple results, bint graph) except *:
+    cdef Py_ssize_t i
+    for i in range(len(results)):
+        r = results[i]
+        if r is None:
+            continue
+        arr = (<TensorBase>r)._arr if graph else r
+        if arr.dtype.kind == "f" and np.isnan(arr).any():
+            where = ""
+            if node._site is not None:
+                where = (f" The forward call that created it ran at "
+                         f"{node._site[0]}:{node._site[1]}.")
+            raise RuntimeError(
+                f"Function '{node.name()}' returned nan values in its {i}th "
+                f"output.{where}")
+
+
+def node_inputs(Node node):
+    """(next nodes, output numbers) of ``node`` for graph walkers (viz, stats)."""
+    return node._next or (), node._nrs
+
+
+def node_is_freed(Node node):
+    return node._freed
+
+
+def node_has_saved(Node node):
+    return node._has_saved

@@ -1,0 +1,68 @@
+"""``Function``: user-defined differentiable operations (PyTorch's API).
+
+Built-in non-elementwise ops (reductions, matmul, shape ops) are Functions
+too, so user code and built-ins share one engine.  The ``ctx`` passed to
+``forward``/``backward`` *is* the graph node, as in PyTorch.
+"""
+
+from cygrad._kernels.engine import FunctionNode, function_apply
+
+__all__ = ["Function", "FunctionCtx", "once_differentiable"]
+
+FunctionCtx = FunctionNode
+
+
+class _FunctionMeta(type):
+    """Gives each Function subclass its own node class, named ``<Name>Backward``."""
+
+    def __init__(cls, name, bases, attrs):
+        super().__init__(name, bases, attrs)
+        node_name = attrs.get("_node_name", name + "Backward")
+        cls._backward_cls = type(node_name, (FunctionNode,), {"_forward_cls": cls})
+
+
+class Function(metaclass=_FunctionMeta):
+    """Base class of custom autograd operations.
+
+    Subclasses define static ``forward(ctx, *args)`` and
+    ``backward(ctx, *grad_outputs)`` and are called with ``Cls.apply(*args)``.
+    ``forward`` runs with grad mode off.  ``backward`` returns one gradient
+    per ``forward`` argument (``None`` for non-tensors or inputs that need no
+    gradient); it runs with grad mode on only under ``create_graph=True``, so
+    writing it with cygrad ops makes it twice differentiable.
+
+    ``ctx`` offers ``save_for_backward``, ``saved_tensors`` (checked against
+    in-place changes), ``needs_input_grad``, ``mark_non_differentiable``,
+    ``mark_dirty``, ``set_materialize_grads`` and arbitrary attributes.
+    """
+
+    @staticmethod
+    def forward(ctx, *args):
+        raise NotImplementedError(
+            "You must implement the forward function for custom autograd.Function.")
+
+    @staticmethod
+    def backward(ctx, *grad_outputs):
+        raise NotImplementedError(
+            "You must implement either the backward or vjp method for your custom "
+            "autograd.Function to use it with backward mode AD.")
+
+    @classmethod
+    def apply(cls, *args, **kwargs):
+        if kwargs:
+            raise TypeError(f"{cls.__name__}.apply() takes no keyword arguments")
+        return function_apply(cls, cls._backward_cls, args)
+
+
+def once_differentiable(fn):
+    """Mark a backward as not differentiable: under create_graph it runs with
+    grad mode off, so its results carry no history (as PyTorch's decorator)."""
+    import functools
+
+    from .grad_mode import no_grad
+
+    @functools.wraps(fn)
+    def wrapper(ctx, *args):
+        with no_grad():
+            return fn(ctx, *args)
+    return wrapper

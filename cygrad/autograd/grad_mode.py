@@ -1,0 +1,123 @@
+"""Grad mode: ``no_grad``, ``enable_grad``, ``set_grad_enabled``.
+
+The mode itself is a C thread-local in the engine, so each thread has its own
+and new threads start with grad enabled, as in PyTorch.  Each class works as
+a context manager and as a decorator.
+"""
+
+import functools
+import inspect
+
+from cygrad._kernels.engine import _set_grad_mode, is_grad_enabled
+
+__all__ = ["no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled",
+           "inference_mode"]
+
+
+class _GradModeContext:
+    """Base: subclasses set ``_mode``; usable as ``with`` and as a decorator."""
+
+    _mode = True
+
+    def __enter__(self):
+        self._prev = _set_grad_mode(self._mode)
+        return self
+
+    def __exit__(self, *exc):
+        _set_grad_mode(self._prev)
+        return False
+
+    def clone(self):
+        return self.__class__()
+
+    def __call__(self, fn):
+        if inspect.isgeneratorfunction(fn):
+            @functools.wraps(fn)
+            def gen_wrapper(*args, **kwargs):
+                gen = fn(*args, **kwargs)
+                with self.clone():
+                    response = gen.send(None)
+                while True:
+                    try:
+                        request = yield response
+                    except GeneratorExit:
+                        with self.clone():
+                            gen.close()
+                        raise
+                    with self.clone():
+                        response = gen.send(request)
+            return gen_wrapper
+
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            with self.clone():
+                return fn(*args, **kwargs)
+        return wrapper
+
+
+class no_grad(_GradModeContext):
+    """Disable gradient recording: results have ``requires_grad=False``.
+
+    Also usable as ``@no_grad`` (without parentheses) on a function.
+    """
+
+    _mode = False
+
+    def __new__(cls, fn=None):
+        if callable(fn) and not isinstance(fn, _GradModeContext):
+            return cls()(fn)
+        return super().__new__(cls)
+
+    def __init__(self, fn=None):
+        pass
+
+
+class enable_grad(_GradModeContext):
+    """Enable gradient recording (e.g. inside ``no_grad``)."""
+
+    _mode = True
+
+    def __new__(cls, fn=None):
+        if callable(fn) and not isinstance(fn, _GradModeContext):
+            return cls()(fn)
+        return super().__new__(cls)
+
+    def __init__(self, fn=None):
+        pass
+
+
+class set_grad_enabled(_GradModeContext):
+    """Set grad mode to ``mode``: a plain call, a context manager or a decorator.
+
+    As a plain call it takes effect immediately (like PyTorch); leaving a
+    ``with`` block restores the previous mode.
+    """
+
+    def __init__(self, mode):
+        self._mode = bool(mode)
+        self._prev = _set_grad_mode(self._mode)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        _set_grad_mode(self._prev)
+        return False
+
+    def clone(self):
+        obj = object.__new__(set_grad_enabled)
+        obj._mode = self._mode
+        return _Scoped(self._mode)
+
+    def __call__(self, fn):
+        _set_grad_mode(self._prev)
+        return super().__call__(fn)
+
+
+class _Scoped(_GradModeContext):
+    def __init__(self, mode):
+        self._mode = mode
+
+
+class inference_mode(no_grad):
+    """Alias of ``no_grad`` (cygrad has no separate inference tensors)."""

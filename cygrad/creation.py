@@ -1,0 +1,329 @@
+"""Tensor creation functions and cygrad's random generator."""
+
+import numbers
+
+import numpy as np
+
+from cygrad import dtypes as _dt
+from cygrad._kernels.engine import TensorBase, _wrap
+
+__all__ = [
+    "tensor", "as_tensor", "from_numpy", "zeros", "ones", "full", "empty",
+    "zeros_like", "ones_like", "full_like", "empty_like", "rand", "randn",
+    "randint", "rand_like", "randn_like", "arange", "linspace", "eye",
+    "manual_seed", "seed", "initial_seed", "Generator", "default_generator",
+    "get_default_dtype", "set_default_dtype",
+]
+
+_default_dtype = _dt.float32
+
+
+def get_default_dtype():
+    return _default_dtype
+
+
+def set_default_dtype(d):
+    """Set the dtype of Python floats (float32 or float64)."""
+    global _default_dtype
+    d = _dt.to_numpy(d)
+    if d.kind != "f":
+        raise TypeError(f"only floating-point types are supported as the default "
+                        f"type, got {d}")
+    _default_dtype = d
+    from cygrad._kernels import engine
+    engine._set_default_dtype(d)
+
+
+def _infer_dtype(obj):
+    """torch's inference for Python data: bool -> bool, int -> int64, else float."""
+    kind = "b"
+    stack = [obj]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, TensorBase):
+            k = x._arr.dtype.kind
+            if k == "f":
+                return _default_dtype
+            if k in "iu":
+                kind = "i"
+            continue
+        if isinstance(x, np.ndarray):
+            if x.dtype.kind == "f":
+                return _default_dtype
+            if x.dtype.kind in "iu":
+                kind = "i"
+            continue
+        if isinstance(x, (list, tuple)):
+            stack.extend(x)
+            continue
+        if isinstance(x, (bool, np.bool_)):
+            continue
+        if isinstance(x, numbers.Integral):
+            kind = "i"
+            continue
+        if isinstance(x, numbers.Real):
+            return _default_dtype
+        if isinstance(x, numbers.Complex):
+            raise TypeError("cygrad does not support complex numbers in tensor()")
+        raise TypeError(
+            f"Could not infer dtype of {type(x).__name__}: tensor() takes numbers, "
+            "(nested) lists or tuples of numbers, NumPy arrays or tensors")
+    return _dt.int64 if kind == "i" else _dt.bool
+
+
+def _unwrap_nested(obj):
+    if isinstance(obj, TensorBase):
+        return obj._arr
+    if isinstance(obj, (list, tuple)):
+        return [_unwrap_nested(x) for x in obj]
+    return obj
+
+
+def _to_array(data, dtype=None):
+    """A fresh C-contiguous array from Python/NumPy data, validated."""
+    if isinstance(data, TensorBase):
+        arr = data._arr
+        d = arr.dtype if dtype is None else _dt.to_numpy(dtype)
+        return np.array(arr, dtype=d, order="C", copy=True)
+    if isinstance(data, np.ndarray):
+        if data.dtype.kind not in "biuf":
+            raise TypeError(
+                f"can't convert np.ndarray of type {data.dtype}. The only supported "
+                "types are: float64, float32, float16, int64, int32, int16, int8, "
+                "uint8, and bool.")
+        d = data.dtype if dtype is None else _dt.to_numpy(dtype)
+        return np.array(data, dtype=_dt.to_numpy(d), order="C", copy=True)
+    if isinstance(data, (str, bytes)):
+        raise TypeError(f"tensor() does not accept text data ({type(data).__name__})")
+    d = _infer_dtype(data) if dtype is None else _dt.to_numpy(dtype)
+    try:
+        arr = np.array(_unwrap_nested(data), dtype=d, order="C")
+    except ValueError as e:
+        raise ValueError(
+            f"tensor(): data is not a rectangular array of numbers (ragged nested "
+            f"sequences are not allowed): {e}") from None
+    except TypeError as e:
+        raise TypeError(f"tensor(): data has entries that are not numbers: {e}") \
+            from None
+    if arr.dtype == object:
+        raise TypeError("tensor(): data is not a rectangular array of numbers")
+    return arr
+
+
+def tensor(data, dtype=None, device=None, requires_grad=False, pin_memory=False):
+    """A new tensor holding a copy of ``data``.
+
+    Python floats give float32 (the default dtype), ints int64, bools bool;
+    a NumPy array keeps its dtype.
+    """
+    t = _wrap(_to_array(data, dtype))
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+def as_tensor(data, dtype=None, device=None):
+    if isinstance(data, TensorBase) and (dtype is None or
+                                          _dt.to_numpy(dtype) == data._arr.dtype):
+        return data
+    if isinstance(data, np.ndarray) and (dtype is None or
+                                          _dt.to_numpy(dtype) == data.dtype):
+        return from_numpy(data)
+    return tensor(data, dtype=dtype)
+
+
+def from_numpy(arr):
+    """A tensor sharing ``arr``'s memory (no copy); writes show on both sides."""
+    if not isinstance(arr, np.ndarray):
+        raise TypeError(f"expected np.ndarray (got {type(arr).__name__})")
+    if arr.dtype.kind not in "biuf":
+        raise TypeError(
+            f"can't convert np.ndarray of type {arr.dtype}. The only supported types "
+            "are: float64, float32, float16, int64, int32, int16, int8, uint8, and "
+            "bool.")
+    if not arr.flags.aligned:
+        raise ValueError("from_numpy: the array is not aligned; copy it first")
+    return _wrap(arr)
+
+
+def _shape_arg(size):
+    if len(size) == 1 and isinstance(size[0], (tuple, list)):
+        size = tuple(size[0])
+    shape = []
+    for s in size:
+        if isinstance(s, TensorBase):
+            s = int(s)
+        if not isinstance(s, (numbers.Integral,)) or isinstance(s, bool):
+            raise TypeError(f"size must be a tuple of ints, but got {type(s).__name__}")
+        if s < 0:
+            raise RuntimeError(f"Trying to create tensor with negative dimension {s}: "
+                               f"{list(size)}")
+        shape.append(int(s))
+    n = 1
+    for s in shape:
+        n *= s
+    if n > 2 ** 62:
+        raise RuntimeError(f"tensor of shape {shape} has too many elements ({n})")
+    return tuple(shape)
+
+
+def _dtype_or_default(dtype):
+    return _default_dtype if dtype is None else _dt.to_numpy(dtype)
+
+
+def _make(arr, requires_grad):
+    t = _wrap(arr)
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+def zeros(*size, dtype=None, device=None, requires_grad=False):
+    return _make(np.zeros(_shape_arg(size), _dtype_or_default(dtype)), requires_grad)
+
+
+def ones(*size, dtype=None, device=None, requires_grad=False):
+    return _make(np.ones(_shape_arg(size), _dtype_or_default(dtype)), requires_grad)
+
+
+def empty(*size, dtype=None, device=None, requires_grad=False):
+    return _make(np.empty(_shape_arg(size), _dtype_or_default(dtype)), requires_grad)
+
+
+def full(size, fill_value, dtype=None, device=None, requires_grad=False):
+    if dtype is None:
+        dtype = _infer_dtype(fill_value)
+    return _make(np.full(_shape_arg((size,)), fill_value, _dt.to_numpy(dtype)),
+                 requires_grad)
+
+
+def _like_dtype(t, dtype):
+    return t._arr.dtype if dtype is None else _dt.to_numpy(dtype)
+
+
+def zeros_like(t, dtype=None, device=None, requires_grad=False):
+    return _make(np.zeros(t._arr.shape, _like_dtype(t, dtype)), requires_grad)
+
+
+def ones_like(t, dtype=None, device=None, requires_grad=False):
+    return _make(np.ones(t._arr.shape, _like_dtype(t, dtype)), requires_grad)
+
+
+def empty_like(t, dtype=None, device=None, requires_grad=False):
+    return _make(np.empty(t._arr.shape, _like_dtype(t, dtype)), requires_grad)
+
+
+def full_like(t, fill_value, dtype=None, device=None, requires_grad=False):
+    return _make(np.full(t._arr.shape, fill_value, _like_dtype(t, dtype)),
+                 requires_grad)
+
+
+# --- random numbers -------------------------------------------------------------
+
+class Generator:
+    """A seeded source of random numbers (NumPy's PCG64 underneath)."""
+
+    def __init__(self, seed=None):
+        self._seed = 67280421310721 if seed is None else int(seed)
+        self._rng = np.random.Generator(np.random.PCG64(self._seed))
+
+    def manual_seed(self, seed):
+        self._seed = int(seed)
+        self._rng = np.random.Generator(np.random.PCG64(self._seed))
+        return self
+
+    def initial_seed(self):
+        return self._seed
+
+    def get_state(self):
+        return self._rng.bit_generator.state
+
+    def set_state(self, state):
+        self._rng.bit_generator.state = state
+
+
+default_generator = Generator()
+
+
+def manual_seed(seed):
+    """Seed cygrad's generator: the same seed gives the same numbers, run to run."""
+    return default_generator.manual_seed(seed)
+
+
+def seed():
+    s = int(np.random.SeedSequence().entropy % (2 ** 63))
+    default_generator.manual_seed(s)
+    return s
+
+
+def initial_seed():
+    return default_generator.initial_seed()
+
+
+def _rng(generator):
+    return (generator or default_generator)._rng
+
+
+def rand(*size, dtype=None, generator=None, requires_grad=False, device=None):
+    """Uniform samples on [0, 1)."""
+    d = _dtype_or_default(dtype)
+    arr = _rng(generator).random(_shape_arg(size), dtype=np.float64).astype(d)
+    return _make(arr, requires_grad)
+
+
+def randn(*size, dtype=None, generator=None, requires_grad=False, device=None):
+    """Standard normal samples."""
+    d = _dtype_or_default(dtype)
+    arr = _rng(generator).standard_normal(_shape_arg(size)).astype(d)
+    return _make(arr, requires_grad)
+
+
+def rand_like(t, dtype=None, generator=None, requires_grad=False):
+    return rand(*t._arr.shape, dtype=_like_dtype(t, dtype), generator=generator,
+                requires_grad=requires_grad)
+
+
+def randn_like(t, dtype=None, generator=None, requires_grad=False):
+    return randn(*t._arr.shape, dtype=_like_dtype(t, dtype), generator=generator,
+                 requires_grad=requires_grad)
+
+
+def randint(low, high=None, size=None, dtype=None, generator=None,
+            requires_grad=False, device=None):
+    """Integers uniform on [low, high) (``randint(high, size)`` also works)."""
+    if high is None or (size is None and isinstance(high, (tuple, list))):
+        if size is None and isinstance(high, (tuple, list)):
+            size = high
+        high, low = low, 0
+    if size is None:
+        raise TypeError("randint() missing required argument 'size'")
+    if high <= low:
+        raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got "
+                           f"from={low} >= to={high}")
+    d = _dt.int64 if dtype is None else _dt.to_numpy(dtype)
+    arr = _rng(generator).integers(low, high, _shape_arg((size,))).astype(d)
+    return _make(arr, requires_grad)
+
+
+def arange(start, end=None, step=1, dtype=None, requires_grad=False, device=None):
+    if end is None:
+        start, end = 0, start
+    vals = [start, end, step]
+    vals = [v.item() if isinstance(v, TensorBase) else v for v in vals]
+    if dtype is None:
+        dtype = _infer_dtype(vals)
+        if dtype == _dt.bool:
+            dtype = _dt.int64
+    if vals[2] == 0:
+        raise RuntimeError("arange: step must be nonzero")
+    return _make(np.arange(*vals, dtype=_dt.to_numpy(dtype)), requires_grad)
+
+
+def linspace(start, end, steps, dtype=None, requires_grad=False, device=None):
+    d = _dtype_or_default(dtype)
+    return _make(np.linspace(start, end, int(steps), dtype=np.float64).astype(d),
+                 requires_grad)
+
+
+def eye(n, m=None, dtype=None, requires_grad=False, device=None):
+    return _make(np.eye(n, m, dtype=_dtype_or_default(dtype)), requires_grad)

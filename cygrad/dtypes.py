@@ -1,0 +1,54 @@
+"""dtype names.  cygrad's dtypes *are* NumPy dtypes, so either spelling works."""
+
+import numpy as np
+
+float32 = np.dtype(np.float32)
+float64 = np.dtype(np.float64)
+float16 = np.dtype(np.float16)
+int64 = np.dtype(np.int64)
+int32 = np.dtype(np.int32)
+int16 = np.dtype(np.int16)
+int8 = np.dtype(np.int8)
+uint8 = np.dtype(np.uint8)
+bool = np.dtype(np.bool_)   # noqa: A001 - torch's name
+float = float32             # noqa: A001
+double = float64
+long = int64
+half = float16
+
+_NAMES = {
+    float32: "float32", float64: "float64", float16: "float16", int64: "int64",
+    int32: "int32", int16: "int16", int8: "int8", uint8: "uint8", bool: "bool",
+}
+_TYPE_NAMES = {
+    float32: "cygrad.FloatTensor", float64: "cygrad.DoubleTensor",
+    int64: "cygrad.LongTensor", int32: "cygrad.IntTensor", bool: "cygrad.BoolTensor",
+}
+SUPPORTED = frozenset(_NAMES)
+
+
+def to_numpy(dtype):
+    """Any accepted dtype spelling -> a NumPy dtype; TypeError if unsupported."""
+    if dtype is None:
+        return None
+    try:
+        d = np.dtype(dtype)
+    except TypeError:
+        raise TypeError(f"cygrad does not understand dtype {dtype!r}") from None
+    if d not in SUPPORTED:
+        raise TypeError(
+            f"cygrad does not support dtype {d} (supported: "
+            f"{', '.join(sorted(_NAMES.values()))})")
+    return d
+
+
+def wrap(d):
+    return d
+
+
+def name(d):
+    return _NAMES.get(np.dtype(d), str(d))
+
+
+def type_name(d):
+    return _TYPE_NAMES.get(np.dtype(d), f"cygrad.{name(d)}")

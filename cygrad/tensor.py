@@ -1,0 +1,528 @@
+"""``Tensor``: the Python face of cygrad's compiled ``TensorBase``.
+
+Arithmetic operators live in the compiled base (they are the hot path); the
+math methods (``exp``, ``sum``, ...) are attached from the op registry in
+``cygrad.ops``.  This module holds attributes, conversions, autograd entry
+points and ``repr``.  It never loops over elements.
+"""
+
+import warnings
+import weakref
+
+import numpy as np
+
+from cygrad._kernels import engine as _engine
+from cygrad._kernels.engine import TensorBase
+from cygrad import dtypes as _dt
+
+__all__ = ["Tensor"]
+
+
+def _grad_warning(t):
+    msg = (
+        "The .grad attribute of a Tensor that is not a leaf Tensor is being "
+        "accessed. Its .grad attribute won't be populated during "
+        "autograd.backward(). If you indeed want the .grad field to be populated "
+        "for a non-leaf Tensor, use .retain_grad() on the non-leaf Tensor. If you "
+        "access the non-leaf Tensor by mistake, make sure you access the leaf "
+        "Tensor instead."
+    )
+    hint = _explain_hook(t) if _explain_hook is not None else ""
+    if hint:
+        msg += " " + hint
+    warnings.warn(msg, UserWarning, stacklevel=3)
+
+
+_explain_hook = None     # set by cygrad.autograd.diagnostics
+
+
+def _set_explain_hook(fn):
+    global _explain_hook
+    _explain_hook = fn
+
+
+class Tensor(TensorBase):
+    """An n-dimensional array that can record operations for autograd.
+
+    Values live in a NumPy array (float32 by default).  ``requires_grad=True``
+    on a leaf makes operations on it build a graph; ``backward()`` fills the
+    ``.grad`` of leaves that require grad.
+    """
+
+    __array_priority__ = 1000
+    __hash__ = object.__hash__
+
+    def __init__(self, data=(), dtype=None, requires_grad=False):
+        # torch.Tensor(data) legacy constructor: float32 copy of ``data``.
+        from cygrad.creation import _to_array
+        self._arr = _to_array(data, dtype if dtype is not None else _dt.float32)
+        self._ver = _engine.Version()
+        if requires_grad:
+            self.requires_grad = True
+
+    # --- attributes -----------------------------------------------------------
+    @property
+    def data(self):
+        """A tensor sharing storage but outside autograd (no version tracking)."""
+        return _engine._alias(self, None, False)
+
+    @data.setter
+    def data(self, value):
+        if not isinstance(value, TensorBase):
+            raise TypeError(f"data must be a Tensor, got {type(value).__name__}")
+        self._arr = value._arr
+
+    @property
+    def grad(self):
+        g = self._grad
+        if g is None and self._grad_fn is not None and not self._retains_grad:
+            _grad_warning(self)
+        return g
+
+    @grad.setter
+    def grad(self, value):
+        if value is not None:
+            if not isinstance(value, TensorBase):
+                raise TypeError(
+                    f"assigned grad expected to be a Tensor or None but got grad of "
+                    f"type {type(value).__name__}")
+            if tuple(value._arr.shape) != tuple(self._arr.shape):
+                raise RuntimeError(
+                    f"attempting to assign a gradient of size "
+                    f"{list(value._arr.shape)} to a tensor of size "
+                    f"{list(self._arr.shape)}. Please ensure that the gradient and "
+                    "the tensor are the same size")
+            if value._arr.dtype != self._arr.dtype:
+                raise RuntimeError(
+                    f"attempting to assign a gradient with dtype "
+                    f"'{value._arr.dtype}' to a tensor with dtype "
+                    f"'{self._arr.dtype}'. Please ensure that the gradient and the "
+                    "tensor have the same dtype")
+        self._grad = value
+
+    @grad.deleter
+    def grad(self):
+        self._grad = None
+
+    @property
+    def requires_grad(self):
+        return self._requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, flag):
+        self.requires_grad_(flag, _attr=True)
+
+    def requires_grad_(self, requires_grad=True, _attr=False):
+        """Set ``requires_grad`` in place (leaves only); returns self."""
+        flag = bool(requires_grad)
+        if self._grad_fn is not None:
+            if flag:
+                return self
+            raise RuntimeError(
+                "you can only change requires_grad flags of leaf variables. If you "
+                "want to use a computed variable in a subgraph that doesn't require "
+                "differentiation use var_no_grad = var.detach().")
+        if flag and self._arr.dtype.kind not in "fc":
+            raise RuntimeError(
+                "only Tensors of floating point dtype can require gradients "
+                f"(this tensor is {_dt.name(self._arr.dtype)})")
+        self._requires_grad = flag
+        return self
+
+    @property
+    def is_leaf(self):
+        return self._grad_fn is None
+
+    @property
+    def grad_fn(self):
+        return self._grad_fn
+
+    @property
+    def retains_grad(self):
+        return self._retains_grad
+
+    @property
+    def shape(self):
+        return Size(self._arr.shape)
+
+    @property
+    def dtype(self):
+        return _dt.wrap(self._arr.dtype)
+
+    @property
+    def device(self):
+        return "cpu"
+
+    @property
+    def ndim(self):
+        return self._arr.ndim
+
+    @property
+    def is_cuda(self):
+        return False
+
+    @property
+    def itemsize(self):
+        return self._arr.itemsize
+
+    @property
+    def nbytes(self):
+        return self._arr.nbytes
+
+    def size(self, dim=None):
+        if dim is None:
+            return Size(self._arr.shape)
+        return self._arr.shape[_canon_dim(dim, self._arr.ndim)]
+
+    def numel(self):
+        return self._arr.size
+
+    nelement = numel
+
+    def dim(self):
+        return self._arr.ndim
+
+    def element_size(self):
+        return self._arr.itemsize
+
+    def is_contiguous(self):
+        return self._arr.flags.c_contiguous
+
+    def is_floating_point(self):
+        return self._arr.dtype.kind == "f"
+
+    def stride(self, dim=None):
+        st = tuple(s // self._arr.itemsize for s in self._arr.strides)
+        return st if dim is None else st[_canon_dim(dim, self._arr.ndim)]
+
+    def data_ptr(self):
+        return self._arr.__array_interface__["data"][0]
+
+    # --- conversion -------------------------------------------------------------
+    def item(self):
+        """The value of a one-element tensor as a Python number."""
+        if self._arr.size != 1:
+            raise RuntimeError(
+                f"a Tensor with {self._arr.size} elements cannot be converted to "
+                "Scalar (item() needs exactly one element)")
+        return self._arr.reshape(()).item()
+
+    def numpy(self, force=False):
+        """The underlying array (shared memory). Refused when it requires grad."""
+        if self._requires_grad and not force:
+            raise RuntimeError(
+                "Can't call numpy() on Tensor that requires grad. Use "
+                "tensor.detach().numpy() instead.")
+        return self._arr
+
+    def tolist(self):
+        return self._arr.tolist()
+
+    def __array__(self, dtype=None, copy=None):
+        arr = self._arr
+        if dtype is not None:
+            return arr.astype(dtype, copy=bool(copy))
+        return arr.copy() if copy else arr
+
+    def __float__(self):
+        return float(self.item())
+
+    def __int__(self):
+        return int(self.item())
+
+    def __index__(self):
+        if self._arr.dtype.kind not in "iub":
+            raise TypeError("only integer tensors of a single element can be "
+                            "converted to an index")
+        return int(self.item())
+
+    def __bool__(self):
+        if self._arr.size != 1:
+            raise RuntimeError(
+                f"Boolean value of Tensor with more than one value is ambiguous "
+                f"(it has {self._arr.size} elements)")
+        return bool(self._arr.reshape(()).item())
+
+    def __len__(self):
+        if self._arr.ndim == 0:
+            raise TypeError("len() of a 0-d tensor")
+        return self._arr.shape[0]
+
+    def __iter__(self):
+        if self._arr.ndim == 0:
+            raise TypeError("iteration over a 0-d tensor")
+        return (self[i] for i in range(self._arr.shape[0]))
+
+    def __format__(self, spec):
+        if self._arr.ndim == 0:
+            return self.item().__format__(spec)
+        return object.__format__(self, spec)
+
+    def __reduce_ex__(self, proto):
+        raise TypeError("cygrad tensors are not pickled; use cygrad.save()")
+
+    def to(self, *args, **kwargs):
+        """``to(dtype)``, ``to("cpu")`` or ``to(other_tensor)``; differentiable."""
+        dtype = kwargs.pop("dtype", None)
+        kwargs.pop("device", None)
+        kwargs.pop("non_blocking", None)
+        copy = kwargs.pop("copy", False)
+        for a in args:
+            if isinstance(a, TensorBase):
+                dtype = a._arr.dtype
+            elif isinstance(a, str) or a is None:
+                if a not in (None, "cpu"):
+                    raise RuntimeError(f"cygrad runs on the CPU only, got device {a!r}")
+            else:
+                dtype = a
+        if dtype is None:
+            return self.clone() if copy else self
+        dtype = _dt.to_numpy(dtype)
+        if dtype == self._arr.dtype and not copy:
+            return self
+        from cygrad import ops
+        return ops.cast(self, dtype)
+
+    def type(self, dtype=None):
+        if dtype is None:
+            return _dt.type_name(self._arr.dtype)
+        return self.to(dtype)
+
+    def float(self):
+        return self.to(np.float32)
+
+    def double(self):
+        return self.to(np.float64)
+
+    def long(self):
+        return self.to(np.int64)
+
+    def int(self):
+        return self.to(np.int32)
+
+    def bool(self):
+        return self.to(np.bool_)
+
+    def cpu(self):
+        return self
+
+    def __repr__(self):
+        return _format_tensor(self)
+
+    __str__ = __repr__
+
+    # --- autograd ------------------------------------------------------------------
+    def backward(self, gradient=None, retain_graph=None, create_graph=False,
+                 inputs=None):
+        """Accumulate d(self)/d(leaf) into ``.grad`` of the leaves that need it."""
+        from cygrad.autograd.functional import backward as _backward
+        _backward((self,), None if gradient is None else (gradient,),
+                  retain_graph=retain_graph, create_graph=create_graph,
+                  inputs=inputs)
+
+    def retain_grad(self):
+        """Keep ``.grad`` for this non-leaf during backward (no-op on leaves)."""
+        if not self._requires_grad:
+            raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+        if self._grad_fn is None or self._retains_grad:
+            return
+        node = self._grad_fn
+        if node._retained is None:
+            node._retained = []
+        node._retained.append((self._out_nr, weakref.ref(self)))
+        self._retains_grad = True
+
+    def register_hook(self, hook):
+        """Call ``hook(grad)`` when this tensor's gradient is computed.
+
+        A non-None return value replaces the gradient.  Returns a handle with
+        ``remove()``.
+        """
+        if not self._requires_grad:
+            raise RuntimeError(
+                "cannot register a hook on a tensor that doesn't require gradient")
+        if self._grad_fn is not None:
+            node = self._grad_fn
+            if node._pre_hooks is None:
+                node._pre_hooks = []
+            entry = (self._out_nr, hook)
+            # retain_grad's effect always comes after user hooks (torch 2.x).
+            node._pre_hooks.append(entry)
+            return _engine._make_handle(node._pre_hooks, entry)
+        if self._hooks is None:
+            self._hooks = []
+        self._hooks.append(hook)
+        return _engine._make_handle(self._hooks, hook)
+
+    def register_post_accumulate_grad_hook(self, hook):
+        """Call ``hook(tensor)`` after ``.grad`` of this leaf was accumulated."""
+        if not self._requires_grad:
+            raise RuntimeError(
+                "cannot register a hook on a tensor that doesn't require gradient")
+        if self._grad_fn is not None:
+            raise RuntimeError(
+                "post accumulate grad hooks cannot be registered on non-leaf tensors")
+        if self._post_hooks is None:
+            self._post_hooks = []
+        self._post_hooks.append(hook)
+        return _engine._make_handle(self._post_hooks, hook)
+
+    def detach(self):
+        """A new leaf sharing storage and version counter, outside the graph."""
+        t = _engine._alias(self)
+        t._origin = ("detach", _engine.user_site())
+        return t
+
+    def detach_(self):
+        """Detach this tensor from the graph in place (it becomes a leaf)."""
+        if self._base is not None and self._grad_fn is not None:
+            raise RuntimeError(
+                "Can't detach views in-place. Use detach() instead.")
+        self._grad_fn = None
+        self._out_nr = 0
+        self._requires_grad = False
+        self._origin = ("detach", _engine.user_site())
+        return self
+
+    # --- in-place basics ---------------------------------------------------------------
+    def zero_(self):
+        """Fill with zeros in place."""
+        return self.fill_(0)
+
+    def fill_(self, value):
+        """Fill with ``value`` in place (a number or a one-element tensor)."""
+        if isinstance(value, TensorBase):
+            if value._arr.size != 1:
+                raise RuntimeError(
+                    "fill_ only supports 0-dimension value tensor but got tensor "
+                    f"with {value._arr.ndim} dimensions")
+            if value._requires_grad and _engine.is_grad_enabled():
+                from cygrad import ops
+                return ops.copy_(self, value.expand(self.shape))
+            value = value._arr.reshape(()).item()
+        self._writable_check("fill_")
+        _engine._check_inplace(self, "fill_")
+        if _engine.is_grad_enabled() and self._requires_grad:
+            from cygrad import ops
+            return ops.copy_(self, ops.full_like_const(self, value))
+        self._arr[...] = value
+        _engine._mark_inplace(self, "fill_")
+        return self
+
+    def copy_(self, src, non_blocking=False):
+        """Copy ``src`` (broadcast) into this tensor in place."""
+        from cygrad import ops
+        return ops.copy_(self, src)
+
+    def _writable_check(self, opname):
+        if not self._arr.flags.writeable:
+            raise ValueError(
+                f"{opname}: the tensor's memory is read-only (it wraps a read-only "
+                "NumPy array); copy it first")
+
+    def add_(self, other, alpha=1):
+        if alpha != 1:
+            other = other * alpha
+        return self.__iadd__(other)
+
+    def sub_(self, other, alpha=1):
+        if alpha != 1:
+            other = other * alpha
+        return self.__isub__(other)
+
+    def mul_(self, other):
+        return self.__imul__(other)
+
+    def div_(self, other):
+        return self.__itruediv__(other)
+
+    # --- comparisons (no gradient) ------------------------------------------------------
+    def _compare(self, other, ufunc):
+        from cygrad import ops
+        return ops.compare(self, other, ufunc)
+
+    def __lt__(self, other):
+        return self._compare(other, np.less)
+
+    def __le__(self, other):
+        return self._compare(other, np.less_equal)
+
+    def __gt__(self, other):
+        return self._compare(other, np.greater)
+
+    def __ge__(self, other):
+        return self._compare(other, np.greater_equal)
+
+    def __eq__(self, other):
+        return self._compare(other, np.equal)
+
+    def __ne__(self, other):
+        return self._compare(other, np.not_equal)
+
+    def __matmul__(self, other):
+        from cygrad import ops
+        return ops.matmul(self, other)
+
+    def __rmatmul__(self, other):
+        from cygrad import ops
+        return ops.matmul(other, self)
+
+    def __abs__(self):
+        return self.abs()
+
+    def __pos__(self):
+        return self
+
+
+class Size(tuple):
+    """A tensor's shape: a tuple that prints like PyTorch's ``torch.Size``."""
+
+    def __repr__(self):
+        return f"cygrad.Size({list(self)})"
+
+    def numel(self):
+        n = 1
+        for s in self:
+            n *= s
+        return n
+
+
+def _canon_dim(dim, ndim):
+    """Turn a possibly negative ``dim`` into an index; IndexError names both."""
+    n = max(ndim, 1)
+    if not -n <= dim < n:
+        raise IndexError(
+            f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], "
+            f"but got {dim}) for a tensor with {ndim} dimensions")
+    return dim % n
+
+
+def _format_tensor(t):
+    arr = t._arr
+    extras = []
+    if arr.dtype not in (np.float32, np.int64, np.bool_) or (
+            arr.size == 0 and arr.dtype != np.float32):
+        extras.append(f"dtype=cygrad.{_dt.name(arr.dtype)}")
+    if t._grad_fn is not None:
+        extras.append(f"grad_fn=<{t._grad_fn.name()}>")
+    elif t._requires_grad:
+        extras.append("requires_grad=True")
+    if arr.size == 0:
+        body = f"[], size={tuple(arr.shape)}" if arr.ndim > 1 else "[]"
+    elif arr.dtype.kind == "f":
+        body = np.array2string(
+            arr, separator=", ", prefix="tensor(", precision=4,
+            floatmode="maxprec_equal" if arr.size > 1 else "maxprec",
+            suppress_small=False, threshold=1000,
+            formatter=None)
+        if arr.ndim == 0 and "." not in body and "e" not in body and \
+                "n" not in body:
+            body += "."
+    else:
+        body = np.array2string(arr, separator=", ", prefix="tensor(",
+                               threshold=1000)
+        if arr.dtype == np.bool_:
+            body = body.replace("True", "True").replace("False", "False")
+    if extras:
+        return f"tensor({body}, {', '.join(extras)})"
+    return f"tensor({body})"
