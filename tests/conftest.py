@@ -1,3 +1,4 @@
+import glob
 import os
 import sys
 
@@ -5,7 +6,11 @@ import numpy as np
 import pytest
 from hypothesis import settings
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# Use the source tree when its extensions are built in place (editable install
+# or `setup.py build_ext --inplace`); otherwise the installed package.
+_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if glob.glob(os.path.join(_ROOT, "cygrad", "_kernels", "engine*.so")):
+    sys.path.insert(0, _ROOT)
 
 settings.register_profile("ci", derandomize=True, deadline=None, max_examples=30,
                           print_blob=True)

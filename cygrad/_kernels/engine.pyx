@@ -44,6 +44,22 @@ cdef extern from *:
     """
     int cygrad_grad_mode
 
+cdef extern from *:
+    """
+    /* Allocate an instance of the Python Tensor class through its tp_new
+       slot (inherited from TensorBase): no attribute lookup, no call. */
+    static PyObject *cg_empty_args = NULL;
+    static PyObject *cg_alloc(PyObject *type) {
+        if (cg_empty_args == NULL) {
+            cg_empty_args = PyTuple_New(0);
+            if (cg_empty_args == NULL) return NULL;
+        }
+        return ((PyTypeObject *)type)->tp_new((PyTypeObject *)type, cg_empty_args,
+                                              NULL);
+    }
+    """
+    object cg_alloc(object type)
+
 cdef extern from "Python.h":
     ctypedef struct PyFrameObject
     ctypedef struct PyCodeObject
@@ -278,7 +294,7 @@ cdef class TensorBase:
 
 
 cdef inline TensorBase _new_tensor(object arr):
-    cdef TensorBase t = TensorBase.__new__(_TensorCls)
+    cdef TensorBase t = <TensorBase>cg_alloc(_TensorCls)
     t._arr = arr
     t._ver = Version.__new__(Version)
     return t
