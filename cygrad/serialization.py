@@ -1,0 +1,365 @@
+"""``cygrad.save`` / ``cygrad.load``: a format that never executes code on load.
+
+A file is an uncompressed ``.npz`` archive (a zip of ``.npy`` members written
+by :func:`numpy.savez` with ``allow_pickle=False``).  One member,
+``__cygrad__.npy``, holds a UTF-8 JSON manifest as a uint8 array::
+
+    {"magic": "cygrad.save", "version": 1, "root": <node>}
+
+and every other member holds one array.  A node is a small JSON object tagged
+by ``"t"``: ``tensor`` (member name, ``requires_grad``, ``parameter``),
+``ndarray``, ``dict`` / ``odict`` (a list of ``[key, value]`` pairs, keys
+being nodes too, so the integer keys of an optimizer's state survive),
+``list``, ``tuple``, ``int``, ``float`` (stored with ``float.hex`` so the
+value survives bit for bit, infinities and NaN included), ``bool``, ``str``,
+``none``.  A tensor stored twice in one object is written once and loaded
+as one tensor.
+
+Loading parses the ``.npy`` headers itself instead of calling ``np.load``:
+object dtypes (pickles) are refused before any data is read, and an array's
+declared size must match the bytes stored for it, so a corrupt or hostile
+header cannot make the loader allocate an absurd amount of memory.
+"""
+
+import collections
+import io
+import json
+import math
+import os
+import sys
+import zipfile
+import zlib
+
+import numpy as np
+import numpy.lib.format as npy_format
+
+__all__ = ["load", "save"]
+
+MAGIC = "cygrad.save"
+VERSION = 1
+MANIFEST = "__cygrad__"
+#: Largest manifest accepted on load (bytes).
+MAX_MANIFEST_BYTES = 64 << 20
+#: Largest single array accepted on load (bytes).
+MAX_ARRAY_BYTES = 1 << 36
+#: Deepest nesting of containers accepted on save and load.
+MAX_DEPTH = 200
+_DTYPES = frozenset(
+    np.dtype(d)
+    for d in (
+        "float16",
+        "float32",
+        "float64",
+        "int8",
+        "int16",
+        "int32",
+        "int64",
+        "uint8",
+        "uint16",
+        "uint32",
+        "uint64",
+        "bool",
+        "complex64",
+        "complex128",
+    )
+)
+
+
+def save(obj, f):
+    """Write ``obj`` to ``f`` in cygrad's ``.npz``-based format.
+
+    Parameters
+    ----------
+    obj : Tensor, ndarray, or dict / list / tuple nesting of those and of
+        ``int``, ``float``, ``bool``, ``str``, ``None``
+        What to store: typically ``model.state_dict()``,
+        ``optimizer.state_dict()`` or a dict bundling them.
+    f : str, os.PathLike or binary file object
+        Destination.  A path is written as given (no ``.npz`` suffix added).
+
+    Raises
+    ------
+    TypeError
+        For an object of any other type (a Module itself, a function, ...):
+        save its ``state_dict()`` instead.
+    """
+    arrays = {}
+    memo = {}
+    root = _encode(obj, arrays, memo, 0)
+    manifest = json.dumps(
+        {"magic": MAGIC, "version": VERSION, "root": root}, allow_nan=False
+    ).encode("utf-8")
+    arrays[MANIFEST] = np.frombuffer(manifest, dtype=np.uint8)
+    if isinstance(f, (str, os.PathLike)):
+        with open(f, "wb") as fh:
+            np.savez(fh, allow_pickle=False, **arrays)
+    else:
+        np.savez(f, allow_pickle=False, **arrays)
+
+
+def load(f, map_location=None, weights_only=True):
+    """Read an object written by :func:`save`.
+
+    Parameters
+    ----------
+    f : str, os.PathLike or binary file object
+    map_location : None or "cpu"
+        Accepted for PyTorch compatibility; cygrad only has the CPU.
+    weights_only : bool
+        Accepted for PyTorch compatibility; loading never runs code either way.
+
+    Returns
+    -------
+    The stored object, with tensors as ``cygrad.Tensor`` (``nn.Parameter``
+    where one was saved) and plain containers.
+
+    Raises
+    ------
+    ValueError
+        The file is not a cygrad file (wrong magic, a pickle such as a
+        ``torch.save`` file, not a zip), is truncated or corrupt, or declares
+        sizes that do not match its contents.
+    RuntimeError
+        The file was written by a newer format version.
+    """
+    if map_location not in (None, "cpu"):
+        raise ValueError(
+            f"cygrad.load: map_location must be None or 'cpu', got "
+            f"{map_location!r} (cygrad runs on the CPU only)"
+        )
+    if isinstance(f, (str, os.PathLike)):
+        with open(f, "rb") as fh:
+            return _load_stream(fh, os.fspath(f))
+    return _load_stream(f, getattr(f, "name", "<stream>"))
+
+
+# ---------------------------------------------------------------------------
+# encoding
+
+
+def _encode(obj, arrays, memo, depth):
+    from .tensor import Tensor
+
+    if depth > MAX_DEPTH:
+        raise ValueError(f"cygrad.save: object nested deeper than {MAX_DEPTH} levels")
+    if obj is None:
+        return {"t": "none"}
+    if isinstance(obj, (bool, np.bool_)):
+        return {"t": "bool", "v": bool(obj)}
+    if isinstance(obj, (int, np.integer)):
+        return {"t": "int", "v": int(obj)}
+    if isinstance(obj, (float, np.floating)):
+        return {"t": "float", "v": float(obj).hex()}
+    if isinstance(obj, str):
+        return {"t": "str", "v": obj}
+    if isinstance(obj, Tensor):
+        key = memo.get(id(obj))
+        if key is None:
+            key = f"a{len(memo)}"
+            memo[id(obj)] = key
+            # keep obj alive in memo so that id() stays unique while saving
+            memo[key] = obj
+            arrays[key] = np.asarray(obj.detach()._arr, order="C")
+        return {
+            "t": "tensor",
+            "a": key,
+            "requires_grad": bool(obj.requires_grad),
+            "parameter": _is_parameter(obj),
+        }
+    if isinstance(obj, np.ndarray):
+        if obj.dtype not in _DTYPES:
+            raise TypeError(f"cygrad.save: cannot store an array of dtype {obj.dtype}")
+        key = f"a{len(memo)}"
+        memo[key] = obj
+        arrays[key] = np.asarray(obj, order="C")  # keeps 0-d
+        return {"t": "ndarray", "a": key}
+    if isinstance(obj, dict):
+        tag = "odict" if isinstance(obj, collections.OrderedDict) else "dict"
+        items = [
+            [_encode(k, arrays, memo, depth + 1), _encode(v, arrays, memo, depth + 1)]
+            for k, v in obj.items()
+        ]
+        return {"t": tag, "items": items}
+    if isinstance(obj, (list, tuple)):
+        tag = "list" if isinstance(obj, list) else "tuple"
+        return {"t": tag, "items": [_encode(v, arrays, memo, depth + 1) for v in obj]}
+    hint = ""
+    if hasattr(obj, "state_dict"):
+        hint = " (save its state_dict() instead; cygrad never pickles objects)"
+    raise TypeError(
+        f"cygrad.save: cannot store an object of type {type(obj).__name__}{hint}; "
+        "supported: Tensor, ndarray, dict, list, tuple, int, float, bool, str, None"
+    )
+
+
+def _is_parameter(t):
+    # no Parameter can exist unless its module was imported
+    mod = sys.modules.get("cygrad.nn.parameter")
+    return mod is not None and isinstance(t, mod.Parameter)
+
+
+# ---------------------------------------------------------------------------
+# decoding
+
+
+def _load_stream(fh, name):
+    head = fh.read(4)
+    fh.seek(-len(head), io.SEEK_CUR)
+    if head[:1] == b"\x80":
+        raise ValueError(
+            f"cygrad.load: {name} is a pickle; cygrad refuses to unpickle (it can "
+            "run arbitrary code). Re-save the object with cygrad.save"
+        )
+    if head != b"PK\x03\x04":
+        what = "empty" if not head else "not a zip archive"
+        raise ValueError(
+            f"cygrad.load: {name} is not a cygrad file (wrong magic: {what})"
+        )
+    try:
+        zf = zipfile.ZipFile(fh)
+    except (zipfile.BadZipFile, EOFError, OSError) as e:
+        raise ValueError(f"cygrad.load: {name} is truncated or corrupt ({e})") from None
+    with zf:
+        members = {info.filename: info for info in zf.infolist()}
+        if any(n.endswith(".pkl") for n in members):
+            raise ValueError(
+                f"cygrad.load: {name} holds a pickle (a torch.save file?); "
+                "cygrad refuses to unpickle. Convert it to NumPy arrays and save "
+                "them with cygrad.save"
+            )
+        info = members.get(MANIFEST + ".npy")
+        if info is None:
+            raise ValueError(
+                f"cygrad.load: {name} is not a cygrad file (wrong magic: no "
+                f"{MANIFEST} manifest)"
+            )
+        raw = _read_member(zf, info, name, MAX_MANIFEST_BYTES)
+        if raw.dtype != np.uint8 or raw.ndim != 1:
+            raise ValueError(f"cygrad.load: {name} has a malformed manifest")
+        try:
+            manifest = json.loads(raw.tobytes().decode("utf-8"))
+        except (ValueError, RecursionError) as e:
+            raise ValueError(
+                f"cygrad.load: {name} has a corrupt manifest ({e})"
+            ) from None
+        if not isinstance(manifest, dict) or manifest.get("magic") != MAGIC:
+            raise ValueError(f"cygrad.load: {name} is not a cygrad file (wrong magic)")
+        version = manifest.get("version")
+        if not isinstance(version, int) or version < 1:
+            raise ValueError(f"cygrad.load: {name} has an invalid version {version!r}")
+        if version > VERSION:
+            raise RuntimeError(
+                f"cygrad.load: {name} uses format version {version}; this cygrad "
+                f"reads versions up to {VERSION}. Upgrade cygrad"
+            )
+        if "root" not in manifest:
+            raise ValueError(f"cygrad.load: {name} has a manifest without a root")
+        loaded = {}
+        return _decode(manifest["root"], zf, members, loaded, name, 0)
+
+
+def _decode(node, zf, members, loaded, name, depth):
+    if depth > MAX_DEPTH or not isinstance(node, dict):
+        raise ValueError(f"cygrad.load: {name} has a malformed manifest node")
+    t = node.get("t")
+    try:
+        if t == "none":
+            return None
+        if t == "bool":
+            return _typed(node["v"], bool)
+        if t == "int":
+            return _typed(node["v"], int)
+        if t == "float":
+            return float.fromhex(_typed(node["v"], str))
+        if t == "str":
+            return _typed(node["v"], str)
+        if t in ("dict", "odict"):
+            out = collections.OrderedDict() if t == "odict" else {}
+            for k, v in node["items"]:
+                key = _decode(k, zf, members, loaded, name, depth + 1)
+                if isinstance(key, (list, dict)):
+                    raise TypeError("unhashable dict key")
+                out[key] = _decode(v, zf, members, loaded, name, depth + 1)
+            return out
+        if t in ("list", "tuple"):
+            items = [
+                _decode(v, zf, members, loaded, name, depth + 1) for v in node["items"]
+            ]
+            return items if t == "list" else tuple(items)
+        if t == "ndarray":
+            return _array(node["a"], zf, members, name).copy()
+        if t == "tensor":
+            key = node["a"]
+            if key not in loaded:
+                loaded[key] = _tensor(_array(key, zf, members, name), node)
+            return loaded[key]
+    except (KeyError, TypeError) as e:
+        raise ValueError(
+            f"cygrad.load: {name} has a malformed manifest ({e!r})"
+        ) from None
+    raise ValueError(f"cygrad.load: {name} has an unknown manifest node type {t!r}")
+
+
+def _typed(v, kind):
+    if type(v) is not kind:
+        raise TypeError(f"expected {kind.__name__}, got {type(v).__name__}")
+    return v
+
+
+def _tensor(arr, node):
+    import cygrad
+
+    requires_grad = _typed(node.get("requires_grad", False), bool)
+    t = cygrad.from_numpy(arr)
+    if node.get("parameter"):
+        from .nn.parameter import Parameter
+
+        return Parameter(t, requires_grad=requires_grad)
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+def _array(key, zf, members, name):
+    info = members.get(_typed(key, str) + ".npy")
+    if info is None or key == MANIFEST:
+        raise ValueError(f"cygrad.load: {name} is missing array {key!r} (truncated?)")
+    return _read_member(zf, info, name, MAX_ARRAY_BYTES)
+
+
+def _read_member(zf, info, name, cap):
+    """Read one ``.npy`` member, checking its header before reading any data."""
+    what = f"{name}: member {info.filename}"
+    try:
+        with zf.open(info) as fp:
+            version = npy_format.read_magic(fp)
+            if version == (1, 0):
+                shape, fortran, dtype = npy_format.read_array_header_1_0(fp)
+            elif version == (2, 0):
+                shape, fortran, dtype = npy_format.read_array_header_2_0(fp)
+            else:
+                raise ValueError(f"unsupported .npy version {version}")
+            if dtype.hasobject:
+                raise ValueError("holds Python objects (a pickle); refused")
+            if dtype not in _DTYPES:
+                raise ValueError(f"has unsupported dtype {dtype}")
+            count = math.prod(shape)
+            nbytes = count * dtype.itemsize
+            stored = info.file_size - fp.tell()
+            if nbytes > cap:
+                raise ValueError(f"declares {nbytes} bytes, over the {cap}-byte limit")
+            if nbytes != stored:
+                raise ValueError(
+                    f"declares shape {shape} ({nbytes} bytes) but stores "
+                    f"{stored} bytes (truncated or corrupt)"
+                )
+            data = fp.read(nbytes)
+    except ValueError as e:
+        raise ValueError(f"cygrad.load: {what} {e}") from None
+    except (zipfile.BadZipFile, EOFError, OSError, zlib.error) as e:
+        raise ValueError(f"cygrad.load: {what} is truncated or corrupt ({e})") from None
+    if len(data) != nbytes:
+        raise ValueError(f"cygrad.load: {what} is truncated")
+    arr = np.frombuffer(data, dtype=dtype, count=count)
+    arr = arr.reshape(shape, order="F" if fortran else "C")
+    return np.array(arr, order="C", copy=True)
