@@ -130,3 +130,15 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
                 g = zeros_like(ins[i])
         result.append(g)
     return tuple(result)
+
+
+_HIGHER = ("jacobian", "hessian", "vjp", "jvp", "vhp", "hvp")
+
+
+def __getattr__(name):
+    # torch.autograd.functional.jacobian & co. live in .higher (which imports
+    # this module, hence the lazy lookup).
+    if name in _HIGHER:
+        from . import higher
+        return getattr(higher, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
