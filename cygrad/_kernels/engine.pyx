@@ -61,13 +61,104 @@ cdef extern from *:
     object cg_alloc(object type)
 
 cdef extern from "Python.h":
-    ctypedef struct PyFrameObject
     ctypedef struct PyCodeObject
-    PyFrameObject* PyEval_GetFrame()
-    PyFrameObject* PyFrame_GetBack(PyFrameObject*)
-    PyCodeObject* PyFrame_GetCode(PyFrameObject*)
-    int PyFrame_GetLineNumber(PyFrameObject*)
-    void Py_DECREF(object)
+    int PyCode_Addr2Line(PyCodeObject*, int)
+
+cdef extern from *:
+    """
+    /* Creation-site capture: find the innermost frame whose code object is
+       not cygrad's own, and return its code object and instruction offset
+       (the line number is decoded only when a message is printed).  On
+       CPython 3.11 the interpreter's frame list is read directly, which
+       creates no frame objects; elsewhere the public frame API is used.
+       Whether a code object belongs to cygrad is cached per code object in a
+       small direct-mapped table that holds a reference to its keys (so a
+       freed code object's address can never be mistaken for a cached one). */
+    #if PY_VERSION_HEX >= 0x030B0000 && PY_VERSION_HEX < 0x030C0000 && \
+        !defined(PYPY_VERSION)
+      #ifndef Py_BUILD_CORE
+        #define Py_BUILD_CORE 1
+      #endif
+      #include "internal/pycore_frame.h"
+      #define CG_FAST_FRAMES 1
+    #else
+      #include "frameobject.h"
+      #define CG_FAST_FRAMES 0
+    #endif
+    #define CG_SITE_CACHE 64
+    static PyObject *cg_site_keys[CG_SITE_CACHE];
+    static char cg_site_inpkg[CG_SITE_CACHE];
+    static PyObject *cg_pkg_dir = NULL;
+
+    /* 1 when ``code`` is cygrad's, 0 when not, -1 on error. */
+    static int cg_code_in_pkg(PyObject *code) {
+        size_t h = (((size_t)code) >> 4) % CG_SITE_CACHE;
+        PyObject *fn;
+        int r;
+        if (cg_site_keys[h] == code) return cg_site_inpkg[h];
+        if (cg_pkg_dir == NULL) return 0;
+        fn = ((PyCodeObject *)code)->co_filename;
+        r = PyUnicode_Tailmatch(fn, cg_pkg_dir, 0, PY_SSIZE_T_MAX, -1);
+        if (r < 0) return -1;
+        Py_INCREF(code);
+        Py_XDECREF(cg_site_keys[h]);
+        cg_site_keys[h] = code;
+        cg_site_inpkg[h] = (char)r;
+        return r;
+    }
+
+    static void cg_set_pkg_dir(PyObject *d) {
+        int i;
+        Py_XINCREF(d);
+        Py_XDECREF(cg_pkg_dir);
+        cg_pkg_dir = d;
+        for (i = 0; i < CG_SITE_CACHE; i++) Py_CLEAR(cg_site_keys[i]);
+    }
+
+    /* Borrowed code object of the innermost user frame (NULL if none or on
+       error: check PyErr_Occurred), and its byte offset in *lasti. */
+    static PyObject *cg_user_frame(int *lasti) {
+    #if CG_FAST_FRAMES
+        _PyInterpreterFrame *f = PyThreadState_GET()->cframe->current_frame;
+        int r;
+        while (f != NULL) {
+            if (!_PyFrame_IsIncomplete(f)) {
+                r = cg_code_in_pkg((PyObject *)f->f_code);
+                if (r < 0) return NULL;
+                if (r == 0) {
+                    *lasti = _PyInterpreterFrame_LASTI(f) * sizeof(_Py_CODEUNIT);
+                    return (PyObject *)f->f_code;
+                }
+            }
+            f = f->previous;
+        }
+        return NULL;
+    #else
+        PyFrameObject *f = PyEval_GetFrame(), *back;
+        PyCodeObject *code;
+        int r;
+        Py_XINCREF(f);
+        while (f != NULL) {
+            code = PyFrame_GetCode(f);
+            r = cg_code_in_pkg((PyObject *)code);
+            Py_DECREF(code);
+            if (r < 0) { Py_DECREF(f); return NULL; }
+            if (r == 0) {
+                *lasti = PyFrame_GetLasti(f);
+                Py_DECREF(f);   /* the code object outlives it: the frame's
+                                   function or module still holds it */
+                return (PyObject *)code;
+            }
+            back = PyFrame_GetBack(f);
+            Py_DECREF(f);
+            f = back;
+        }
+        return NULL;
+    #endif
+    }
+    """
+    void* cg_user_frame(int* lasti) except? NULL
+    void cg_set_pkg_dir(object d)
 
 
 # Above this many elements a kernel releases the GIL (below it the release
@@ -113,6 +204,11 @@ cdef object _np_ufuncs = {
 }
 cdef bint _anomaly = False
 cdef int _debug_level = 1            # 0: capture no creation sites
+cdef bint _retain_all = False        # retain_grads() scope: keep every .grad
+cdef long long _generation = 0       # bumped by optimizer.step()/zero_grad()
+cdef object _gen_obj = 0             # the same, as a Python int (no boxing per node)
+cdef object _bw_root_gen = None      # newest generation among the roots of the
+                                     # running backward (for the stale hint)
 cdef str _pkg_dir = ""
 
 
@@ -124,6 +220,7 @@ def _install(tensor_cls, graph_unary, graph_binary, graph_sum_to, pkg_dir):
     _graph_binary = graph_binary
     _graph_sum_to = graph_sum_to
     _pkg_dir = pkg_dir
+    cg_set_pkg_dir(pkg_dir)
 
 
 # --- grad mode ----------------------------------------------------------------
@@ -163,41 +260,69 @@ def _get_debug_level():
     return _debug_level
 
 
-cdef object _user_site():
-    """(filename, lineno) of the innermost frame outside the cygrad package.
+@cython.final
+@cython.freelist(256)
+cdef class Site:
+    """Where a forward op ran: a user code object and instruction offset.
 
-    Only the frame's code object and line are read: no traceback object, no
-    string building.  Returns None when capture is off or no frame exists.
+    Behaves like the tuple ``(filename, lineno)``; the line number is decoded
+    from the code object's line table only when it is read.
     """
-    cdef PyFrameObject* f
-    cdef PyFrameObject* back
-    cdef PyCodeObject* code
-    cdef object filename
-    cdef int line
+    cdef object code
+    cdef int lasti
+
+    @property
+    def filename(self):
+        return self.code.co_filename
+
+    @property
+    def lineno(self):
+        return PyCode_Addr2Line(<PyCodeObject*>self.code, self.lasti)
+
+    def __len__(self):
+        return 2
+
+    def __getitem__(self, i):
+        return (self.filename, self.lineno)[i]
+
+    def __iter__(self):
+        return iter((self.filename, self.lineno))
+
+    def __eq__(self, other):
+        try:
+            return tuple(self) == tuple(other)
+        except TypeError:
+            return NotImplemented
+
+    def __hash__(self):
+        return hash(tuple(self))
+
+    def __str__(self):
+        return f"{self.filename}:{self.lineno}"
+
+    def __repr__(self):
+        return f"Site({self.filename!r}, {self.lineno})"
+
+
+cdef object _user_site():
+    """The innermost user frame outside the cygrad package, as a ``Site``.
+
+    Reads only the frame's code object and instruction offset: no frame
+    object, traceback or string is made.  Returns None when capture is off
+    (debug level 0) or no user frame exists.
+    """
+    cdef int lasti = 0
+    cdef void* code
+    cdef Site site
     if _debug_level <= 0:
         return None
-    f = PyEval_GetFrame()     # borrowed
-    if f == NULL:
+    code = cg_user_frame(&lasti)
+    if code == NULL:
         return None
-    code = PyFrame_GetCode(f)  # new reference
-    filename = (<object>code).co_filename
-    Py_DECREF(<object>code)
-    if not filename.startswith(_pkg_dir):
-        return (filename, PyFrame_GetLineNumber(f))
-    # Inside cygrad's own Python layer: walk out to the caller.
-    back = PyFrame_GetBack(f)  # new reference
-    while back != NULL:
-        code = PyFrame_GetCode(back)
-        filename = (<object>code).co_filename
-        Py_DECREF(<object>code)
-        if not filename.startswith(_pkg_dir):
-            line = PyFrame_GetLineNumber(back)
-            Py_DECREF(<object>back)
-            return (filename, line)
-        f = back
-        back = PyFrame_GetBack(f)
-        Py_DECREF(<object>f)
-    return None
+    site = Site.__new__(Site)
+    site.code = <object>code
+    site.lasti = lasti
+    return site
 
 
 def user_site():
@@ -214,6 +339,8 @@ cdef class Version:
     cdef public long long v
     cdef public object last_write    # (op name, site, old, new) of the last in-place
                                      # write while saved, for the version error
+    cdef public bint saved           # some node saved this storage for backward:
+                                     # only then do in-place writes record a site
 
 
 # --- tensors -----------------------------------------------------------------------
@@ -358,7 +485,7 @@ cdef inline void _note_write(TensorBase t, str opname):
     """Advance ``t``'s version; remember who wrote (for the version error)."""
     cdef Version ver = t._ver
     ver.v += 1
-    if _debug_level > 0:
+    if ver.saved and _debug_level > 0:
         ver.last_write = (opname, _user_site(), ver.v - 1, ver.v)
 
 
@@ -370,6 +497,111 @@ def _mark_inplace(TensorBase t, str opname):
 
 def _check_inplace(TensorBase t, str opname):
     _check_leaf_inplace(t, opname)
+
+
+# --- diagnostics support -----------------------------------------------------------
+# Nodes made while the debug level is > 0 are kept in a doubly linked list in
+# creation order (pointers without references: a node unlinks itself when it
+# is freed), so that graph_stats() and the optimizer's leak check can find the
+# live graph without a registry that would keep it alive.
+
+cdef void* _live_head = NULL         # oldest
+cdef void* _live_tail = NULL         # newest
+cdef Py_ssize_t _n_live = 0
+
+
+cdef inline void _register(Node node) except *:
+    """Creation site, generation and live-list entry of a new graph node."""
+    global _live_head, _live_tail, _n_live
+    node._site = _user_site()
+    node._gen = _gen_obj
+    node._lprev = _live_tail
+    node._lnext = NULL
+    if _live_tail != NULL:
+        (<Node>_live_tail)._lnext = <void*>node
+    else:
+        _live_head = <void*>node
+    _live_tail = <void*>node
+    node._linked = True
+    _n_live += 1
+
+
+cdef inline void _unlink(Node node) noexcept:
+    global _live_head, _live_tail, _n_live
+    if node._lprev != NULL:
+        (<Node>node._lprev)._lnext = node._lnext
+    else:
+        _live_head = node._lnext
+    if node._lnext != NULL:
+        (<Node>node._lnext)._lprev = node._lprev
+    else:
+        _live_tail = node._lprev
+    node._lprev = node._lnext = NULL
+    node._linked = False
+    _n_live -= 1
+
+
+cdef void _retain(TensorBase t) except *:
+    """t.retain_grad() for a new non-leaf (the retain_grads() scope)."""
+    cdef Node node = t._grad_fn
+    if node._retained is None:
+        node._retained = []
+    node._retained.append((t._out_nr, weakref.ref(t)))
+    t._retains_grad = True
+
+
+cdef void _note_no_grad(TensorBase res, TensorBase a, TensorBase b) except *:
+    """Remember that ``res`` lost its history to no_grad (for explain())."""
+    res._origin = ("no_grad", _user_site())
+
+
+def _set_retain_all(bint flag):
+    global _retain_all
+    cdef bint prev = _retain_all
+    _retain_all = flag
+    return prev
+
+
+def _bump_generation():
+    """A new training iteration begins (optimizer.step()/zero_grad())."""
+    global _generation, _gen_obj
+    _generation += 1
+    _gen_obj = _generation
+    return _generation
+
+
+def _get_generation():
+    return _generation
+
+
+def _backward_root_gen():
+    """Newest generation among the roots of the running (or last) backward."""
+    return _bw_root_gen
+
+
+def live_nodes(before_gen=None, Py_ssize_t limit=-1):
+    """Live graph nodes recorded while the debug level was > 0, oldest first.
+
+    before_gen: stop at the first node of that generation or newer.
+    limit: return at most this many nodes (-1: all).
+    """
+    cdef void* p = _live_head
+    cdef Node node
+    cdef list out = []
+    cdef long long g = -1 if before_gen is None else before_gen
+    while p != NULL and (limit < 0 or len(out) < limit):
+        node = None
+        if Py_REFCNT(<object>p) > 0:    # skip nodes being freed right now
+            node = <Node>p
+            if g >= 0 and node._gen is not None and node._gen >= g:
+                break
+            out.append(node)
+        p = (<Node>p)._lnext
+    return out
+
+
+def n_live_nodes():
+    return _n_live
 
 
 # --- dtype promotion ------------------------------------------------------------------
@@ -405,11 +637,11 @@ cdef int _promote_tensors(int ta, int ndim_a, int tb, int ndim_b):
     cdef int ca = _category(ta), cb = _category(tb)
     if ta == tb:
         return ta
+    if ca != cb:
+        # A higher category wins outright (int64 + float32 -> float32).
+        return ta if ca > cb else tb
     if (ndim_a == 0) != (ndim_b == 0):
-        if ndim_a == 0 and ca <= cb:
-            return tb
-        if ndim_b == 0 and cb <= ca:
-            return ta
+        return tb if ndim_a == 0 else ta
     return np.result_type(np.dtype(cnp.PyArray_DescrFromType(ta)),
                           np.dtype(cnp.PyArray_DescrFromType(tb))).num
 
@@ -619,6 +851,10 @@ cdef object _binary(int op, object a, object b):
         (ta is not None and ta._requires_grad) or (tb is not None and tb._requires_grad))
     if need_grad:
         _make_binary_node(op, res_t, ta, tb, aa, ab, out, shape)
+    elif not cygrad_grad_mode and _debug_level > 0 and (
+            (ta is not None and (ta._requires_grad or ta._origin is not None)) or
+            (tb is not None and (tb._requires_grad or tb._origin is not None))):
+        _note_no_grad(res_t, ta, tb)
     return res_t
 
 
@@ -651,21 +887,26 @@ cdef void _make_binary_node(int op, TensorBase res, TensorBase ta, TensorBase tb
         if ta is not None:
             node.va = ta._ver
             node.na = ta._ver.v
+            ta._ver.saved = True
     if need_b:
         node.sb = ab
         node.tb = tb
         if tb is not None:
             node.vb = tb._ver
             node.nb = tb._ver.v
+            tb._ver.saved = True
     if need_y:
         node.sy = out
         node.vy = res._ver
         node.ny = 0
+        res._ver.saved = True
     node._has_saved = need_a or need_b or need_y
     if _debug_level > 0:
-        node._site = _user_site()
+        _register(node)
     res._grad_fn = node
     res._requires_grad = True
+    if _retain_all:
+        _retain(res)
 
 
 cdef object _unary(int op, TensorBase t):
@@ -685,6 +926,9 @@ cdef object _unary(int op, TensorBase t):
     cdef TensorBase res = _new_tensor(out)
     if cygrad_grad_mode and t._requires_grad:
         _make_unary_node(op, res, t, x, out)
+    elif not cygrad_grad_mode and _debug_level > 0 and (
+            t._requires_grad or t._origin is not None):
+        _note_no_grad(res, t, None)
     return res
 
 
@@ -705,15 +949,19 @@ cdef void _make_unary_node(int op, TensorBase res, TensorBase t, cnp.ndarray x,
         node.ta = t
         node.va = t._ver
         node.na = t._ver.v
+        t._ver.saved = True
     if "y" in saves:
         node.sy = out
         node.vy = res._ver
         node.ny = 0
+        res._ver.saved = True
     node._has_saved = "x" in saves or "y" in saves
     if _debug_level > 0:
-        node._site = _user_site()
+        _register(node)
     res._grad_fn = node
     res._requires_grad = True
+    if _retain_all:
+        _retain(res)
 
 
 def unary(str name, TensorBase t):
@@ -815,12 +1063,19 @@ cdef class Node:
     cdef public object _retained     # list of (out_nr, weakref) from retain_grad()
     cdef public object _site         # (filename, lineno) of the forward call
     cdef public object _gen          # optimizer generation at creation (diagnostics)
+    cdef void* _lprev                # live-node list (diagnostics; no references)
+    cdef void* _lnext
+    cdef bint _linked
     # engine scratch
     cdef Py_ssize_t _deps
     cdef long long _run
     cdef object _buf
     cdef bint _needed
     cdef object __weakref__
+
+    def __dealloc__(self):
+        if self._linked:
+            _unlink(self)
 
     cdef object apply(self, object grads, bint graph):
         raise NotImplementedError
@@ -930,7 +1185,7 @@ cdef void _check_version(Version ver, long long expected, object arr, Node node,
     raise RuntimeError(msg)
 
 
-cdef inline object _freed_error(Node node):
+cdef inline object _freed_error(Node node, object grads=None):
     return RuntimeError(
         "Trying to backward through the graph a second time (or directly access "
         "saved tensors after they have already been freed). Saved intermediate "
@@ -939,7 +1194,7 @@ cdef inline object _freed_error(Node node):
         f"through the graph a second time or if you need to access saved tensors "
         f"after calling backward. (node {node.name()}"
         + (f", created at {node._site[0]}:{node._site[1]}" if node._site else "")
-        + ")" + _stale_hint(node))
+        + ")" + _stale_hint(node, grads))
 
 
 cdef object _stale_hint_fn = None
@@ -950,10 +1205,13 @@ def _set_stale_hint(fn):
     _stale_hint_fn = fn
 
 
-cdef str _stale_hint(Node node):
+cdef str _stale_hint(Node node, object grads):
     if _stale_hint_fn is None:
         return ""
-    return _stale_hint_fn(node)
+    shape = None
+    if grads is not None and not isinstance(grads, list):
+        shape = tuple(grads.shape)
+    return _stale_hint_fn(node, shape, _bw_root_gen)
 
 
 @cython.final
@@ -1002,6 +1260,8 @@ cdef class EWNode(Node):
     cdef object apply(self, object grads, bint graph):
         cdef cnp.ndarray g, ga, gb
         cdef int dt, ident
+        if self._freed:
+            raise _freed_error(self, grads)
         self._check()
         if graph:
             return self._apply_graph(grads)
@@ -1221,6 +1481,7 @@ def function_apply(cls, node_cls, tuple args):
             if t._requires_grad:
                 needs[i] = True
                 is_exec = True
+    cdef bint dropped = is_exec and not cygrad_grad_mode
     is_exec = is_exec and cygrad_grad_mode
     ctx.needs_input_grad = tuple(needs) if is_exec else tuple([False] * n)
     ctx._fn = cls
@@ -1250,6 +1511,12 @@ def function_apply(cls, node_cls, tuple args):
         if is_exec:
             _check_leaf_inplace(<TensorBase>d, cls.__name__)
     if not is_exec:
+        if _debug_level > 0 and (dropped or any(
+                is_tensor[i] and (<TensorBase>args[i])._origin is not None
+                for i in range(n))) and not cygrad_grad_mode:
+            for o in ((out,) if not isinstance(out, tuple) else out):
+                if isinstance(o, TensorBase) and not any(o is a for a in args):
+                    _note_no_grad(<TensorBase>o, None, None)
         return out
     non_diff = ctx._non_diff or ()
     ctx._n_out = len(outs)
@@ -1263,7 +1530,7 @@ def function_apply(cls, node_cls, tuple args):
                          for i in range(n))
     ctx._arg_is_tensor = tuple(is_tensor)
     if _debug_level > 0:
-        ctx._site = _user_site()
+        _register(ctx)
     new_outs = []
     metas = []
     for i in range(len(outs)):
@@ -1290,6 +1557,8 @@ def function_apply(cls, node_cls, tuple args):
         t._grad_fn = ctx
         t._out_nr = i
         t._requires_grad = True
+        if _retain_all:
+            _retain(t)
         new_outs.append(t)
         metas.append((t._arr.shape, t._arr.dtype))
     ctx._out_meta = tuple(metas)
@@ -1310,6 +1579,7 @@ def function_apply(cls, node_cls, tuple args):
             sv.arr = t._arr
             sv.ver = t._ver
             sv.v = t._ver.v
+            t._ver.saved = True
             sv.out_nr = -1
             for i in range(len(new_outs)):
                 if new_outs[i] is t or (outs[i] is t and t._grad_fn is ctx):
@@ -1471,6 +1741,7 @@ def run_backward(tuple roots, tuple root_grads, bint keep_graph, bint create_gra
     run = _run_counter
     visited = []
     root_nodes = []
+    _note_root_gen(roots)
     # Seed: every root's node gets its gradient.
     for i in range(len(roots)):
         t = <TensorBase>roots[i]
@@ -1618,6 +1889,19 @@ def run_backward(tuple roots, tuple root_grads, bint keep_graph, bint create_gra
         for node in visited:
             node._buf = None
     return captured
+
+
+cdef void _note_root_gen(tuple roots) except *:
+    global _bw_root_gen
+    cdef TensorBase t
+    cdef object newest = None
+    if _debug_level > 0:
+        for r in roots:
+            t = <TensorBase>r
+            if t._grad_fn is not None and t._grad_fn._gen is not None and (
+                    newest is None or t._grad_fn._gen > newest):
+                newest = t._grad_fn._gen
+    _bw_root_gen = newest
 
 
 cdef bint _any_child_needed(Node node):
