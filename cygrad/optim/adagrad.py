@@ -1,0 +1,114 @@
+"""Adagrad, with learning-rate decay."""
+
+from cygrad._kernels import optim as _k
+
+from .optimizer import Optimizer, advance_step, param_arrays, step_state, zeros_state
+
+__all__ = ["Adagrad"]
+
+
+class Adagrad(Optimizer):
+    r"""Adagrad (torch's ``torch.optim.Adagrad``).
+
+    For each parameter ``p`` with a gradient, at step ``t`` (from 1), in place::
+
+        g = -grad if maximize else grad
+        g = g + weight_decay * p                      # if weight_decay
+        clr = lr / (1 + (t - 1) * lr_decay)
+        s = s + g * g
+        p = p - clr * g / (sqrt(s) + eps)
+
+    Unlike the other optimizers, the state exists from construction: ``sum``
+    filled with ``initial_accumulator_value`` and ``step`` at 0 (it advances
+    only on steps where the parameter has a gradient).
+
+    Parameters
+    ----------
+    params : iterable of Tensor or dict
+    lr : float, default 1e-2
+    lr_decay : float, default 0
+    weight_decay : float, default 0
+    initial_accumulator_value : float, default 0
+    eps : float, default 1e-10
+    maximize : bool, default False
+    foreach, fused : ignored
+
+    Raises
+    ------
+    ValueError
+        ``"Invalid learning rate: ..."``, ``"Invalid lr_decay value: ..."``,
+        ``"Invalid weight_decay value: ..."``,
+        ``"Invalid initial_accumulator_value value: ..."``,
+        ``"Invalid epsilon value: ..."``.
+    """
+
+    def __init__(
+        self,
+        params,
+        lr=1e-2,
+        lr_decay=0,
+        weight_decay=0,
+        initial_accumulator_value=0,
+        eps=1e-10,
+        foreach=None,
+        *,
+        maximize=False,
+        fused=None,
+    ):
+        defaults = {
+            "lr": lr,
+            "lr_decay": lr_decay,
+            "weight_decay": weight_decay,
+            "initial_accumulator_value": initial_accumulator_value,
+            "eps": eps,
+            "maximize": maximize,
+        }
+        super().__init__(params, defaults)  # add_param_group creates the state
+
+    def add_param_group(self, param_group):
+        super().add_param_group(param_group)
+        self._init_state(self.param_groups[-1])
+
+    def _init_state(self, group):
+        for p in group["params"]:
+            st = self.state[p]
+            if len(st) == 0:
+                st["step"] = step_state()
+                st["sum"] = zeros_state(p, float(group["initial_accumulator_value"]))
+
+    def _validate(self, group):
+        if not 0.0 <= group["lr"]:
+            raise ValueError(f"Invalid learning rate: {group['lr']}")
+        if not 0.0 <= group["lr_decay"]:
+            raise ValueError(f"Invalid lr_decay value: {group['lr_decay']}")
+        if not 0.0 <= group["weight_decay"]:
+            raise ValueError(f"Invalid weight_decay value: {group['weight_decay']}")
+        if not 0.0 <= group["initial_accumulator_value"]:
+            raise ValueError(
+                "Invalid initial_accumulator_value value: "
+                f"{group['initial_accumulator_value']}"
+            )
+        if not 0.0 <= group["eps"]:
+            raise ValueError(f"Invalid epsilon value: {group['eps']}")
+
+    def _update(self, group):
+        lr = float(group["lr"])
+        lr_decay = float(group["lr_decay"])
+        weight_decay = float(group["weight_decay"])
+        eps = float(group["eps"])
+        maximize = bool(group["maximize"])
+        self._init_state(group)  # parameters whose state a load left out
+        state = self.state
+        for p in group["params"]:
+            if p.grad is None:
+                continue
+            arr, grad = param_arrays(p)
+            st = state[p]
+            step = advance_step(st["step"])
+            clr = lr / (1 + (step - 1) * lr_decay)
+            s_t = st["sum"]
+            _k.adagrad(
+                arr, grad, s_t._arr.reshape(-1), clr, eps, weight_decay, maximize
+            )
+            s_t._bump_version()
+            p._bump_version()

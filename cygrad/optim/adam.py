@@ -1,0 +1,135 @@
+"""Adam, with L2 or decoupled (AdamW) weight decay and AMSGrad."""
+
+from cygrad._kernels import optim as _k
+
+from .optimizer import Optimizer, advance_step, param_arrays, step_state, zeros_state
+
+__all__ = ["Adam"]
+
+
+class Adam(Optimizer):
+    r"""Adam (torch's ``torch.optim.Adam``).
+
+    For each parameter ``p`` with a gradient, at step ``t`` (from 1), in place::
+
+        g = -grad if maximize else grad
+        p = p * (1 - lr * weight_decay)       # decoupled_weight_decay (AdamW)
+        g = g + weight_decay * p              # otherwise: L2 penalty in the gradient
+        m = m + (1 - beta1) * (g - m)         # a lerp, = beta1 * m + (1 - beta1) * g
+        v = beta2 * v + (1 - beta2) * g * g
+        v_hat = vmax = max(vmax, v) if amsgrad else v     # max of the raw v
+        denom = sqrt(v_hat) / sqrt(1 - beta2**t) + eps    # eps after the correction
+        p = p - lr / (1 - beta1**t) * m / denom
+
+    Bias corrections are scalars formed in double; ``m``, ``v`` and ``vmax``
+    start at zero.  State: ``step`` (a 0-d float tensor), ``exp_avg``,
+    ``exp_avg_sq`` and, with amsgrad, ``max_exp_avg_sq``.
+
+    Parameters
+    ----------
+    params : iterable of Tensor or dict
+    lr : float, default 1e-3
+    betas : (float, float), default (0.9, 0.999)
+    eps : float, default 1e-8
+    weight_decay : float, default 0
+    amsgrad : bool, default False
+    maximize : bool, default False
+    decoupled_weight_decay : bool, default False
+        Decay the weights directly (AdamW) instead of adding an L2 term.
+    foreach, fused : ignored
+        Accepted so torch code runs unchanged; cygrad always fuses.
+
+    Raises
+    ------
+    ValueError
+        ``"Invalid learning rate: ..."``, ``"Invalid epsilon value: ..."``,
+        ``"Invalid beta parameter at index 0: ..."`` (or 1) when not in
+        ``[0, 1)``, ``"Invalid weight_decay value: ..."``.
+    """
+
+    def __init__(
+        self,
+        params,
+        lr=1e-3,
+        betas=(0.9, 0.999),
+        eps=1e-8,
+        weight_decay=0,
+        amsgrad=False,
+        *,
+        maximize=False,
+        decoupled_weight_decay=False,
+        foreach=None,
+        fused=None,
+    ):
+        defaults = {
+            "lr": lr,
+            "betas": tuple(betas),
+            "eps": eps,
+            "weight_decay": weight_decay,
+            "amsgrad": amsgrad,
+            "maximize": maximize,
+            "decoupled_weight_decay": decoupled_weight_decay,
+        }
+        super().__init__(params, defaults)
+
+    def _validate(self, group):
+        if not 0.0 <= group["lr"]:
+            raise ValueError(f"Invalid learning rate: {group['lr']}")
+        if not 0.0 <= group["eps"]:
+            raise ValueError(f"Invalid epsilon value: {group['eps']}")
+        betas = group["betas"]
+        if len(betas) != 2:
+            raise ValueError(f"Invalid betas: expected two values, got {betas!r}")
+        for i, beta in enumerate(betas):
+            if not 0.0 <= beta < 1.0:
+                raise ValueError(f"Invalid beta parameter at index {i}: {beta}")
+        if not 0.0 <= group["weight_decay"]:
+            raise ValueError(f"Invalid weight_decay value: {group['weight_decay']}")
+
+    def _update(self, group):
+        lr = float(group["lr"])
+        beta1, beta2 = (float(b) for b in group["betas"])
+        eps = float(group["eps"])
+        weight_decay = float(group["weight_decay"])
+        amsgrad = bool(group["amsgrad"])
+        maximize = bool(group["maximize"])
+        decoupled = bool(group["decoupled_weight_decay"])
+        state = self.state
+        for p in group["params"]:
+            if p.grad is None:
+                continue
+            arr, grad = param_arrays(p)
+            st = state[p]
+            if len(st) == 0:
+                st["step"] = step_state()
+                st["exp_avg"] = zeros_state(p)
+                st["exp_avg_sq"] = zeros_state(p)
+                if amsgrad:
+                    st["max_exp_avg_sq"] = zeros_state(p)
+            elif amsgrad and "max_exp_avg_sq" not in st:
+                # amsgrad switched on later (e.g. by load_state_dict): start at 0
+                st["max_exp_avg_sq"] = zeros_state(p)
+            m_t = st["exp_avg"]
+            v_t = st["exp_avg_sq"]
+            vmax_t = st["max_exp_avg_sq"] if amsgrad else None
+            step = advance_step(st["step"])
+            _k.adam(
+                arr,
+                grad,
+                m_t._arr.reshape(-1),
+                v_t._arr.reshape(-1),
+                vmax_t._arr.reshape(-1) if amsgrad else None,
+                step,
+                lr,
+                beta1,
+                beta2,
+                eps,
+                weight_decay,
+                decoupled,
+                maximize,
+            )
+            m_t._bump_version()
+            v_t._bump_version()
+            if amsgrad:
+                vmax_t._bump_version()
+            p._bump_version()

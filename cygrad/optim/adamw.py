@@ -1,0 +1,49 @@
+"""AdamW: Adam with decoupled weight decay."""
+
+from .adam import Adam
+
+__all__ = ["AdamW"]
+
+
+class AdamW(Adam):
+    r"""AdamW (torch's ``torch.optim.AdamW``): Adam with decoupled weight decay.
+
+    The weights decay before the moments are updated, ``p = p * (1 - lr *
+    weight_decay)``, and the gradient carries no L2 term; everything else is
+    :class:`Adam`'s update.  ``weight_decay`` defaults to ``1e-2``.
+
+    Parameters
+    ----------
+    params : iterable of Tensor or dict
+    lr : float, default 1e-3
+    betas : (float, float), default (0.9, 0.999)
+    eps : float, default 1e-8
+    weight_decay : float, default 1e-2
+    amsgrad : bool, default False
+    maximize : bool, default False
+    foreach, fused : ignored
+    """
+
+    def __init__(
+        self,
+        params,
+        lr=1e-3,
+        betas=(0.9, 0.999),
+        eps=1e-8,
+        weight_decay=1e-2,
+        amsgrad=False,
+        *,
+        maximize=False,
+        foreach=None,
+        fused=None,
+    ):
+        super().__init__(
+            params,
+            lr=lr,
+            betas=betas,
+            eps=eps,
+            weight_decay=weight_decay,
+            amsgrad=amsgrad,
+            maximize=maximize,
+            decoupled_weight_decay=True,
+        )

@@ -1,0 +1,351 @@
+"""The ``Optimizer`` base class: parameter groups, state, and its (de)serialisation.
+
+Subclasses implement ``_validate(group)`` (raise ``ValueError`` on a bad
+hyperparameter) and ``_update(group)`` (one step over the group's parameters,
+called under ``no_grad``).  The arithmetic lives in ``cygrad._kernels.optim``:
+one compiled, in-place pass per parameter.
+"""
+
+import copy
+import warnings
+from collections import defaultdict
+
+import numpy as np
+
+from cygrad.autograd.grad_mode import enable_grad, no_grad
+from cygrad.creation import from_numpy, get_default_dtype
+from cygrad.tensor import Tensor
+
+__all__ = ["Optimizer", "required"]
+
+_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+class _RequiredParameter:
+    """Marks a default that every parameter group must set itself."""
+
+    def __repr__(self):
+        return "<required parameter>"
+
+
+required = _RequiredParameter()
+
+
+def _check_param_layout(p):
+    """Refuse what the kernels cannot update in place: raise, never crash."""
+    arr = p._arr
+    if arr.dtype not in _FLOATS:
+        raise TypeError(
+            f"cygrad.optim can only update float32 or float64 parameters, but got a "
+            f"parameter of dtype {arr.dtype}"
+        )
+    if not arr.flags.c_contiguous or not arr.flags.writeable:
+        raise ValueError(
+            "cygrad.optim updates parameters in place and needs them C-contiguous "
+            f"and writeable; got a parameter of shape {tuple(arr.shape)} that is "
+            "not (make it with .clone() or a creation function)"
+        )
+
+
+def param_arrays(p):
+    """Flat views ``(param, grad)`` of a parameter that has a gradient.
+
+    Checks the layout first, so no kernel ever sees an array it cannot handle.
+    A non-contiguous gradient is copied (it is only read).
+    """
+    _check_param_layout(p)
+    arr = p._arr
+    grad = p.grad._arr
+    if grad.dtype != arr.dtype:
+        raise TypeError(
+            f"a parameter of dtype {arr.dtype} has a gradient of dtype {grad.dtype}; "
+            "cygrad.optim needs them equal"
+        )
+    if grad.shape != arr.shape:
+        raise RuntimeError(
+            f"a parameter of shape {tuple(arr.shape)} has a gradient of shape "
+            f"{tuple(grad.shape)}"
+        )
+    if not grad.flags.c_contiguous:
+        grad = np.ascontiguousarray(grad)
+    return arr.reshape(-1), grad.reshape(-1)
+
+
+def zeros_state(p, fill=0.0):
+    """A state buffer: a new C-contiguous tensor shaped and typed like ``p``."""
+    return from_numpy(np.full(p._arr.shape, fill, dtype=p._arr.dtype))
+
+
+def step_state():
+    """torch's ``step``: a 0-d float tensor (float32 unless the default is float64)."""
+    dtype = np.float64 if get_default_dtype() == np.float64 else np.float32
+    return from_numpy(np.zeros((), dtype=dtype))
+
+
+def advance_step(step_t):
+    """``step += 1`` in place; returns the new count as a Python float."""
+    arr = step_t._arr
+    arr += 1
+    step_t._bump_version()
+    return float(arr)
+
+
+def _copy_value(value, dtype=None):
+    """Deep copy of a state value; floating tensors cast to ``dtype`` if given."""
+    if isinstance(value, Tensor):
+        arr = value._arr
+        if dtype is not None and arr.dtype.kind == "f":
+            arr = arr.astype(dtype, copy=True)
+        else:
+            arr = arr.copy()
+        return from_numpy(np.ascontiguousarray(arr))
+    if isinstance(value, np.ndarray):
+        return value.copy()
+    if isinstance(value, dict):
+        return {k: _copy_value(v, dtype) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_copy_value(v, dtype) for v in value)
+    return copy.deepcopy(value)
+
+
+class Optimizer:
+    """Base class of all optimizers (torch's ``torch.optim.Optimizer``).
+
+    Parameters
+    ----------
+    params : iterable of Tensor or of dict
+        The tensors to optimise, or parameter groups: dicts with a ``"params"``
+        entry and any options that override ``defaults`` for that group.
+    defaults : dict
+        Default options of every group.
+
+    Attributes
+    ----------
+    param_groups : list of dict
+        Each group's ``"params"`` (a list of tensors) and options.
+    state : defaultdict
+        Per-parameter state (dicts of tensors with torch's keys), keyed by
+        the parameter tensor.  Created at a parameter's first step.
+    defaults : dict
+    """
+
+    def __init__(self, params, defaults):
+        self.defaults = defaults
+        self.state = defaultdict(dict)
+        self.param_groups = []
+        if isinstance(params, Tensor):
+            raise TypeError(
+                "params argument given to the optimizer should be an iterable of "
+                f"Tensors or dicts, but got {type(params).__name__}"
+            )
+        param_groups = list(params)
+        if len(param_groups) == 0:
+            raise ValueError("optimizer got an empty parameter list")
+        if not isinstance(param_groups[0], dict):
+            param_groups = [{"params": param_groups}]
+        for group in param_groups:
+            self.add_param_group(group)
+
+    # ------------------------------------------------------------------ groups
+
+    def _validate(self, group):
+        """Raise ``ValueError`` naming a bad hyperparameter of ``group``."""
+
+    def add_param_group(self, param_group):
+        """Add a group of parameters, with options defaulting to ``defaults``.
+
+        Raises
+        ------
+        TypeError
+            If the group is not a dict, its params are a set or not tensors.
+        ValueError
+            On a non-leaf tensor, a parameter already in another group, a
+            missing required option or an invalid hyperparameter.
+        """
+        if not isinstance(param_group, dict):
+            raise TypeError(f"param_group must be a dict, but got {type(param_group)}")
+        params = param_group["params"]
+        if isinstance(params, Tensor):
+            params = [params]
+        elif isinstance(params, (set, frozenset)):
+            raise TypeError(
+                "optimizer parameters need to be organized in ordered collections, but "
+                "the ordering of tensors in sets will change between runs. Please use "
+                "a list instead."
+            )
+        else:
+            params = list(params)
+        for p in params:
+            if not isinstance(p, Tensor):
+                raise TypeError(
+                    "optimizer can only optimize Tensors, but one of the params is "
+                    f"{type(p).__name__}"
+                )
+            if not (p.is_leaf or getattr(p, "retains_grad", False)):
+                raise ValueError("can't optimize a non-leaf Tensor")
+            _check_param_layout(p)
+        group = dict(param_group)
+        group["params"] = params
+        for name, default in self.defaults.items():
+            if default is required and name not in group:
+                raise ValueError(
+                    "parameter group didn't specify a value of required optimization "
+                    f"parameter {name}"
+                )
+            group.setdefault(name, default)
+        self._validate(group)
+        if len({id(p) for p in params}) != len(params):
+            warnings.warn(
+                "optimizer contains a parameter group with duplicate parameters; "
+                "in future, this will cause an error",
+                UserWarning,
+                stacklevel=3,
+            )
+        seen = {id(p) for g in self.param_groups for p in g["params"]}
+        if any(id(p) in seen for p in params):
+            raise ValueError("some parameters appear in more than one parameter group")
+        self.param_groups.append(group)
+
+    # -------------------------------------------------------------- stepping
+
+    def zero_grad(self, set_to_none=True):
+        """Reset every parameter's gradient: to ``None`` (default) or to zeros."""
+        for group in self.param_groups:
+            for p in group["params"]:
+                grad = p.grad
+                if grad is None:
+                    continue
+                if set_to_none:
+                    p.grad = None
+                    continue
+                if grad.grad_fn is not None:
+                    grad = grad.detach()
+                    p.grad = grad
+                grad._arr[...] = 0
+                grad._bump_version()
+
+    def step(self, closure=None):
+        """One update of every parameter that has a gradient.
+
+        Parameters
+        ----------
+        closure : callable, optional
+            Re-evaluates the model and returns the loss; called with grad
+            mode on, before the update.
+
+        Returns
+        -------
+        The closure's loss, or None.
+        """
+        loss = None
+        if closure is not None:
+            with enable_grad():
+                loss = closure()
+        with no_grad():
+            for group in self.param_groups:
+                self._update(group)
+        return loss
+
+    def _update(self, group):
+        raise NotImplementedError
+
+    # ----------------------------------------------------------- state dicts
+
+    def state_dict(self):
+        """A deep copy of the state: ``{"state": {index: {...}}, "param_groups":
+        [{..., "params": [indices]}]}``, parameters numbered in order across groups.
+        """
+        index = {}
+        groups = []
+        for group in self.param_groups:
+            packed = {k: _copy_value(v) for k, v in group.items() if k != "params"}
+            ids = []
+            for p in group["params"]:
+                index.setdefault(id(p), len(index))
+                ids.append(index[id(p)])
+            packed["params"] = ids
+            groups.append(packed)
+        state = {
+            index[id(p)]: _copy_value(s)
+            for p, s in self.state.items()
+            if id(p) in index
+        }
+        return {"state": state, "param_groups": groups}
+
+    def load_state_dict(self, state_dict):
+        """Load a state made by :meth:`state_dict` (deep-copied, validated).
+
+        Groups are matched by order and must have the same sizes; floating
+        state tensors are cast to their parameter's dtype (``step`` is kept).
+        On any error nothing is changed.
+
+        Raises
+        ------
+        ValueError
+            On a different number of groups, a group of another size, state
+            for a parameter index that does not exist, a state tensor whose
+            shape is not its parameter's, or an invalid hyperparameter.
+        """
+        if not isinstance(state_dict, dict) or not {"state", "param_groups"} <= set(
+            state_dict
+        ):
+            raise ValueError(
+                "loaded state dict must be a dict with 'state' and 'param_groups'"
+            )
+        saved_groups = state_dict["param_groups"]
+        if len(saved_groups) != len(self.param_groups):
+            raise ValueError(
+                "loaded state dict has a different number of parameter groups"
+            )
+        for group, saved in zip(self.param_groups, saved_groups):
+            if len(group["params"]) != len(saved["params"]):
+                raise ValueError(
+                    "loaded state dict contains a parameter group that doesn't match "
+                    "the size of optimizer's group"
+                )
+        by_index = {}
+        for group, saved in zip(self.param_groups, saved_groups):
+            for i, p in zip(saved["params"], group["params"]):
+                by_index[i] = p
+
+        state = defaultdict(dict)
+        for i, value in state_dict["state"].items():
+            if i not in by_index:
+                raise ValueError(
+                    f"loaded state dict has state for parameter {i!r}, which is not "
+                    "in any of its parameter groups"
+                )
+            p = by_index[i]
+            entry = {}
+            for key, v in value.items():
+                if key == "step":
+                    entry[key] = _copy_value(v)
+                    continue
+                if isinstance(v, Tensor) and tuple(v.shape) != tuple(p.shape):
+                    raise ValueError(
+                        f"loaded state dict has a state {key!r} of shape "
+                        f"{tuple(v.shape)} for a parameter of shape {tuple(p.shape)}"
+                    )
+                entry[key] = _copy_value(v, p._arr.dtype)
+            state[p] = entry
+
+        groups = []
+        for group, saved in zip(self.param_groups, saved_groups):
+            new = {k: _copy_value(v) for k, v in saved.items() if k != "params"}
+            new["params"] = group["params"]
+            for name, default in self.defaults.items():
+                new.setdefault(name, group.get(name, default))
+            self._validate(new)
+            groups.append(new)
+
+        self.state = state
+        self.param_groups = groups
+
+    def __repr__(self):
+        lines = [f"{type(self).__name__} ("]
+        for i, group in enumerate(self.param_groups):
+            lines.append(f"Parameter Group {i}")
+            for key in sorted(k for k in group if k != "params"):
+                lines.append(f"    {key}: {group[key]}")
+        lines.append(")")
+        return "\n".join(lines)

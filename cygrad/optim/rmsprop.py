@@ -1,0 +1,135 @@
+"""RMSprop, plain or centered, with optional momentum."""
+
+from cygrad._kernels import optim as _k
+
+from .optimizer import Optimizer, advance_step, param_arrays, step_state, zeros_state
+
+__all__ = ["RMSprop"]
+
+
+class RMSprop(Optimizer):
+    r"""RMSprop (torch's ``torch.optim.RMSprop``).
+
+    For each parameter ``p`` with a gradient, in place::
+
+        g = -grad if maximize else grad
+        g = g + weight_decay * p                      # if weight_decay
+        v = alpha * v + (1 - alpha) * g * g
+        if centered:
+            ga = ga + (1 - alpha) * (g - ga)          # a lerp
+            avg = sqrt(v - ga * ga) + eps
+        else:
+            avg = sqrt(v) + eps                       # eps outside the sqrt
+        if momentum > 0:
+            buf = momentum * buf + g / avg
+            p = p - lr * buf
+        else:
+            p = p - lr * g / avg
+
+    ``v``, ``ga`` and ``buf`` start at zero.  State: ``step``, ``square_avg``,
+    ``momentum_buffer`` (if momentum > 0), ``grad_avg`` (if centered).
+
+    Parameters
+    ----------
+    params : iterable of Tensor or dict
+    lr : float, default 1e-2
+    alpha : float, default 0.99
+    eps : float, default 1e-8
+    weight_decay : float, default 0
+    momentum : float, default 0
+    centered : bool, default False
+    maximize : bool, default False
+    foreach : ignored
+
+    Raises
+    ------
+    ValueError
+        ``"Invalid learning rate: ..."``, ``"Invalid epsilon value: ..."``,
+        ``"Invalid momentum value: ..."``, ``"Invalid weight_decay value: ..."``,
+        ``"Invalid alpha value: ..."``.
+    """
+
+    def __init__(
+        self,
+        params,
+        lr=1e-2,
+        alpha=0.99,
+        eps=1e-8,
+        weight_decay=0,
+        momentum=0,
+        centered=False,
+        *,
+        maximize=False,
+        foreach=None,
+    ):
+        defaults = {
+            "lr": lr,
+            "alpha": alpha,
+            "eps": eps,
+            "weight_decay": weight_decay,
+            "momentum": momentum,
+            "centered": centered,
+            "maximize": maximize,
+        }
+        super().__init__(params, defaults)
+
+    def _validate(self, group):
+        if not 0.0 <= group["lr"]:
+            raise ValueError(f"Invalid learning rate: {group['lr']}")
+        if not 0.0 <= group["eps"]:
+            raise ValueError(f"Invalid epsilon value: {group['eps']}")
+        if not 0.0 <= group["momentum"]:
+            raise ValueError(f"Invalid momentum value: {group['momentum']}")
+        if not 0.0 <= group["weight_decay"]:
+            raise ValueError(f"Invalid weight_decay value: {group['weight_decay']}")
+        if not 0.0 <= group["alpha"]:
+            raise ValueError(f"Invalid alpha value: {group['alpha']}")
+
+    def _update(self, group):
+        lr = float(group["lr"])
+        alpha = float(group["alpha"])
+        eps = float(group["eps"])
+        weight_decay = float(group["weight_decay"])
+        momentum = float(group["momentum"])
+        centered = bool(group["centered"])
+        maximize = bool(group["maximize"])
+        state = self.state
+        for p in group["params"]:
+            if p.grad is None:
+                continue
+            arr, grad = param_arrays(p)
+            st = state[p]
+            if len(st) == 0:
+                st["step"] = step_state()
+                st["square_avg"] = zeros_state(p)
+            # buffers an option needs, created at first use (also after a
+            # load_state_dict that switched the option on)
+            if momentum > 0 and "momentum_buffer" not in st:
+                st["momentum_buffer"] = zeros_state(p)
+            if centered and "grad_avg" not in st:
+                st["grad_avg"] = zeros_state(p)
+            advance_step(st["step"])
+            buffers = [st["square_avg"]]
+            ga = buf = None
+            if centered:
+                buffers.append(st["grad_avg"])
+                ga = st["grad_avg"]._arr.reshape(-1)
+            if momentum > 0:
+                buffers.append(st["momentum_buffer"])
+                buf = st["momentum_buffer"]._arr.reshape(-1)
+            _k.rmsprop(
+                arr,
+                grad,
+                st["square_avg"]._arr.reshape(-1),
+                ga,
+                buf,
+                lr,
+                alpha,
+                eps,
+                weight_decay,
+                momentum,
+                maximize,
+            )
+            for t in buffers:
+                t._bump_version()
+            p._bump_version()
