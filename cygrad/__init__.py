@@ -18,6 +18,7 @@ from cygrad.autograd.grad_mode import (  # noqa: F401
     enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled,
 )
 from cygrad import autograd  # noqa: F401
+from cygrad import viz  # noqa: F401
 
 
 def _export_ops():

@@ -1978,3 +1978,18 @@ def node_is_freed(Node node):
 
 def node_has_saved(Node node):
     return node._has_saved
+
+
+def node_saved_arrays(Node node):
+    """The arrays ``node`` holds for backward (graph_stats counts their bytes)."""
+    cdef EWNode ew
+    cdef FunctionNode fn
+    cdef SavedValue sv
+    if isinstance(node, EWNode):
+        ew = <EWNode>node
+        return [a for a in (ew.sa, ew.sb, ew.sy) if a is not None]
+    if isinstance(node, FunctionNode):
+        fn = <FunctionNode>node
+        if fn._saved is not None:
+            return [sv.arr for sv in fn._saved if sv is not None]
+    return []
