@@ -512,25 +512,26 @@ def _check_leak(opt, d):
     if not (in_prev and in_older):
         return
     d.warned = True
-    # The culprits: old nodes that no other old node uses (held by a tensor
-    # or by this iteration's graph).
+    # The culprit: the newest old node that consumes a tensor of an older
+    # generation (``total_loss += loss`` joins iterations); failing that, the
+    # newest old node no other old node uses (held by a tensor, e.g. a list).
+    culprit = None
     used = set()
     for node in old:
         nxt, _ = _engine.node_inputs(node)
         for child in nxt:
-            if child is not None:
-                used.add(id(child))
-    roots = [n for n in old if id(n) not in used]
-    newest = roots[-1] if roots else old[-1]
+            if child is None:
+                continue
+            used.add(id(child))
+            cg = getattr(child, "_gen", None)
+            if child.name() != "AccumulateGrad" and cg is not None and \
+                    node._gen is not None and cg < node._gen:
+                culprit = node
+    if culprit is None:
+        roots = [n for n in old if id(n) not in used]
+        culprit = roots[-1] if roots else old[-1]
     stats = _stats(old)
-    sites = []
-    for n in reversed(roots):
-        s = _site_str(n._site)
-        if s and s not in sites:
-            sites.append(s)
-    where = f"`{op_name(newest)}`{_at(newest._site)}"
-    if len(sites) > 1:
-        where += " (also " + ", ".join(sites[1:4]) + ")"
+    where = f"`{op_name(culprit)}`{_at(culprit._site)}"
     warnings.warn(
         f"optimizer.step(): the autograd graphs of earlier iterations are still "
         f"alive ({stats.nodes} nodes holding {_fmt_bytes(stats.saved_bytes)} of "

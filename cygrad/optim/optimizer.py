@@ -12,6 +12,7 @@ from collections import defaultdict
 
 import numpy as np
 
+from cygrad.autograd import diagnostics as _diagnostics
 from cygrad.autograd.grad_mode import enable_grad, no_grad
 from cygrad.creation import from_numpy, get_default_dtype
 from cygrad.tensor import Tensor
@@ -210,6 +211,7 @@ class Optimizer:
 
     def zero_grad(self, set_to_none=True):
         """Reset every parameter's gradient: to ``None`` (default) or to zeros."""
+        _diagnostics.optimizer_zero_grad(self)
         for group in self.param_groups:
             for p in group["params"]:
                 grad = p.grad
@@ -237,6 +239,7 @@ class Optimizer:
         -------
         The closure's loss, or None.
         """
+        _diagnostics.optimizer_step(self)
         loss = None
         if closure is not None:
             with enable_grad():
