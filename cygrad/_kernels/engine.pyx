@@ -1438,7 +1438,7 @@ cdef class FunctionNode(Node):
                 res = res[:n_args]
             else:
                 raise RuntimeError(
-                    f"function {self.name()} returned an incorrect number of "
+                    f"Function {self.name()} returned an incorrect number of "
                     f"gradients (expected {n_args}, got {n_res})")
         out = []
         for i in range(n_args):
@@ -1652,6 +1652,34 @@ cdef object _unwrap_value(object g, bint graph):
     return (<TensorBase>g)._arr
 
 
+cdef object _hook_result(object fn, object res, object old, bint graph):
+    """A hook's replacement gradient, unwrapped, after torch's checks: a
+    Tensor of the old value's shape and dtype (kernels rely on both)."""
+    cdef TensorBase r
+    if not isinstance(res, TensorBase):
+        raise TypeError(f"expected Tensor, but hook returned '{type(res).__name__}'")
+    r = <TensorBase>res
+    ref = (<TensorBase>old)._arr if graph else old
+    if r._arr.shape != ref.shape:
+        raise RuntimeError(
+            f"hook '{getattr(fn, '__name__', fn)}' has changed the size of value "
+            f"(was {list(ref.shape)}, got {list(r._arr.shape)})")
+    if r._arr.dtype != ref.dtype:
+        raise RuntimeError(
+            f"hook '{getattr(fn, '__name__', fn)}' has changed the type of value "
+            f"(was {ref.dtype}, got {r._arr.dtype})")
+    return _unwrap_value(res, graph)
+
+
+cdef object _run_leaf_hooks(TensorBase t, object buf, bint graph):
+    """Tensor hooks of a leaf, in registration order, on its summed gradient."""
+    for fn in list(t._hooks):
+        res = fn(_wrap_value(buf, graph))
+        if res is not None:
+            buf = _hook_result(fn, res, buf, graph)
+    return buf
+
+
 cdef object _run_pre_hooks(Node node, object buf, bint graph):
     """Tensor hooks and retain_grad of a non-leaf, on its summed gradient."""
     cdef Py_ssize_t k
@@ -1672,10 +1700,7 @@ cdef object _run_pre_hooks(Node node, object buf, bint graph):
                 continue
             res = fn(_wrap_value(v, graph))
             if res is not None:
-                if not isinstance(res, TensorBase):
-                    raise TypeError("a hook must return a Tensor or None, got "
-                                    f"{type(res).__name__}")
-                res = _unwrap_value(res, graph)
+                res = _hook_result(fn, res, v, graph)
                 if node._n_out == 1:
                     buf = res
                 else:
@@ -1813,6 +1838,13 @@ def run_backward(tuple roots, tuple root_grads, bint keep_graph, bint create_gra
             if node._pre_hooks or node._retained:
                 buf = _run_pre_hooks(node, buf, graph)
             if capture is not None and node in capture:
+                if not accumulate and buf is not None and isinstance(
+                        node, AccumulateGrad):
+                    # autograd.grad returns a leaf's gradient after its hooks
+                    # (backward() runs them in the leaf phase below).
+                    t = (<AccumulateGrad>node)._tref()
+                    if t is not None and t._hooks:
+                        buf = _run_leaf_hooks(t, buf, graph)
                 for (nr, idx) in capture[node]:
                     v = buf if node._n_out == 1 else buf[nr]
                     if v is not None and not graph and not accumulate:
@@ -1871,10 +1903,7 @@ def run_backward(tuple roots, tuple root_grads, bint keep_graph, bint create_gra
             if node._pre_hooks or node._retained:
                 buf = _run_pre_hooks(node, buf, graph)
             if t._hooks:
-                for fn in list(t._hooks):
-                    res = fn(_wrap_value(buf, graph))
-                    if res is not None:
-                        buf = _unwrap_value(res, graph)
+                buf = _run_leaf_hooks(t, buf, graph)
             finals.append((t, buf))
         leaf_work = None
         for (t, buf) in finals:
