@@ -28,6 +28,7 @@ from cygrad._kernels.elementwise cimport (
     row_fn, unary_fwd, unary_bwd, binary_fwd, binary_bwd, nd_apply)
 
 import sys
+import threading
 import warnings
 import weakref
 
@@ -1742,8 +1743,23 @@ cdef void _accumulate_into(TensorBase t, object g, bint graph) except *:
     cur._ver.v += 1
 
 
+# One backward at a time per process: graphs of different threads share nodes
+# (a shared leaf's AccumulateGrad), whose per-run scratch (_run, _deps, _buf)
+# and in-place .grad sums (kernels release the GIL) would race.  Reentrant, so
+# a hook may call backward/grad.  Forward work still runs in parallel.
+_engine_lock = threading.RLock()
+
+
 def run_backward(tuple roots, tuple root_grads, bint keep_graph, bint create_graph,
                  object inputs=None, bint accumulate=True):
+    """Serialized entry point of ``_run_backward`` (see ``_engine_lock``)."""
+    with _engine_lock:
+        return _run_backward(roots, root_grads, keep_graph, create_graph, inputs,
+                             accumulate)
+
+
+def _run_backward(tuple roots, tuple root_grads, bint keep_graph, bint create_graph,
+                  object inputs=None, bint accumulate=True):
     """Backpropagate ``root_grads`` from ``roots`` through the graph.
 
     roots: Tensors; root_grads: one array (or Tensor when create_graph) each.
