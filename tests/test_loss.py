@@ -6,7 +6,10 @@ import pytest
 from cygrad._kernels import loss as K
 
 DTYPES = [np.float32, np.float64]
-TOL = {np.float32: dict(rtol=2e-5, atol=2e-5), np.float64: dict(rtol=1e-12, atol=1e-12)}
+TOL = {
+    np.float32: {"rtol": 2e-5, "atol": 2e-5},
+    np.float64: {"rtol": 1e-12, "atol": 1e-12},
+}
 
 
 # ---------------------------------------------------------------------------
@@ -52,8 +55,8 @@ def test_cross_entropy_kernel(dtype, scale):
         out = np.empty(7, dtype)
         lse = np.empty(7, dtype)
         total, wsum = K.cross_entropy_fwd(x, t, karg, -100, out, lse)
-        loss, lse_ref, grad_ref, wsum_ref = ref_ce_rows(x, t, weight)
-        tol = TOL[dtype] if scale == 1.0 else dict(rtol=1e-6, atol=0)
+        loss, _lse_ref, grad_ref, wsum_ref = ref_ce_rows(x, t, weight)
+        tol = TOL[dtype] if scale == 1.0 else {"rtol": 1e-6, "atol": 0}
         np.testing.assert_allclose(out, loss, **tol)
         np.testing.assert_allclose(total, loss.sum(), **tol)
         np.testing.assert_allclose(wsum, wsum_ref, **TOL[dtype])
@@ -81,8 +84,9 @@ def test_cross_entropy_kernel_read_only_and_out_in_place():
 
 def test_cross_entropy_kernel_empty_batch():
     out = np.empty(0)
-    assert K.cross_entropy_fwd(np.empty((0, 3)), np.empty(0, np.int64), np.empty(0),
-                               -100, out, np.empty(0)) == (0.0, 0.0)
+    assert K.cross_entropy_fwd(
+        np.empty((0, 3)), np.empty(0, np.int64), np.empty(0), -100, out, np.empty(0)
+    ) == (0.0, 0.0)
 
 
 @pytest.mark.parametrize("bad", [5, -1, 1 << 40])
@@ -92,24 +96,40 @@ def test_cross_entropy_kernel_label_out_of_range(bad):
     with pytest.raises(IndexError, match=f"Target {bad} is out of bounds"):
         K.cross_entropy_fwd(x, t, np.empty(0), -100, np.empty(3), np.empty(3))
     with pytest.raises(IndexError, match="position 1"):
-        K.cross_entropy_bwd(x, t, np.empty(0), -100, np.zeros(3), np.ones(1),
-                            np.empty((3, 5)))
+        K.cross_entropy_bwd(
+            x, t, np.empty(0), -100, np.zeros(3), np.ones(1), np.empty((3, 5))
+        )
 
 
 def test_cross_entropy_kernel_shape_errors():
     x = np.zeros((3, 5))
     with pytest.raises(ValueError, match="batch_size"):
-        K.cross_entropy_fwd(x, np.zeros(2, np.int64), np.empty(0), -100,
-                            np.empty(3), np.empty(3))
+        K.cross_entropy_fwd(
+            x, np.zeros(2, np.int64), np.empty(0), -100, np.empty(3), np.empty(3)
+        )
     with pytest.raises(ValueError, match="weight"):
-        K.cross_entropy_fwd(x, np.zeros(3, np.int64), np.ones(4), -100,
-                            np.empty(3), np.empty(3))
+        K.cross_entropy_fwd(
+            x, np.zeros(3, np.int64), np.ones(4), -100, np.empty(3), np.empty(3)
+        )
     with pytest.raises(ValueError, match="grad has length"):
-        K.cross_entropy_bwd(x, np.zeros(3, np.int64), np.empty(0), -100,
-                            np.zeros(3), np.ones(2), np.empty((3, 5)))
+        K.cross_entropy_bwd(
+            x,
+            np.zeros(3, np.int64),
+            np.empty(0),
+            -100,
+            np.zeros(3),
+            np.ones(2),
+            np.empty((3, 5)),
+        )
     with pytest.raises(ValueError):  # mixed dtypes never reach the kernel
-        K.cross_entropy_fwd(x.astype(np.float32), np.zeros(3, np.int64),
-                            np.empty(0), -100, np.empty(3), np.empty(3))
+        K.cross_entropy_fwd(
+            x.astype(np.float32),
+            np.zeros(3, np.int64),
+            np.empty(0),
+            -100,
+            np.empty(3),
+            np.empty(3),
+        )
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -151,8 +171,9 @@ def test_float32_sums_accumulate_in_double():
     x = np.full(1 << 20, 1e-3, np.float32)
     y = np.zeros_like(x)
     total = K.mse_fwd(x, y, np.empty_like(x))
-    np.testing.assert_allclose(total, (1 << 20) * float(np.float32(1e-3)) ** 2,
-                               rtol=1e-6)
+    np.testing.assert_allclose(
+        total, (1 << 20) * float(np.float32(1e-3)) ** 2, rtol=1e-6
+    )
 
 
 # ---------------------------------------------------------------------------
@@ -171,8 +192,10 @@ needs_nn = pytest.mark.skipif(bool(NN_MISSING), reason=NN_MISSING)
 
 def _both(arr, requires_grad=False):
     torch = pytest.importorskip("torch")
-    return (cygrad.tensor(np.array(arr), requires_grad=requires_grad),
-            torch.tensor(np.array(arr), requires_grad=requires_grad))
+    return (
+        cygrad.tensor(np.array(arr), requires_grad=requires_grad),
+        torch.tensor(np.array(arr), requires_grad=requires_grad),
+    )
 
 
 def _check(fn_c, fn_t, inputs, dtype, grad_of=(0,)):
@@ -181,16 +204,20 @@ def _check(fn_c, fn_t, inputs, dtype, grad_of=(0,)):
     pairs = [_both(a, requires_grad=i in grad_of) for i, a in enumerate(inputs)]
     out_c = fn_c(*[p[0] for p in pairs])
     out_t = fn_t(*[p[1] for p in pairs])
-    tol = dict(rtol=1e-5, atol=1e-6) if dtype == np.float32 else dict(rtol=1e-10,
-                                                                       atol=1e-12)
+    tol = (
+        {"rtol": 1e-5, "atol": 1e-6}
+        if dtype == np.float32
+        else {"rtol": 1e-10, "atol": 1e-12}
+    )
     np.testing.assert_allclose(out_c.detach().numpy(), out_t.detach().numpy(), **tol)
     assert out_c.dtype == np.dtype(dtype)
     seed = np.random.default_rng(9).standard_normal(tuple(out_t.shape)).astype(dtype)
     out_c.backward(cygrad.tensor(seed))
     out_t.backward(pytest.importorskip("torch").tensor(seed))
     for i in grad_of:
-        np.testing.assert_allclose(pairs[i][0].grad.numpy(), pairs[i][1].grad.numpy(),
-                                   **tol)
+        np.testing.assert_allclose(
+            pairs[i][0].grad.numpy(), pairs[i][1].grad.numpy(), **tol
+        )
 
 
 REDUCTIONS = ["mean", "sum", "none"]
@@ -208,7 +235,8 @@ def test_cross_entropy_vs_torch(dtype, reduction, scale):
     _check(
         lambda a, b: cygrad.nn.functional.cross_entropy(a, b, reduction=reduction),
         lambda a, b: torch.nn.functional.cross_entropy(a, b, reduction=reduction),
-        [x, t], dtype,
+        [x, t],
+        dtype,
     )
 
 
@@ -223,10 +251,13 @@ def test_cross_entropy_weight_ignore_index_vs_torch(reduction):
     w = np.array([0.2, 1.0, 3.0])
     _check(
         lambda a, b, c: cygrad.nn.functional.cross_entropy(
-            a, b, weight=c, ignore_index=2, reduction=reduction),
+            a, b, weight=c, ignore_index=2, reduction=reduction
+        ),
         lambda a, b, c: torch.nn.functional.cross_entropy(
-            a, b, weight=c, ignore_index=2, reduction=reduction),
-        [x, t, w], np.float64,
+            a, b, weight=c, ignore_index=2, reduction=reduction
+        ),
+        [x, t, w],
+        np.float64,
     )
 
 
@@ -241,9 +272,14 @@ def test_cross_entropy_other_ranks_vs_torch(shape):
     t = rng.integers(0, c, tshape)
     for reduction in REDUCTIONS:
         _check(
-            lambda a, b: cygrad.nn.functional.cross_entropy(a, b, reduction=reduction),
-            lambda a, b: torch.nn.functional.cross_entropy(a, b, reduction=reduction),
-            [x, t], np.float64,
+            lambda a, b, r=reduction: cygrad.nn.functional.cross_entropy(
+                a, b, reduction=r
+            ),
+            lambda a, b, r=reduction: torch.nn.functional.cross_entropy(
+                a, b, reduction=r
+            ),
+            [x, t],
+            np.float64,
         )
 
 
@@ -253,8 +289,13 @@ def test_cross_entropy_probability_targets_vs_torch():
     rng = np.random.default_rng(6)
     x = rng.standard_normal((4, 3))
     p = rng.dirichlet(np.ones(3), 4)
-    _check(cygrad.nn.functional.cross_entropy, torch.nn.functional.cross_entropy,
-           [x, p], np.float64, grad_of=(0, 1))
+    _check(
+        cygrad.nn.functional.cross_entropy,
+        torch.nn.functional.cross_entropy,
+        [x, p],
+        np.float64,
+        grad_of=(0, 1),
+    )
 
 
 @needs_nn
@@ -267,10 +308,14 @@ def test_bce_with_logits_vs_torch(dtype, reduction):
     y = rng.uniform(0, 1, 12).astype(dtype)
     _check(
         lambda a, b: cygrad.nn.functional.binary_cross_entropy_with_logits(
-            a, b, reduction=reduction),
+            a, b, reduction=reduction
+        ),
         lambda a, b: torch.nn.functional.binary_cross_entropy_with_logits(
-            a, b, reduction=reduction),
-        [x, y], dtype, grad_of=(0, 1),
+            a, b, reduction=reduction
+        ),
+        [x, y],
+        dtype,
+        grad_of=(0, 1),
     )
 
 
@@ -285,7 +330,8 @@ def test_bce_with_logits_weights_vs_torch():
     _check(
         lambda a, b, c, d: cygrad.nn.BCEWithLogitsLoss(weight=c, pos_weight=d)(a, b),
         lambda a, b, c, d: torch.nn.BCEWithLogitsLoss(weight=c, pos_weight=d)(a, b),
-        [x, y, w, pw], np.float64,
+        [x, y, w, pw],
+        np.float64,
     )
 
 
@@ -300,7 +346,9 @@ def test_mse_vs_torch(dtype, reduction):
     _check(
         lambda a, b: cygrad.nn.MSELoss(reduction=reduction)(a, b),
         lambda a, b: torch.nn.MSELoss(reduction=reduction)(a, b),
-        [x, y], dtype, grad_of=(0, 1),
+        [x, y],
+        dtype,
+        grad_of=(0, 1),
     )
 
 
@@ -340,13 +388,13 @@ def _double_backward(F_c, F_t, inputs, torch):
     (gc * gc).sum().backward()
     (gt * gt).sum().backward()
     np.testing.assert_allclose(gc.detach().numpy(), gt.detach().numpy(), rtol=1e-10)
-    np.testing.assert_allclose(xc.grad.numpy(), xt.grad.numpy(), rtol=1e-8,
-                               atol=1e-12)
+    np.testing.assert_allclose(xc.grad.numpy(), xt.grad.numpy(), rtol=1e-8, atol=1e-12)
 
 
 @needs_nn
-@pytest.mark.parametrize("name", ["cross_entropy", "mse_loss",
-                                  "binary_cross_entropy_with_logits"])
+@pytest.mark.parametrize(
+    "name", ["cross_entropy", "mse_loss", "binary_cross_entropy_with_logits"]
+)
 def test_double_backward_vs_torch(name):
     torch = pytest.importorskip("torch")
     rng = np.random.default_rng(10)
@@ -355,5 +403,9 @@ def test_double_backward_vs_torch(name):
         other = rng.integers(0, 3, 5)
     else:
         other = rng.uniform(0, 1, (5, 3))
-    _double_backward(getattr(cygrad.nn.functional, name),
-                     getattr(torch.nn.functional, name), [x, other], torch)
+    _double_backward(
+        getattr(cygrad.nn.functional, name),
+        getattr(torch.nn.functional, name),
+        [x, other],
+        torch,
+    )

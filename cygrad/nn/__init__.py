@@ -1,0 +1,31 @@
+"""``cygrad.nn``: modules, losses and initialisers for training loops."""
+
+from . import functional, init, utils
+from .activation import LogSoftmax, ReLU, Sigmoid, Softmax, Tanh
+from .linear import Identity, Linear
+from .loss import BCEWithLogitsLoss, CrossEntropyLoss, MSELoss, NLLLoss
+from .module import Module, ModuleList, Sequential
+from .parameter import Parameter
+from .utils import clip_grad_norm_
+
+__all__ = [
+    "BCEWithLogitsLoss",
+    "CrossEntropyLoss",
+    "Identity",
+    "Linear",
+    "LogSoftmax",
+    "MSELoss",
+    "Module",
+    "ModuleList",
+    "NLLLoss",
+    "Parameter",
+    "ReLU",
+    "Sequential",
+    "Sigmoid",
+    "Softmax",
+    "Tanh",
+    "clip_grad_norm_",
+    "functional",
+    "init",
+    "utils",
+]

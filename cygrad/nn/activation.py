@@ -1,0 +1,61 @@
+"""Activation layers: ``ReLU``, ``Tanh``, ``Sigmoid``, ``Softmax``, ``LogSoftmax``."""
+
+from . import functional as F
+from .module import Module
+
+__all__ = ["LogSoftmax", "ReLU", "Sigmoid", "Softmax", "Tanh"]
+
+
+class ReLU(Module):
+    """``max(x, 0)`` elementwise; relu'(0) = 0 (as torch)."""
+
+    def __init__(self, inplace=False):
+        super().__init__()
+        if inplace:
+            raise NotImplementedError("ReLU(inplace=True) is not supported by cygrad")
+        self.inplace = False
+
+    def forward(self, input):
+        return F.relu(input)
+
+
+class Tanh(Module):
+    """``tanh(x)`` elementwise."""
+
+    def forward(self, input):
+        return F.tanh(input)
+
+
+class Sigmoid(Module):
+    """``1 / (1 + exp(-x))`` elementwise."""
+
+    def forward(self, input):
+        return F.sigmoid(input)
+
+
+class Softmax(Module):
+    """``softmax(x, dim)``."""
+
+    def __init__(self, dim=None):
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, input):
+        return F.softmax(input, self.dim)
+
+    def extra_repr(self):
+        return f"dim={self.dim}"
+
+
+class LogSoftmax(Module):
+    """``log_softmax(x, dim)``."""
+
+    def __init__(self, dim=None):
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, input):
+        return F.log_softmax(input, self.dim)
+
+    def extra_repr(self):
+        return f"dim={self.dim}"

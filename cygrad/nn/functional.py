@@ -1,0 +1,580 @@
+"""``cygrad.nn.functional``: stateless layers and losses, as ``torch.nn.functional``.
+
+The three losses and ``linear`` are single autograd nodes.  Their forward
+runs one compiled kernel (``cygrad._kernels.loss``) or one BLAS call; their
+backward does the same when the engine runs it without building a graph
+(the usual case) and falls back to differentiable Tensor operations when the
+caller asked for ``create_graph=True``, so second derivatives work.
+"""
+
+import warnings
+
+import numpy as np
+
+import cygrad
+from cygrad._kernels import loss as _k
+from cygrad.autograd import Function
+
+__all__ = [
+    "binary_cross_entropy_with_logits",
+    "cross_entropy",
+    "linear",
+    "log_softmax",
+    "mse_loss",
+    "nll_loss",
+    "relu",
+    "sigmoid",
+    "softmax",
+    "tanh",
+]
+
+_REDUCTIONS = ("none", "mean", "sum")
+_REAL = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def _check_reduction(reduction):
+    if reduction not in _REDUCTIONS:
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+
+
+def _real(t, name):
+    """The array of floating tensor ``t`` as a C-contiguous array."""
+    dt = np.dtype(t.dtype)
+    if dt not in _REAL:
+        raise NotImplementedError(
+            f"{name}: no kernel for dtype {dt}; use float32 or float64 inputs"
+        )
+    return np.asarray(t._arr, order="C")
+
+
+def _grad_arr(grad, dtype):
+    """The incoming gradient as a flat contiguous array of ``dtype``."""
+    return np.ascontiguousarray(grad._arr, dtype=dtype).reshape(-1)
+
+
+def _scalar(value, dtype):
+    return cygrad.from_numpy(np.array(value, dtype=dtype))
+
+
+def _mean(total, count):
+    # 0/0 is NaN (as torch), not ZeroDivisionError
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.float64(total) / np.float64(count)
+
+
+def _constant(arr):
+    return cygrad.from_numpy(np.asarray(arr, order="C"))
+
+
+# ---------------------------------------------------------------------------
+# linear
+
+
+class _Linear(Function):
+    """``out = x @ W.T + b``;  grad_x = g @ W, grad_W = g.T @ x, grad_b = sum(g)."""
+
+    @staticmethod
+    def forward(ctx, x, weight, bias=None):
+        xa, wa = x._arr, weight._arr
+        if xa.dtype != wa.dtype or (bias is not None and bias._arr.dtype != wa.dtype):
+            raise RuntimeError(
+                f"mat1 and mat2 must have the same dtype, but got {xa.dtype} and "
+                f"{wa.dtype}"
+            )
+        if xa.shape[-1:] != wa.shape[1:]:
+            raise RuntimeError(
+                f"mat1 and mat2 shapes cannot be multiplied "
+                f"({int(np.prod(xa.shape[:-1]))}x{xa.shape[-1] if xa.ndim else 1} "
+                f"and {wa.shape[1]}x{wa.shape[0]})"
+            )
+        out = np.matmul(xa, wa.T)
+        if bias is not None:
+            out += bias._arr
+        ctx.save_for_backward(x, weight)
+        return cygrad.from_numpy(out)
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, weight = ctx.saved_tensors
+        needs = ctx.needs_input_grad
+        grad_x = grad_weight = grad_bias = None
+        out_f, in_f = weight.shape
+        if not cygrad.is_grad_enabled():
+            g = grad._arr
+            g2 = g.reshape(-1, out_f)
+            if needs[0]:
+                grad_x = cygrad.from_numpy(np.matmul(g, weight._arr))
+            if needs[1]:
+                x2 = x._arr.reshape(-1, in_f)
+                grad_weight = cygrad.from_numpy(np.matmul(g2.T, x2))
+            if len(needs) > 2 and needs[2]:
+                grad_bias = cygrad.from_numpy(g2.sum(axis=0))
+        else:
+            g2 = grad.reshape(-1, out_f)
+            if needs[0]:
+                grad_x = grad @ weight
+            if needs[1]:
+                grad_weight = g2.T @ x.reshape(-1, in_f)
+            if len(needs) > 2 and needs[2]:
+                grad_bias = g2.sum(0)
+        if len(needs) > 2:
+            return grad_x, grad_weight, grad_bias
+        return grad_x, grad_weight
+
+
+def linear(input, weight, bias=None):
+    """``input @ weight.T + bias`` as one autograd node.
+
+    Parameters
+    ----------
+    input : Tensor of shape (*, in_features)
+    weight : Tensor of shape (out_features, in_features)
+    bias : Tensor of shape (out_features,), optional
+
+    Returns
+    -------
+    Tensor of shape (*, out_features), the inputs' dtype (which must agree).
+    """
+    if bias is None:
+        return _Linear.apply(input, weight)
+    return _Linear.apply(input, weight, bias)
+
+
+# ---------------------------------------------------------------------------
+# activations (the Tensor ops, under torch's functional names)
+
+
+def relu(input, inplace=False):
+    """``max(x, 0)``;  relu'(0) = 0."""
+    if inplace:
+        raise NotImplementedError("relu(inplace=True) is not supported by cygrad")
+    return cygrad.relu(input)
+
+
+def tanh(input):
+    return cygrad.tanh(input)
+
+
+def sigmoid(input):
+    return cygrad.sigmoid(input)
+
+
+def softmax(input, dim=None, dtype=None):
+    """``exp(x) / sum(exp(x), dim)``, computed stably."""
+    if dim is None:
+        raise TypeError("softmax() missing required argument 'dim' (cygrad needs it)")
+    if dtype is not None:
+        input = input.to(dtype)
+    fn = getattr(cygrad, "softmax", None)
+    if fn is not None:
+        return fn(input, dim)
+    e = (input - _row_max(input, dim)).exp()
+    return e / e.sum(dim=dim, keepdim=True)
+
+
+def log_softmax(input, dim=None, dtype=None):
+    """``x - logsumexp(x, dim)``, computed stably."""
+    if dim is None:
+        raise TypeError(
+            "log_softmax() missing required argument 'dim' (cygrad needs it)"
+        )
+    if dtype is not None:
+        input = input.to(dtype)
+    fn = getattr(cygrad, "log_softmax", None)
+    if fn is not None:
+        return fn(input, dim)
+    z = input - _row_max(input, dim)
+    return z - z.exp().sum(dim=dim, keepdim=True).log()
+
+
+def _row_max(input, dim):
+    """The maximum along ``dim`` as a constant: shifting by it changes no
+    gradient of softmax / log_softmax, and keeps ``exp`` from overflowing."""
+    return _constant(input._arr.max(axis=dim, keepdims=True))
+
+
+def _reduce(loss, reduction):
+    if reduction == "mean":
+        return loss.mean()
+    if reduction == "sum":
+        return loss.sum()
+    return loss
+
+
+# ---------------------------------------------------------------------------
+# mean squared error
+
+
+class _MSELoss(Function):
+    """``l = (x - y)**2`` reduced;  grad_x = 2 g (x - y), grad_y = -grad_x."""
+
+    @staticmethod
+    def forward(ctx, input, target, reduction):
+        x = _real(input, "mse_loss")
+        y = np.ascontiguousarray(target._arr, dtype=x.dtype)
+        per = np.empty(x.size, dtype=x.dtype)
+        total = _k.mse_fwd(x.reshape(-1), y.reshape(-1), per)
+        ctx.save_for_backward(input, target)
+        ctx.reduction = reduction
+        if reduction == "none":
+            return cygrad.from_numpy(per.reshape(x.shape))
+        if reduction == "sum":
+            return _scalar(total, x.dtype)
+        return _scalar(_mean(total, x.size), x.dtype)
+
+    @staticmethod
+    def backward(ctx, grad):
+        input, target = ctx.saved_tensors
+        needs = ctx.needs_input_grad
+        n = input.numel()
+        if not cygrad.is_grad_enabled():
+            x = np.ascontiguousarray(input._arr)
+            dt = x.dtype
+            y = np.ascontiguousarray(target._arr, dtype=dt)
+            g = _grad_arr(grad, dt)
+            if ctx.reduction == "mean":
+                g = (g.astype(np.float64) / n).astype(dt)
+            gx = np.empty(x.size, dtype=dt)
+            _k.mse_bwd(x.reshape(-1), y.reshape(-1), g, gx)
+            gx = gx.reshape(x.shape)
+            grad_x = cygrad.from_numpy(gx) if needs[0] else None
+            grad_y = None
+            if needs[1]:
+                grad_y = cygrad.from_numpy((-gx).astype(target.dtype, copy=False))
+            return grad_x, grad_y, None
+        diff = input - target
+        scale = grad * (2.0 / n) if ctx.reduction == "mean" else grad * 2.0
+        grad_x = diff * scale
+        return (grad_x if needs[0] else None), (-grad_x if needs[1] else None), None
+
+
+def mse_loss(input, target, reduction="mean"):
+    """Mean squared error ``(input - target)**2`` with ``reduction``.
+
+    Parameters
+    ----------
+    input, target : Tensor, same shape (a different but broadcastable shape
+        warns, as torch, and is computed by broadcasting)
+    reduction : "mean" | "sum" | "none"
+    """
+    _check_reduction(reduction)
+    if not isinstance(target, cygrad.Tensor):
+        target = cygrad.tensor(target, dtype=input.dtype)
+    if tuple(input.shape) != tuple(target.shape):
+        warnings.warn(
+            f"Using a target size ({_size(target.shape)}) that is different to the "
+            f"input size ({_size(input.shape)}). This will likely lead to incorrect "
+            "results due to broadcasting. Please ensure they have the same size.",
+            UserWarning,
+            stacklevel=2,
+        )
+        return _reduce((input - target) ** 2, reduction)
+    return _MSELoss.apply(input, target, reduction)
+
+
+def _size(shape):
+    return f"cygrad.Size([{', '.join(str(int(s)) for s in shape)}])"
+
+
+# ---------------------------------------------------------------------------
+# binary cross-entropy with logits
+
+
+class _BCEWithLogits(Function):
+    """``l = max(x,0) - x y + log1p(exp(-|x|))``;  grad_x = g (sigmoid(x) - y),
+    grad_y = -g x."""
+
+    @staticmethod
+    def forward(ctx, input, target, reduction):
+        x = _real(input, "binary_cross_entropy_with_logits")
+        y = np.ascontiguousarray(target._arr, dtype=x.dtype)
+        per = np.empty(x.size, dtype=x.dtype)
+        total = _k.bce_logits_fwd(x.reshape(-1), y.reshape(-1), per)
+        ctx.save_for_backward(input, target)
+        ctx.reduction = reduction
+        if reduction == "none":
+            return cygrad.from_numpy(per.reshape(x.shape))
+        if reduction == "sum":
+            return _scalar(total, x.dtype)
+        return _scalar(_mean(total, x.size), x.dtype)
+
+    @staticmethod
+    def backward(ctx, grad):
+        input, target = ctx.saved_tensors
+        needs = ctx.needs_input_grad
+        n = input.numel()
+        if not cygrad.is_grad_enabled():
+            x = np.ascontiguousarray(input._arr)
+            dt = x.dtype
+            y = np.ascontiguousarray(target._arr, dtype=dt)
+            g = _grad_arr(grad, dt)
+            if ctx.reduction == "mean":
+                g = (g.astype(np.float64) / n).astype(dt)
+            grad_x = grad_y = None
+            if needs[0]:
+                gx = np.empty(x.size, dtype=dt)
+                _k.bce_logits_bwd(x.reshape(-1), y.reshape(-1), g, gx)
+                grad_x = cygrad.from_numpy(gx.reshape(x.shape))
+            if needs[1]:
+                gy = -(x * (g.reshape(x.shape) if ctx.reduction == "none" else g[0]))
+                grad_y = cygrad.from_numpy(gy.astype(target.dtype, copy=False))
+            return grad_x, grad_y, None
+        scale = grad * (1.0 / n) if ctx.reduction == "mean" else grad
+        grad_x = (cygrad.sigmoid(input) - target) * scale if needs[0] else None
+        grad_y = -input * scale if needs[1] else None
+        return grad_x, grad_y, None
+
+
+def binary_cross_entropy_with_logits(
+    input, target, weight=None, reduction="mean", pos_weight=None
+):
+    """Sigmoid + binary cross-entropy in one stable step.
+
+    ``l = -w [p y log(sigmoid(x)) + (1 - y) log(1 - sigmoid(x))]``, computed
+    as ``max(x, 0) - x y + log1p(exp(-|x|))`` (no overflow for any logit).
+
+    Parameters
+    ----------
+    input : Tensor of logits, any shape
+    target : Tensor of the same shape, values in [0, 1]
+    weight : Tensor broadcastable to input, optional
+    reduction : "mean" | "sum" | "none"
+    pos_weight : Tensor broadcastable to input (the class dimension last)
+    """
+    _check_reduction(reduction)
+    if not isinstance(target, cygrad.Tensor):
+        target = cygrad.tensor(target, dtype=input.dtype)
+    if tuple(target.shape) != tuple(input.shape):
+        raise ValueError(
+            f"Target size ({_size(target.shape)}) must be the same as input size "
+            f"({_size(input.shape)})"
+        )
+    if weight is None and pos_weight is None:
+        return _BCEWithLogits.apply(input, target, reduction)
+    # weighted forms: composed of Tensor ops (differentiable, not fused)
+    softplus_neg = cygrad.log((-cygrad.abs(input)).exp() + 1) + cygrad.relu(-input)
+    if pos_weight is not None:
+        loss = (1 - target) * input + (1 + (pos_weight - 1) * target) * softplus_neg
+    else:
+        loss = (1 - target) * input + softplus_neg
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, reduction)
+
+
+# ---------------------------------------------------------------------------
+# cross-entropy with class indices
+
+
+class _CrossEntropy(Function):
+    """``l_i = w[t_i] (logsumexp(x_i) - x_i[t_i])`` reduced;
+    grad_x_i = g_i w[t_i] (softmax(x_i) - onehot(t_i))."""
+
+    @staticmethod
+    def forward(ctx, input, target, weight, ignore_index, reduction):
+        x = _real(input, "cross_entropy")
+        dt = x.dtype
+        axis = 0 if x.ndim == 1 else 1
+        c = x.shape[axis]
+        t = np.asarray(target._arr)
+        if x.ndim == 1:
+            rows = x.reshape(1, c)
+        elif x.ndim == 2:
+            rows = x
+        else:
+            rows = np.ascontiguousarray(np.moveaxis(x, 1, -1)).reshape(-1, c)
+        w = (
+            np.empty(0, dt)
+            if weight is None
+            else np.ascontiguousarray(weight._arr, dtype=dt).reshape(-1)
+        )
+        t_rows = np.ascontiguousarray(t, dtype=np.int64).reshape(-1)
+        if x.ndim > 2 and t.shape != x.shape[:1] + x.shape[2:]:
+            raise RuntimeError(
+                f"cross_entropy: expected target of shape "
+                f"{x.shape[:1] + x.shape[2:]} for input of shape {x.shape}, got "
+                f"{t.shape}"
+            )
+        n = rows.shape[0]
+        per = np.empty(n, dtype=dt)
+        lse = np.empty(n, dtype=dt)
+        total, wsum = _k.cross_entropy_fwd(rows, t_rows, w, ignore_index, per, lse)
+        ctx.save_for_backward(input, target, *(() if weight is None else (weight,)))
+        ctx.lse = lse
+        ctx.wsum = wsum
+        ctx.reduction = reduction
+        ctx.ignore_index = ignore_index
+        ctx.has_weight = weight is not None
+        if reduction == "none":
+            return cygrad.from_numpy(per.reshape(t.shape))
+        if reduction == "sum":
+            return _scalar(total, dt)
+        return _scalar(_mean(total, wsum), dt)
+
+    @staticmethod
+    def backward(ctx, grad):
+        saved = ctx.saved_tensors
+        input, target = saved[0], saved[1]
+        weight = saved[2] if ctx.has_weight else None
+        if not ctx.needs_input_grad[0]:
+            return None, None, None, None, None
+        if not cygrad.is_grad_enabled():
+            return (
+                _ce_backward_kernel(ctx, input, target, weight, grad),
+                None,
+                None,
+                None,
+                None,
+            )
+        return (
+            _ce_backward_graph(ctx, input, target, weight, grad),
+            None,
+            None,
+            None,
+            None,
+        )
+
+
+def _ce_backward_kernel(ctx, input, target, weight, grad):
+    x = np.ascontiguousarray(input._arr)
+    dt = x.dtype
+    c = x.shape[0 if x.ndim == 1 else 1]
+    if x.ndim <= 2:
+        rows = x.reshape(-1, c)
+    else:
+        rows = np.ascontiguousarray(np.moveaxis(x, 1, -1)).reshape(-1, c)
+    t = np.ascontiguousarray(target._arr, dtype=np.int64).reshape(-1)
+    w = (
+        np.empty(0, dt)
+        if weight is None
+        else np.ascontiguousarray(weight._arr, dtype=dt).reshape(-1)
+    )
+    g = _grad_arr(grad, dt)
+    if ctx.reduction == "mean":
+        g = np.array([_mean(g[0], ctx.wsum)], dtype=dt)
+    out = np.empty(rows.shape, dtype=dt)
+    _k.cross_entropy_bwd(rows, t, w, ctx.ignore_index, ctx.lse, g, out)
+    if x.ndim <= 2:
+        return cygrad.from_numpy(out.reshape(x.shape))
+    moved = out.reshape(x.shape[:1] + x.shape[2:] + (c,))
+    return cygrad.from_numpy(np.ascontiguousarray(np.moveaxis(moved, -1, 1)))
+
+
+def _ce_backward_graph(ctx, input, target, weight, grad):
+    """The same gradient from differentiable Tensor ops (for create_graph)."""
+    axis = 0 if input.ndim == 1 else 1
+    c = input.shape[axis]
+    xa = input._arr
+    t = np.asarray(target._arr).astype(np.int64)
+    t_axis = np.expand_dims(t, axis)
+    classes = np.arange(c).reshape((c,) + (1,) * (input.ndim - axis - 1))
+    onehot = (classes == t_axis).astype(xa.dtype)
+    keep = t_axis != ctx.ignore_index
+    if weight is not None:
+        wrow = np.where(keep, np.asarray(weight._arr)[np.where(keep, t_axis, 0)], 0)
+    else:
+        wrow = keep
+    e = (input - _row_max(input, axis)).exp()
+    probs = e / e.sum(dim=axis, keepdim=True)
+    if ctx.reduction == "none":
+        g = grad.reshape(t_axis.shape)
+    elif ctx.reduction == "mean":
+        g = grad * float(_mean(1.0, ctx.wsum))
+    else:
+        g = grad
+    return (probs - _constant(onehot)) * (g * _constant(wrow.astype(xa.dtype)))
+
+
+def cross_entropy(
+    input,
+    target,
+    weight=None,
+    size_average=None,
+    ignore_index=-100,
+    reduce=None,
+    reduction="mean",
+    label_smoothing=0.0,
+):
+    """Cross-entropy between logits and class indices, as one fused kernel.
+
+    ``l_i = w[t_i] * (logsumexp(x_i) - x_i[t_i])``; ``mean`` divides the sum
+    by the sum of the weights of non-ignored rows (the row count without
+    ``weight``).  Stable for any finite logits (1e4 included).
+
+    Parameters
+    ----------
+    input : Tensor (C,), (N, C) or (N, C, d1, ...), float32 or float64
+    target : integer Tensor (), (N,) or (N, d1, ...) of class indices in
+        ``[0, C)`` or equal to ``ignore_index``; or a floating Tensor of
+        input's shape holding class probabilities
+    weight : Tensor (C,), optional per-class weights
+    reduction : "mean" | "sum" | "none"
+
+    Raises
+    ------
+    IndexError
+        For a class index out of range (the message names it).
+    ValueError
+        For mismatched batch sizes.
+    """
+    if size_average is not None or reduce is not None:
+        raise TypeError("size_average and reduce are deprecated; use reduction")
+    _check_reduction(reduction)
+    if label_smoothing != 0.0:
+        raise NotImplementedError("cross_entropy: label_smoothing is not supported")
+    if not isinstance(target, cygrad.Tensor):
+        target = cygrad.tensor(target)
+    if input.ndim == 0:
+        raise ValueError("cross_entropy: input must have at least 1 dimension")
+    if np.issubdtype(np.dtype(target.dtype), np.floating):
+        if tuple(target.shape) != tuple(input.shape):
+            raise RuntimeError(
+                "cross_entropy: a floating target holds class probabilities and must "
+                f"have the input's shape {tuple(input.shape)}, got "
+                f"{tuple(target.shape)}"
+            )
+        axis = 0 if input.ndim == 1 else 1
+        logp = log_softmax(input, dim=axis)
+        if weight is not None:
+            shape = (-1,) + (1,) * (input.ndim - axis - 1)
+            logp = logp * weight.reshape(shape)
+        return _reduce(-(target * logp).sum(dim=axis), reduction)
+    if not np.issubdtype(np.dtype(target.dtype), np.integer):
+        raise TypeError(
+            f"cross_entropy: target must be integer class indices, got {target.dtype}"
+        )
+    if input.ndim == 1 and target.ndim != 0:
+        raise ValueError(
+            f"Expected input batch_size (1) to match target batch_size "
+            f"({target.shape[0] if target.ndim else 1})."
+        )
+    if weight is None:
+        return _CrossEntropy.apply(input, target, None, int(ignore_index), reduction)
+    return _CrossEntropy.apply(input, target, weight, int(ignore_index), reduction)
+
+
+def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean"):
+    """Negative log-likelihood of log-probabilities: ``-w[t] * input[t]``.
+
+    Composed of Tensor ops (not fused); prefer ``cross_entropy`` on logits.
+    """
+    _check_reduction(reduction)
+    axis = 0 if input.ndim == 1 else 1
+    c = input.shape[axis]
+    t = np.asarray(target._arr).astype(np.int64)
+    bad = (t != ignore_index) & ((t < 0) | (t >= c))
+    if bad.any():
+        raise IndexError(f"Target {int(t[bad].flat[0])} is out of bounds.")
+    t_axis = np.expand_dims(t, axis)
+    keep = t_axis != ignore_index
+    classes = np.arange(c).reshape((c,) + (1,) * (input.ndim - axis - 1))
+    onehot = (classes == t_axis) & keep
+    w = keep.astype(input._arr.dtype)
+    if weight is not None:
+        w = np.where(keep, np.asarray(weight._arr)[np.where(keep, t_axis, 0)], 0)
+    picked = -(input * _constant(onehot.astype(input._arr.dtype))).sum(dim=axis)
+    wrow = np.squeeze(w, axis).astype(input._arr.dtype)
+    loss = picked * _constant(wrow)
+    if reduction == "mean":
+        return loss.sum() / float(wrow.sum())
+    return _reduce(loss, reduction)

@@ -1,0 +1,490 @@
+"""``Module``: the base class of layers, as ``torch.nn.Module``.
+
+Parameters, buffers and submodules are registered by attribute assignment
+and kept in insertion order; every traversal (``parameters()``,
+``state_dict()``, ``repr``) follows that order, so two identically built
+models enumerate their parameters identically.
+"""
+
+import collections
+import collections.abc
+import itertools
+
+import numpy as np
+
+import cygrad
+
+from .parameter import Parameter
+
+__all__ = ["Module", "ModuleList", "Sequential"]
+
+_IncompatibleKeys = collections.namedtuple(
+    "IncompatibleKeys", ["missing_keys", "unexpected_keys"]
+)
+
+
+class Module:
+    """Base class for all layers and models.
+
+    Subclasses assign ``Parameter``s and ``Module``s as attributes in
+    ``__init__`` (after calling ``super().__init__()``) and define
+    ``forward``; calling the module calls ``forward``.
+    """
+
+    training: bool
+
+    def __init__(self):
+        object.__setattr__(self, "training", True)
+        object.__setattr__(self, "_parameters", {})
+        object.__setattr__(self, "_buffers", {})
+        object.__setattr__(self, "_non_persistent", set())
+        object.__setattr__(self, "_modules", {})
+
+    # -- registration -----------------------------------------------------
+
+    def __setattr__(self, name, value):
+        params = self.__dict__.get("_parameters")
+        if isinstance(value, Parameter):
+            if params is None:
+                raise AttributeError(
+                    "cannot assign parameters before Module.__init__() call"
+                )
+            self._forget(name)
+            params[name] = value
+        elif params is not None and name in params:
+            if value is not None:
+                raise TypeError(
+                    f"cannot assign '{type(value).__name__}' as parameter '{name}' "
+                    "(cygrad.nn.Parameter or None expected)"
+                )
+            params[name] = None
+        elif isinstance(value, Module):
+            modules = self.__dict__.get("_modules")
+            if modules is None:
+                raise AttributeError(
+                    "cannot assign module before Module.__init__() call"
+                )
+            self._forget(name)
+            modules[name] = value
+        elif name in self.__dict__.get("_modules", ()):
+            if value is not None:
+                raise TypeError(
+                    f"cannot assign '{type(value).__name__}' as child module "
+                    f"'{name}' (cygrad.nn.Module or None expected)"
+                )
+            self._modules[name] = None
+        elif name in self.__dict__.get("_buffers", ()):
+            if value is not None and not isinstance(value, cygrad.Tensor):
+                raise TypeError(
+                    f"cannot assign '{type(value).__name__}' as buffer '{name}' "
+                    "(cygrad.Tensor or None expected)"
+                )
+            self._buffers[name] = value
+        else:
+            object.__setattr__(self, name, value)
+
+    def _forget(self, name):
+        self.__dict__.pop(name, None)
+        for table in ("_parameters", "_buffers", "_modules"):
+            self.__dict__[table].pop(name, None)
+        self._non_persistent.discard(name)
+
+    def __getattr__(self, name):
+        # only called when normal lookup fails
+        d = self.__dict__
+        for table in ("_parameters", "_buffers", "_modules"):
+            if table in d and name in d[table]:
+                return d[table][name]
+        raise AttributeError(
+            f"'{type(self).__name__}' object has no attribute '{name}'"
+        )
+
+    def __delattr__(self, name):
+        for table in ("_parameters", "_buffers", "_modules"):
+            if name in self.__dict__.get(table, ()):
+                del self.__dict__[table][name]
+                self._non_persistent.discard(name)
+                return
+        object.__delattr__(self, name)
+
+    def __dir__(self):
+        extra = itertools.chain(self._parameters, self._buffers, self._modules)
+        return sorted(set(super().__dir__()) | set(extra))
+
+    def _check_name(self, name, kind):
+        if not isinstance(name, str):
+            raise TypeError(
+                f"{kind} name should be a string. Got {type(name).__name__}"
+            )
+        if name == "" or "." in name:
+            raise KeyError(f'{kind} name can\'t be empty or contain ".", got: {name!r}')
+        if hasattr(self, name) and name not in getattr(self, f"_{kind}s", ()):
+            raise KeyError(f"attribute '{name}' already exists")
+
+    def register_parameter(self, name, param):
+        """Add ``param`` (a ``Parameter`` or None) under ``name``."""
+        self._check_name(name, "parameter")
+        if param is not None and not isinstance(param, Parameter):
+            raise TypeError(
+                f"cannot assign '{type(param).__name__}' object to parameter "
+                f"'{name}' (cygrad.nn.Parameter or None required)"
+            )
+        self._forget(name)
+        self._parameters[name] = param
+
+    def register_buffer(self, name, tensor, persistent=True):
+        """Add a non-parameter tensor (saved in ``state_dict`` if persistent)."""
+        self._check_name(name, "buffer")
+        if tensor is not None and not isinstance(tensor, cygrad.Tensor):
+            raise TypeError(
+                f"cannot assign '{type(tensor).__name__}' object to buffer "
+                f"'{name}' (cygrad.Tensor or None required)"
+            )
+        self._forget(name)
+        self._buffers[name] = tensor
+        if not persistent:
+            self._non_persistent.add(name)
+
+    def add_module(self, name, module):
+        """Add a child module under ``name``."""
+        if module is not None and not isinstance(module, Module):
+            raise TypeError(f"{type(module).__name__} is not a Module subclass")
+        self._check_name(name, "module")
+        self._forget(name)
+        self._modules[name] = module
+
+    register_module = add_module
+
+    # -- traversal --------------------------------------------------------
+
+    def named_modules(self, memo=None, prefix="", remove_duplicate=True):
+        """Yield ``(dotted_name, module)`` for this module and every descendant."""
+        memo = set() if memo is None else memo
+        stack = [(prefix, self)]
+        while stack:
+            name, mod = stack.pop()
+            if remove_duplicate:
+                if id(mod) in memo:
+                    continue
+                memo.add(id(mod))
+            yield name, mod
+            children = [
+                (f"{name}.{k}" if name else k, m)
+                for k, m in mod._modules.items()
+                if m is not None
+            ]
+            stack.extend(reversed(children))
+
+    def modules(self):
+        for _, m in self.named_modules():
+            yield m
+
+    def named_children(self):
+        seen = set()
+        for name, m in self._modules.items():
+            if m is not None and id(m) not in seen:
+                seen.add(id(m))
+                yield name, m
+
+    def children(self):
+        for _, m in self.named_children():
+            yield m
+
+    def _named_members(self, table, prefix, recurse, remove_duplicate):
+        seen = set()
+        mods = self.named_modules(prefix=prefix, remove_duplicate=remove_duplicate)
+        if not recurse:
+            mods = [(prefix, self)]
+        for mod_name, mod in mods:
+            for name, value in getattr(mod, table).items():
+                if value is None:
+                    continue
+                if remove_duplicate:
+                    if id(value) in seen:
+                        continue
+                    seen.add(id(value))
+                yield (f"{mod_name}.{name}" if mod_name else name), value
+
+    def named_parameters(self, prefix="", recurse=True, remove_duplicate=True):
+        """Yield ``(dotted_name, parameter)``, e.g. ``("0.weight", w)``."""
+        yield from self._named_members("_parameters", prefix, recurse, remove_duplicate)
+
+    def parameters(self, recurse=True):
+        """Yield every parameter once, in registration order."""
+        for _, p in self.named_parameters(recurse=recurse):
+            yield p
+
+    def named_buffers(self, prefix="", recurse=True, remove_duplicate=True):
+        yield from self._named_members("_buffers", prefix, recurse, remove_duplicate)
+
+    def buffers(self, recurse=True):
+        for _, b in self.named_buffers(recurse=recurse):
+            yield b
+
+    # -- calling ----------------------------------------------------------
+
+    def forward(self, *args, **kwargs):
+        raise NotImplementedError(
+            f'Module [{type(self).__name__}] is missing the required "forward" function'
+        )
+
+    def __call__(self, *args, **kwargs):
+        return self.forward(*args, **kwargs)
+
+    # -- modes and gradients ----------------------------------------------
+
+    def train(self, mode=True):
+        """Set training mode on this module and its descendants; return self."""
+        if not isinstance(mode, bool):
+            raise ValueError(  # noqa: TRY004 (torch raises ValueError here)
+                "training mode is expected to be boolean"
+            )
+        for m in self.modules():
+            object.__setattr__(m, "training", mode)
+        return self
+
+    def eval(self):
+        """Same as ``train(False)``."""
+        return self.train(False)
+
+    def requires_grad_(self, requires_grad=True):
+        for p in self.parameters():
+            p.requires_grad_(requires_grad)
+        return self
+
+    def zero_grad(self, set_to_none=True):
+        """Reset every parameter's ``.grad`` (to None by default, as torch)."""
+        for p in self.parameters():
+            if p.grad is None:
+                continue
+            if set_to_none:
+                p.grad = None
+            else:
+                p.grad._arr[...] = 0
+                p.grad._bump_version()
+
+    def apply(self, fn):
+        """Call ``fn(m)`` on every submodule (children first) and on self."""
+        for m in self.children():
+            m.apply(fn)
+        fn(self)
+        return self
+
+    # -- dtype ------------------------------------------------------------
+
+    def to(self, dtype):
+        """Cast every floating parameter and buffer to ``dtype`` in place.
+
+        Parameters keep their identity (an optimizer built before still
+        holds them); their ``.grad`` is cast too.
+        """
+        dtype = np.dtype(dtype)
+        if not np.issubdtype(dtype, np.floating):
+            raise TypeError(f"nn.Module.to only accepts floating dtypes, got {dtype}")
+        for m in self.modules():
+            for t in itertools.chain(m._parameters.values(), m._buffers.values()):
+                if t is not None and np.issubdtype(t.dtype, np.floating):
+                    t.data = t.data.to(dtype)
+                    if t.grad is not None:
+                        t.grad = t.grad.to(dtype)
+        return self
+
+    def float(self):
+        return self.to(np.float32)
+
+    def double(self):
+        return self.to(np.float64)
+
+    # -- state dict -------------------------------------------------------
+
+    def state_dict(self, destination=None, prefix="", keep_vars=False):
+        """Ordered mapping of dotted names to parameters and persistent buffers.
+
+        Values share storage with the module's tensors (detached unless
+        ``keep_vars``), as in torch; ``cygrad.save`` writes them.
+        """
+        out = collections.OrderedDict() if destination is None else destination
+        for mod_name, mod in self.named_modules(prefix=prefix.rstrip(".")):
+            dotted = f"{mod_name}." if mod_name else ""
+            for name, p in mod._parameters.items():
+                if p is not None:
+                    out[dotted + name] = p if keep_vars else p.detach()
+            for name, b in mod._buffers.items():
+                if b is not None and name not in mod._non_persistent:
+                    out[dotted + name] = b if keep_vars else b.detach()
+        return out
+
+    def load_state_dict(self, state_dict, strict=True, assign=False):
+        """Copy values from ``state_dict`` into this module's tensors.
+
+        Parameters
+        ----------
+        state_dict : mapping of dotted names to Tensors (or arrays)
+        strict : bool
+            If True, keys missing from or unexpected in ``state_dict`` are
+            errors.  A shape mismatch is an error in either case.
+        assign : bool
+            Accepted for torch compatibility; values are always copied (cast
+            to the destination dtype), keeping parameter identity.
+
+        Returns
+        -------
+        IncompatibleKeys(missing_keys, unexpected_keys)
+
+        Raises
+        ------
+        RuntimeError
+            ``Error(s) in loading state_dict for <Class>:`` followed by one
+            line per problem; nothing is modified when it raises.
+        """
+        if not isinstance(state_dict, collections.abc.Mapping):
+            raise TypeError(
+                f"Expected state_dict to be dict-like, got {type(state_dict)}."
+            )
+        own = self.state_dict(keep_vars=True)
+        missing = [k for k in own if k not in state_dict]
+        unexpected = [k for k in state_dict if k not in own]
+        errors = []
+        if strict:
+            if unexpected:
+                keys = ", ".join(f'"{k}"' for k in unexpected)
+                errors.append(f"Unexpected key(s) in state_dict: {keys}. ")
+            if missing:
+                keys = ", ".join(f'"{k}"' for k in missing)
+                errors.append(f"Missing key(s) in state_dict: {keys}. ")
+        copies = []
+        for key, dst in own.items():
+            if key not in state_dict:
+                continue
+            src = state_dict[key]
+            arr = src._arr if isinstance(src, cygrad.Tensor) else src
+            if not isinstance(arr, np.ndarray):
+                errors.append(
+                    f'While copying the parameter named "{key}", expected a Tensor '
+                    f"from checkpoint but received {type(src).__name__}"
+                )
+                continue
+            if tuple(arr.shape) != tuple(dst.shape):
+                errors.append(
+                    f"size mismatch for {key}: copying a param with shape "
+                    f"{_size(arr.shape)} from checkpoint, the shape in current "
+                    f"model is {_size(dst.shape)}."
+                )
+                continue
+            copies.append((dst, arr))
+        if errors:
+            body = "\n\t".join(errors)
+            raise RuntimeError(
+                f"Error(s) in loading state_dict for {type(self).__name__}:\n\t{body}"
+            )
+        for dst, arr in copies:
+            if dst._arr is not arr:
+                np.copyto(dst._arr, arr, casting="unsafe")
+                dst._bump_version()
+        return _IncompatibleKeys(missing, unexpected)
+
+    # -- repr -------------------------------------------------------------
+
+    def extra_repr(self):
+        """One line of the module's own settings, shown inside its repr."""
+        return ""
+
+    def _get_name(self):
+        return type(self).__name__
+
+    def __repr__(self):
+        extra = self.extra_repr()
+        lines = extra.split("\n") if extra else []
+        for name, m in self._modules.items():
+            child = repr(m).replace("\n", "\n  ")
+            lines.append(f"({name}): {child}")
+        if not self._modules:
+            return f"{self._get_name()}({extra})"
+        body = "\n  ".join(lines)
+        return f"{self._get_name()}(\n  {body}\n)"
+
+
+def _size(shape):
+    return f"cygrad.Size([{', '.join(str(int(s)) for s in shape)}])"
+
+
+class Sequential(Module):
+    """Modules applied in order: ``Sequential(Linear(2, 8), ReLU(), Linear(8, 1))``.
+
+    Also accepts one ``OrderedDict`` of named modules.  Indexing returns a
+    layer (or a new ``Sequential`` for a slice); ``len`` and iteration work.
+    """
+
+    def __init__(self, *args):
+        super().__init__()
+        if len(args) == 1 and isinstance(args[0], collections.OrderedDict):
+            for name, m in args[0].items():
+                self.add_module(name, m)
+        else:
+            for i, m in enumerate(args):
+                self.add_module(str(i), m)
+
+    def _index(self, idx):
+        n = len(self)
+        idx = int(idx)
+        if not -n <= idx < n:
+            raise IndexError(f"index {idx} is out of range")
+        return idx % n
+
+    def __getitem__(self, idx):
+        if isinstance(idx, slice):
+            return Sequential(collections.OrderedDict(list(self._modules.items())[idx]))
+        return list(self._modules.values())[self._index(idx)]
+
+    def __setitem__(self, idx, module):
+        key = list(self._modules)[self._index(idx)]
+        self.add_module(key, module)
+
+    def __delitem__(self, idx):
+        keys = list(self._modules)
+        for k in keys[idx] if isinstance(idx, slice) else [keys[self._index(idx)]]:
+            del self._modules[k]
+
+    def __len__(self):
+        return len(self._modules)
+
+    def __iter__(self):
+        return iter(self._modules.values())
+
+    def append(self, module):
+        self.add_module(str(len(self)), module)
+        return self
+
+    def forward(self, input):
+        for m in self._modules.values():
+            input = m(input)
+        return input
+
+
+class ModuleList(Module):
+    """A list of modules whose parameters are registered (``0``, ``1``, ...)."""
+
+    def __init__(self, modules=None):
+        super().__init__()
+        for m in modules or ():
+            self.append(m)
+
+    def __getitem__(self, idx):
+        if isinstance(idx, slice):
+            return ModuleList(list(self._modules.values())[idx])
+        return list(self._modules.values())[idx]
+
+    def __len__(self):
+        return len(self._modules)
+
+    def __iter__(self):
+        return iter(self._modules.values())
+
+    def append(self, module):
+        self.add_module(str(len(self)), module)
+        return self
+
+    def extend(self, modules):
+        for m in modules:
+            self.append(m)
+        return self

@@ -1,0 +1,47 @@
+"""``Parameter``: a tensor that a ``Module`` registers as learnable."""
+
+import numpy as np
+
+from cygrad._kernels import engine as _engine
+from cygrad.tensor import Tensor
+
+__all__ = ["Parameter"]
+
+
+class Parameter(Tensor):
+    """A leaf tensor that requires grad (by default) and that modules register.
+
+    Parameters
+    ----------
+    data : Tensor, optional
+        Values; the parameter shares its storage and version counter (as
+        ``torch.nn.Parameter``).  An empty float32 tensor when omitted.
+    requires_grad : bool
+        Default True.
+
+    Assigning a ``Parameter`` as a ``Module`` attribute registers it, so it
+    appears in ``parameters()`` and ``state_dict()``.
+    """
+
+    def __new__(cls, data=None, requires_grad=True):
+        return Tensor.__new__(cls)
+
+    def __init__(self, data=None, requires_grad=True):
+        if data is None:
+            self._arr = np.empty(0, np.float32)
+            self._ver = _engine.Version()
+        elif isinstance(data, Tensor):
+            self._arr = data._arr
+            self._ver = data._ver
+        else:
+            raise TypeError(
+                f"Parameter: data must be a Tensor, got {type(data).__name__}"
+            )
+        if requires_grad:
+            self.requires_grad_(True)
+
+    def __repr__(self):
+        return "Parameter containing:\n" + super().__repr__()
+
+    def __reduce_ex__(self, protocol):
+        raise TypeError("cygrad never pickles tensors: use cygrad.save(state_dict)")
