@@ -110,6 +110,14 @@ def _cpu_model():
     return platform.processor() or platform.machine()
 
 
+def _loadavg():
+    """1-minute load average (other work on the machine skews timings)."""
+    try:
+        return round(os.getloadavg()[0], 2)
+    except OSError:
+        return None
+
+
 def pytest_configure(config):
     benchmarks.set_fast_mode(benchmarks.fast_mode() or _disabled(config))
     info = _apply_threads(benchmarks.requested_threads())
@@ -122,6 +130,7 @@ def pytest_configure(config):
         env={k: os.environ.get(k) for k in BLAS_ENV},
         commit=_git_describe(),
         argv=["pytest", *config.invocation_params.args],
+        loadavg_start=_loadavg(),
         statistic_note="report uses the median of each benchmark's rounds",
     )
     _INFO.update(info)
@@ -149,7 +158,7 @@ def pytest_report_header(config):
 
 
 def pytest_benchmark_update_machine_info(config, machine_info):
-    machine_info["cygrad_bench"] = dict(_INFO)
+    machine_info["cygrad_bench"] = dict(_INFO, loadavg_end=_loadavg())
 
 
 def pytest_benchmark_update_json(config, benchmarks, output_json):

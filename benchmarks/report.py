@@ -344,6 +344,12 @@ def md_machine(data, path):
             "- environment: "
             + ", ".join(f"{k}={'unset' if v is None else v}" for k, v in env.items())
         )
+    if cb.get("loadavg_start") is not None:
+        lines.append(
+            f"- load average (1 min) at start / end: {cb.get('loadavg_start')} / "
+            f"{cb.get('loadavg_end', '?')} (above the thread count, other work "
+            "shared the cores and timings are noisier)"
+        )
     if cb.get("fast_mode"):
         lines.append("- **fast mode** (tiny sizes, one round): not real figures")
     return "\n".join(lines) + "\n"
