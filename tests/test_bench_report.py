@@ -123,7 +123,8 @@ def _table_row(text, group):
 def test_report_table_ratios_and_targets(tmp_path):
     path = _json(tmp_path, SYNTHETIC)
     out = tmp_path / "out"
-    assert report.main([str(path), "--out", str(out), "--no-plots"]) == 0
+    argv = [str(path), "--out", str(out), "--no-plots", "--stat", "median"]
+    assert report.main(argv) == 0
     text = (out / "RESULTS.md").read_text()
 
     cells = _table_row(text, "scalar_chain-forward")
@@ -158,6 +159,17 @@ def test_report_table_ratios_and_targets(tmp_path):
     assert "#### elementwise: mul-fwd" in text
     assert "| 10,000 | 20 µs | 30 µs | 60 µs | 0.333x | 0.667x |" in text
     assert "cygrad 10x, torch 10x" in text  # graph linearity 10^6 / 10^5
+
+
+def test_report_default_statistic_is_min(tmp_path):
+    path = _json(tmp_path, SYNTHETIC)
+    report.main([str(path), "--out", str(tmp_path), "--no-plots"])
+    text = (tmp_path / "RESULTS.md").read_text()
+    cells = _table_row(text, "scalar_chain-forward")  # min = 0.9 * median here
+    assert cells[1:4] == ["900 µs", "1.8 ms", "18 ms"]
+    assert "minimum" in text
+    with pytest.raises(ValueError, match="Invalid stat"):
+        report.load(path, "max")
 
 
 def test_report_plots(tmp_path):
@@ -197,7 +209,7 @@ def test_report_runs_as_module(tmp_path):
     )
     assert proc.returncode == 0, proc.stderr
     assert "wrote" in proc.stdout
-    assert "| scalar_chain-forward | 1 ms |" in (out / "RESULTS.md").read_text()
+    assert "| scalar_chain-forward | 900 µs |" in (out / "RESULTS.md").read_text()
 
 
 def test_lib_inference():
