@@ -70,14 +70,14 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False,
         grad_tensors = grad_variables
     grads = _as_tuple(grad_tensors) if grad_tensors is not None else None
     if grads is not None and len(grads) != len(outputs):
-        raise RuntimeError(f"got {len(grads)} gradients for {len(outputs)} tensors")
+        raise RuntimeError(f"got {len(outputs)} tensors and {len(grads)} gradients")
     if retain_graph is None:
         retain_graph = create_graph
     seeds = _root_grads(outputs, grads, create_graph)
     if inputs is not None:
         inputs = _as_tuple(inputs)
         if len(inputs) == 0:
-            raise RuntimeError("'inputs' argument to backward() cannot be empty.")
+            raise RuntimeError("`inputs` argument to `backward()` cannot be empty.")
         captured = _engine.run_backward(outputs, seeds, retain_graph, create_graph,
                                         inputs, True)
         # Non-leaf inputs get their gradient as .grad too (torch's rule).
@@ -97,6 +97,10 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     graph raises unless ``allow_unused=True`` (then its gradient is None, or
     zeros with ``materialize_grads=True``).
     """
+    if is_grads_batched:
+        raise NotImplementedError(
+            "grad(is_grads_batched=True) is not supported; use "
+            "cygrad.autograd.jacobian or loop over the batch of grad_outputs")
     outs = _as_tuple(outputs)
     ins = _as_tuple(inputs)
     if allow_unused is None:
@@ -106,7 +110,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
             raise TypeError(f"grad: inputs must be Tensors, got {type(t).__name__}")
         if not t._requires_grad:
             raise RuntimeError(
-                f"One of the differentiated Tensors (index {i}) does not require grad")
+                f"One of the differentiated Tensors does not require grad (index {i})")
     gos = _as_tuple(grad_outputs) if grad_outputs is not None else None
     if gos is not None and len(gos) != len(outs):
         raise RuntimeError(
