@@ -330,6 +330,17 @@ def _array(key, zf, members, name):
 def _read_member(zf, info, name, cap):
     """Read one ``.npy`` member, checking its header before reading any data."""
     what = f"{name}: member {info.filename}"
+    # cygrad.save stores members uncompressed: a compressed member can inflate
+    # without bound (a zip bomb), and a stored one must fit in the real file,
+    # else its declared size alone would make the reader allocate that much.
+    if info.compress_type != zipfile.ZIP_STORED:
+        raise ValueError(f"cygrad.load: {what} is compressed; cygrad files store "
+                         "arrays uncompressed (refused: it could inflate without "
+                         "bound)")
+    size = zf.fp.seek(0, io.SEEK_END)
+    if info.header_offset + info.compress_size > size:
+        raise ValueError(f"cygrad.load: {what} declares {info.compress_size} bytes "
+                         f"but the file holds {size} (truncated or corrupt)")
     try:
         with zf.open(info) as fp:
             version = npy_format.read_magic(fp)
