@@ -19,6 +19,7 @@ from cygrad import dtypes as _dt
 from cygrad._kernels import engine as _engine
 from cygrad._kernels.elementwise import BINARY_OPS, UNARY_OPS
 from cygrad._kernels.engine import TensorBase, _alias, _wrap, is_grad_enabled
+from cygrad._kernels import reductions as _R
 from cygrad._kernels.reduce import sum_all as _sum_all
 from cygrad._kernels.reduce import sum_to_shape as _np_sum_to_shape
 from cygrad.autograd.function import Function
@@ -423,8 +424,14 @@ def copy_(dst, src):
             "to the destination") from None
     dst._writable_check("copy_")
     _engine._check_inplace(dst, "copy_")
-    if is_grad_enabled() and (dst._requires_grad or src._requires_grad):
-        return CopyInto.apply(dst, src)
+    root = _root(dst)
+    if is_grad_enabled() and (dst._requires_grad or src._requires_grad
+                              or root._requires_grad):
+        if root is not dst:
+            return _write(dst, (Ellipsis,), True, src, "copy_")
+        CopyInto.apply(dst, src)
+        _regenerate_views(dst)
+        return dst
     np.copyto(dst._arr, src._arr, casting="unsafe")
     _engine._mark_inplace(dst, "copy_")
     return dst
@@ -598,7 +605,9 @@ Tensor.dot = matmul
 def _view_of(x, arr):
     """A Tensor over ``arr`` that shares x's storage and version counter."""
     t = _alias(x, arr)
-    t._base = x if x._base is None else x._base
+    root = x if x._base is None else x._base
+    t._base = root
+    _register_view(root, t)
     return t
 
 
@@ -891,6 +900,1075 @@ def where(condition, input, other):
     if y._arr.dtype != dt:
         y = y.to(dt)
     return Where.apply(condition, x, y)
+
+
+# --- clamp and integer-aware unary ops ------------------------------------------------------
+
+def _int_clip(input, min, max):
+    """clamp of an integer tensor by integer bounds: exact, no gradient."""
+    lo = min._arr if isinstance(min, TensorBase) else min
+    hi = max._arr if isinstance(max, TensorBase) else max
+    out = input._arr
+    if lo is not None:
+        out = np.maximum(out, lo)
+    if hi is not None:
+        out = np.minimum(out, hi)
+    return _wrap(np.asarray(out, dtype=np.result_type(out)))
+
+
+def _is_int_bound(b):
+    if b is None:
+        return True
+    if isinstance(b, TensorBase):
+        return b._arr.dtype.kind in "iub"
+    return isinstance(b, (int, np.integer)) and not isinstance(b, bool) or \
+        isinstance(b, bool)
+
+
+@op("clamp_min", methods=("clamp_min",), ref=np.maximum, primitive=True,
+    kind="binary")
+def clamp_min(input, min):
+    """out = max(x, min); grad_x = g * (x >= min), grad_min = g * (x < min)."""
+    if input._arr.dtype.kind != "f" and _is_int_bound(min):
+        return _int_clip(input, min, None)
+    return _engine.binary("clamp_min", input, min)
+
+
+@op("clamp_max", methods=("clamp_max",), ref=np.minimum, primitive=True,
+    kind="binary")
+def clamp_max(input, max):
+    """out = min(x, max); grad_x = g * (x <= max), grad_max = g * (x > max)."""
+    if input._arr.dtype.kind != "f" and _is_int_bound(max):
+        return _int_clip(input, None, max)
+    return _engine.binary("clamp_max", input, max)
+
+
+@op("clamp", methods=("clamp", "clip"), ref=np.clip, kind="unary")
+def clamp(input, min=None, max=None):
+    """out = min(max(x, min), max); grad = g where min <= x <= max, else 0.
+
+    Either bound may be None (not both), a number or a broadcastable tensor.
+    At a bound the gradient passes (torch's rule); with min > max every
+    element is ``max`` and no gradient reaches x.
+    """
+    if min is None and max is None:
+        raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not "
+                           "be None")
+    if input._arr.dtype.kind != "f" and _is_int_bound(min) and _is_int_bound(max):
+        return _int_clip(input, min, max)
+    out = input
+    if min is not None:
+        out = _engine.binary("clamp_min", out, min)
+    if max is not None:
+        out = _engine.binary("clamp_max", out, max)
+    return out
+
+
+clip = clamp
+_table_abs = globals()["abs"]
+
+
+@op("abs", methods=("abs", "absolute"), ref=np.abs, primitive=True, kind="unary")
+def abs(input):  # noqa: A001 - torch's name
+    """out = |x|; grad = g * sign(x) (0 at 0, as torch).  Integers stay integers."""
+    if input._arr.dtype.kind in "iu":
+        return _wrap(np.abs(input._arr))
+    if input._arr.dtype.kind == "b":
+        raise RuntimeError("abs() is not supported for bool tensors")
+    return _table_abs(input)
+
+
+absolute = abs
+
+
+# --- row reductions: softmax, log_softmax, logsumexp, var, max/min -------------------------
+
+def _prod(shape):
+    n = 1
+    for s in shape:
+        n *= s
+    return n
+
+
+def _to_rows(arr, axes):
+    """``arr`` with ``axes`` moved last, as a C-contiguous (rows, n) array.
+
+    Returns the 2-D array and the permutation used (None when no move was
+    needed, in which case the result is a reshape of ``arr``, copied only if
+    ``arr`` is not contiguous).
+    """
+    nd = arr.ndim
+    rest = [d for d in range(nd) if d not in axes]
+    perm = rest + list(axes)
+    n = _prod(arr.shape[d] for d in axes)
+    rows = _prod(arr.shape[d] for d in rest)
+    if perm == list(range(nd)):
+        return np.ascontiguousarray(arr).reshape(rows, n), None
+    return np.ascontiguousarray(arr.transpose(perm)).reshape(rows, n), perm
+
+
+def _from_rows(a2, perm, shape):
+    """Inverse of ``_to_rows`` for a full-size (rows, n) result."""
+    if perm is None:
+        return a2.reshape(shape)
+    moved = a2.reshape(tuple(shape[d] for d in perm))
+    return np.ascontiguousarray(moved.transpose(np.argsort(perm)))
+
+
+def _float_input(x, opname):
+    """Integer inputs are promoted to the default float dtype (torch); bool too."""
+    if x._arr.dtype.kind != "f":
+        from cygrad.creation import get_default_dtype
+        return x.to(get_default_dtype())
+    return x
+
+
+def _grad_array(g, dtype):
+    a = g._arr
+    return a if a.dtype == dtype else a.astype(dtype)
+
+
+class Softmax(Function):
+    """y = softmax(x) along ``dim``: exp(x - max) / sum; grad = y * (g - sum(g*y)).
+
+    With ``take_log``: y = (x - max) - log(sum(exp(x - max))); grad =
+    g - exp(y) * sum(g).  One compiled pass each way (max-subtracted, stable).
+    """
+
+    _node_name = "SoftmaxBackward0"
+
+    @staticmethod
+    def forward(ctx, x, dim, take_log):
+        arr = x._arr
+        ctx.dim = dim
+        ctx.take_log = take_log
+        if arr.ndim == 0:
+            y = np.zeros((), arr.dtype) if take_log else np.ones((), arr.dtype)
+        else:
+            x2, perm = _to_rows(arr, (dim,))
+            y2 = np.empty_like(x2)
+            _R.softmax_fwd(x2, y2, take_log)
+            y = _from_rows(y2, perm, arr.shape)
+        out = _wrap(y)
+        ctx.save_for_backward(out)
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        (y,) = ctx.saved_tensors
+        dim = ctx.dim
+        if not is_grad_enabled():
+            yarr = y._arr
+            if yarr.ndim == 0:
+                return _wrap(np.zeros((), yarr.dtype)), None, None
+            y2, perm = _to_rows(yarr, (dim,))
+            g2, _ = _to_rows(_grad_array(g, yarr.dtype), (dim,))
+            out = np.empty_like(y2)
+            _R.softmax_bwd(y2, g2, out, ctx.take_log)
+            return _wrap(_from_rows(out, perm, yarr.shape)), None, None
+        d = dim if y._arr.ndim else None
+        if ctx.take_log:
+            return g - exp(y) * sum(g, d, True), None, None  # noqa: F821
+        return y * (g - sum(g * y, d, True)), None, None
+
+
+class LogSoftmax(Softmax):
+    """Softmax with ``take_log`` (its own node name, as torch)."""
+
+    _node_name = "LogSoftmaxBackward0"
+
+
+def _softmax_dim(input, dim, name):
+    if dim is None:
+        raise TypeError(f"{name}() missing required argument 'dim'")
+    return _canon_dim(dim, input._arr.ndim)
+
+
+@op("softmax", methods=("softmax",), ref=lambda x, dim: _ref_softmax(x, dim),
+    primitive=True, kind="softmax")
+def softmax(input, dim=None, dtype=None):
+    """softmax along ``dim`` (stable); grad = y * (g - sum(g * y, dim))."""
+    if dtype is not None:
+        input = input.to(dtype)
+    d = _softmax_dim(input, dim, "softmax")
+    return Softmax.apply(_float_input(input, "softmax"), d, False)
+
+
+@op("log_softmax", methods=("log_softmax",),
+    ref=lambda x, dim: np.log(_ref_softmax(x, dim)), primitive=True, kind="softmax")
+def log_softmax(input, dim=None, dtype=None):
+    """log(softmax) along ``dim`` (stable); grad = g - exp(y) * sum(g, dim)."""
+    if dtype is not None:
+        input = input.to(dtype)
+    d = _softmax_dim(input, dim, "log_softmax")
+    return LogSoftmax.apply(_float_input(input, "log_softmax"), d, True)
+
+
+def _ref_softmax(x, dim):
+    e = np.exp(x - np.max(x, axis=dim, keepdims=True))
+    return e / np.sum(e, axis=dim, keepdims=True)
+
+
+def _ref_logsumexp(x, dim=None, keepdim=False):
+    m = np.max(x, axis=dim, keepdims=True)
+    out = np.log(np.sum(np.exp(x - m), axis=dim, keepdims=True)) + m
+    return out if keepdim else np.squeeze(out, axis=dim)
+
+
+class LogSumExp(Function):
+    """out = log(sum(exp(x))) over ``axes`` (max-subtracted);
+    grad = g * exp(x - out) (= g * softmax(x))."""
+
+    _node_name = "LogsumexpBackward0"
+
+    @staticmethod
+    def forward(ctx, x, axes, keepdim):
+        arr = x._arr
+        ctx.axes = axes
+        ctx.kept = _kept_shape(arr.shape, axes)
+        x2, _ = _to_rows(arr, axes)
+        lse = np.empty(x2.shape[0], arr.dtype)
+        _R.logsumexp_fwd(x2, lse)
+        out = _wrap(lse.reshape(ctx.kept if keepdim else tuple(
+            s for i, s in enumerate(arr.shape) if i not in axes)))
+        ctx.save_for_backward(x, out)
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        x, out = ctx.saved_tensors
+        if not is_grad_enabled():
+            arr = x._arr
+            x2, perm = _to_rows(arr, ctx.axes)
+            res = np.empty_like(x2)
+            _R.logsumexp_bwd(x2, out._arr.reshape(-1),
+                             np.ascontiguousarray(_grad_array(g, arr.dtype)).reshape(-1),
+                             res)
+            return _wrap(_from_rows(res, perm, arr.shape)), None, None
+        gk = reshape(g, ctx.kept)
+        return gk * exp(x - reshape(out, ctx.kept)), None, None  # noqa: F821
+
+
+@op("logsumexp", methods=("logsumexp",), ref=_ref_logsumexp, primitive=True,
+    kind="reduce")
+def logsumexp(input, dim=None, keepdim=False):
+    """log(sum(exp(x), dim)), stable; grad = g * softmax(x) over ``dim``."""
+    input = _float_input(input, "logsumexp")
+    return LogSumExp.apply(input, _dims(dim, input._arr.ndim), bool(keepdim))
+
+
+class Var(Function):
+    """out = sum((x - mean)^2) / (n - correction) over ``axes``;
+    grad = g * 2 * (x - mean) / (n - correction).  Two passes, double sums."""
+
+    _node_name = "VarBackward0"
+
+    @staticmethod
+    def forward(ctx, x, axes, correction, keepdim):
+        arr = x._arr
+        ctx.axes = axes
+        ctx.kept = _kept_shape(arr.shape, axes)
+        n = _prod(arr.shape[a] for a in axes)
+        ctx.n = n
+        ctx.correction = correction
+        x2, _ = _to_rows(arr, axes)
+        out = np.empty(x2.shape[0], arr.dtype)
+        mean = np.empty(x2.shape[0], arr.dtype)
+        _R.var_fwd(x2, float(correction), out, mean)
+        ctx.mean = mean
+        ctx.save_for_backward(x)
+        shape = ctx.kept if keepdim else tuple(
+            s for i, s in enumerate(arr.shape) if i not in axes)
+        return _wrap(out.reshape(shape))
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        denom = ctx.n - ctx.correction
+        scale = 2.0 / denom if denom > 0 else float("nan")
+        if not is_grad_enabled():
+            arr = x._arr
+            x2, perm = _to_rows(arr, ctx.axes)
+            res = np.empty_like(x2)
+            _R.var_bwd(x2, ctx.mean,
+                       np.ascontiguousarray(_grad_array(g, arr.dtype)).reshape(-1),
+                       scale, res)
+            return _wrap(_from_rows(res, perm, arr.shape)), None, None, None
+        axes = ctx.axes
+        centered = x - mean(x, axes, True)
+        return reshape(g, ctx.kept) * centered * scale, None, None, None
+
+
+@op("var", methods=("var",), ref=lambda x, dim=None, keepdim=False, correction=1:
+    np.var(x, axis=dim, ddof=correction, keepdims=keepdim), primitive=True,
+    kind="reduce")
+def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    """Variance over ``dim`` with torch's ``correction`` (default 1, Bessel) or
+    ``unbiased``; grad = g * 2 * (x - mean) / (n - correction)."""
+    if isinstance(dim, bool):
+        unbiased, dim = dim, None
+    if correction is None:
+        correction = 1 if unbiased is None or unbiased else 0
+    elif unbiased is not None:
+        raise RuntimeError("var(): cannot pass both 'unbiased' and 'correction'")
+    if input._arr.dtype.kind != "f":
+        raise RuntimeError(
+            "std and var only support floating point and complex dtypes, got "
+            f"{_dt.name(input._arr.dtype)}")
+    return Var.apply(input, _dims(dim, input._arr.ndim), correction, bool(keepdim))
+
+
+def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    """sqrt(var) (composite)."""
+    return sqrt(var(input, dim, unbiased, keepdim, correction=correction))  # noqa: F821
+
+
+Tensor.std = std
+
+
+class _TakeAlong(Function):
+    """out = x gathered at ``idx`` along ``dim`` (idx has x's rank);
+    grad = scatter of g into zeros at idx (the pair is each other's backward)."""
+
+    _node_name = "GatherBackward0"
+
+    @staticmethod
+    def forward(ctx, x, idx, dim):
+        ctx.idx, ctx.dim, ctx.shape = idx, dim, x._arr.shape
+        return _wrap(np.take_along_axis(x._arr, idx, axis=dim))
+
+    @staticmethod
+    def backward(ctx, g):
+        return _PutAlong.apply(g, ctx.idx, ctx.dim, ctx.shape), None, None
+
+
+class _PutAlong(Function):
+    """out = zeros(shape) with g placed at ``idx`` along ``dim``; grad = gather."""
+
+    _node_name = "ScatterBackward0"
+
+    @staticmethod
+    def forward(ctx, g, idx, dim, shape):
+        ctx.idx, ctx.dim = idx, dim
+        out = np.zeros(shape, g._arr.dtype)
+        np.put_along_axis(out, idx, g._arr, axis=dim)
+        return _wrap(out)
+
+    @staticmethod
+    def backward(ctx, gg):
+        return _TakeAlong.apply(gg, ctx.idx, ctx.dim), None, None, None
+
+
+class _ExtremeDim(Function):
+    """(values, indices) = max (or min) over ``dim``; the gradient goes to the
+    element whose index is returned (the first of ties, as torch)."""
+
+    _node_name = "MaxBackward0"
+
+    @staticmethod
+    def forward(ctx, x, dim, keepdim, is_min):
+        arr = x._arr
+        ctx.dim = dim
+        ctx.in_shape = arr.shape
+        kept = _kept_shape(arr.shape, (dim,))
+        shape = kept if keepdim else arr.shape[:dim] + arr.shape[dim + 1:]
+        x2, _ = _to_rows(arr, (dim,))
+        vals = np.empty(x2.shape[0], arr.dtype)
+        idx = np.empty(x2.shape[0], np.int64)
+        _R.extreme_fwd(x2, vals, idx, is_min)
+        ctx.idx = idx.reshape(kept)
+        ctx.kept = kept
+        values = _wrap(vals.reshape(shape))
+        indices = _wrap(idx.reshape(shape))
+        ctx.mark_non_differentiable(indices)
+        return values, indices
+
+    @staticmethod
+    def backward(ctx, g, g_idx):
+        if not is_grad_enabled():
+            out = np.zeros(ctx.in_shape, g._arr.dtype)
+            np.put_along_axis(out, ctx.idx, g._arr.reshape(ctx.kept), axis=ctx.dim)
+            return _wrap(out), None, None, None
+        return (_PutAlong.apply(reshape(g, ctx.kept), ctx.idx, ctx.dim, ctx.in_shape),
+                None, None, None)
+
+
+class _MinDim(_ExtremeDim):
+    _node_name = "MinBackward0"
+
+
+class _ExtremeAll(Function):
+    """out = max (or min) of every element; the gradient is split evenly among
+    the elements equal to it (torch's rule for the full reduction)."""
+
+    _node_name = "MaxBackward1"
+
+    @staticmethod
+    def forward(ctx, x, is_min):
+        arr = x._arr
+        val = np.empty(1, arr.dtype)
+        idx = np.empty(1, np.int64)
+        _R.extreme_fwd(np.ascontiguousarray(arr).reshape(1, -1), val, idx, is_min)
+        v = val[0]
+        mask = np.isnan(arr) if v != v else (arr == v)
+        ctx.mask = mask
+        ctx.count = int(np.count_nonzero(mask))
+        return _wrap(val.reshape(()))
+
+    @staticmethod
+    def backward(ctx, g):
+        if not is_grad_enabled():
+            return _wrap(ctx.mask * (g._arr / ctx.count)), None
+        m = _wrap(ctx.mask.astype(g._arr.dtype))
+        return m * (g / ctx.count), None
+
+
+class _MinAll(_ExtremeAll):
+    _node_name = "MinBackward1"
+
+
+_MinMax = __import__("collections").namedtuple("return_types", ["values", "indices"])
+
+
+def _extreme(input, dim, keepdim, is_min, name):
+    if isinstance(dim, TensorBase):
+        return (minimum if is_min else maximum)(input, dim)
+    arr = input._arr
+    if dim is None:
+        if arr.size == 0:
+            raise RuntimeError(
+                f"{name}(): Expected reduction dim to be specified for "
+                "input.numel() == 0. Specify the reduction dim with the 'dim' "
+                "argument.")
+        if arr.dtype.kind != "f":
+            return _wrap(np.asarray(arr.min() if is_min else arr.max()))
+        return (_MinAll if is_min else _ExtremeAll).apply(input, is_min)
+    d = _canon_dim(dim, arr.ndim)
+    if arr.ndim == 0:
+        return _MinMax(input.clone(), _wrap(np.zeros((), np.int64)))
+    if arr.shape[d] == 0:
+        raise IndexError(
+            f"{name}(): Expected reduction dim {dim} to have non-zero size.")
+    if arr.dtype.kind != "f":
+        f = np.argmin if is_min else np.argmax
+        idx = np.expand_dims(f(arr, axis=d), d)
+        vals = np.take_along_axis(arr, idx, axis=d)
+        if not keepdim:
+            idx, vals = np.squeeze(idx, d), np.squeeze(vals, d)
+        return _MinMax(_wrap(vals), _wrap(idx.astype(np.int64)))
+    values, indices = (_MinDim if is_min else _ExtremeDim).apply(
+        input, d, bool(keepdim), is_min)
+    return _MinMax(values, indices)
+
+
+@op("max", methods=("max",), ref=np.max, primitive=True, kind="reduce")
+def max(input, dim=None, keepdim=False):  # noqa: A001 - torch's name
+    """Largest element; with ``dim``, ``(values, indices)`` along it.
+
+    Gradient: with ``dim`` it goes to the returned index (first of ties);
+    over all elements it is split evenly among the tied maxima.  With a
+    tensor as second argument this is ``maximum``.
+    """
+    return _extreme(input, dim, keepdim, False, "max")
+
+
+@op("min", methods=("min",), ref=np.min, primitive=True, kind="reduce")
+def min(input, dim=None, keepdim=False):  # noqa: A001 - torch's name
+    """Smallest element; with ``dim``, ``(values, indices)`` (see ``max``)."""
+    return _extreme(input, dim, keepdim, True, "min")
+
+
+def _arg_extreme(input, dim, keepdim, is_min):
+    arr = input._arr
+    f = np.argmin if is_min else np.argmax
+    if dim is None:
+        if arr.size == 0:
+            raise RuntimeError("argmax(): Expected reduction dim to be specified for "
+                               "input.numel() == 0.")
+        return _wrap(np.asarray(_extreme(input.detach().reshape(-1), 0, False, is_min,
+                                         "argmin" if is_min else "argmax")[1]._arr))
+    d = _canon_dim(dim, arr.ndim)
+    if arr.ndim == 0:
+        return _wrap(np.zeros((), np.int64))
+    res = _extreme(input.detach(), d, keepdim, is_min, "argmin" if is_min else "argmax")
+    return res[1]
+
+
+@op("argmax", methods=("argmax",), ref=np.argmax, kind="index")
+def argmax(input, dim=None, keepdim=False):
+    """Index of the first largest element (NaN counts as largest); no gradient."""
+    return _arg_extreme(input, dim, keepdim, False)
+
+
+@op("argmin", methods=("argmin",), ref=np.argmin, kind="index")
+def argmin(input, dim=None, keepdim=False):
+    """Index of the first smallest element (NaN first); no gradient."""
+    return _arg_extreme(input, dim, keepdim, True)
+
+
+# --- cat and stack -----------------------------------------------------------------------------
+
+class Cat(Function):
+    """out = the inputs joined along ``dim``; grad_i = the matching slice of g."""
+
+    _node_name = "CatBackward0"
+
+    @staticmethod
+    def forward(ctx, dim, *xs):
+        ctx.dim = dim
+        ctx.sizes = [x._arr.shape[dim] for x in xs]
+        return _wrap(np.concatenate([x._arr for x in xs], axis=dim))
+
+    @staticmethod
+    def backward(ctx, g):
+        dim = ctx.dim
+        grads = []
+        start = 0
+        for n in ctx.sizes:
+            sl = (slice(None),) * dim + (slice(start, start + n),)
+            if is_grad_enabled():
+                grads.append(getitem(g, sl))
+            else:
+                grads.append(_wrap(g._arr[sl]))
+            start += n
+        return (None, *grads)
+
+
+def _as_tensor_list(tensors, name):
+    if isinstance(tensors, TensorBase) or not isinstance(tensors, (list, tuple)):
+        raise TypeError(f"{name}(): argument 'tensors' must be a tuple or list of "
+                        f"Tensors, not {type(tensors).__name__}")
+    if len(tensors) == 0:
+        raise RuntimeError(f"{name}(): expected a non-empty list of Tensors")
+    for i, t in enumerate(tensors):
+        if not isinstance(t, TensorBase):
+            raise TypeError(f"{name}(): expected Tensor as element {i} in argument "
+                            f"0, but got {type(t).__name__}")
+    return list(tensors)
+
+
+def _promote_all(tensors):
+    dt = tensors[0]._arr.dtype
+    for t in tensors[1:]:
+        other = t._arr.dtype
+        if other == dt:
+            continue
+        ck, ok = dt.kind == "f", other.kind == "f"
+        if ck != ok:
+            dt = dt if ck else other
+        else:
+            dt = np.result_type(dt, other)
+    return [t if t._arr.dtype == dt else t.to(dt) for t in tensors]
+
+
+@op("cat", ref=np.concatenate, primitive=True, kind="join")
+def cat(tensors, dim=0):
+    """Join tensors along an existing ``dim`` (dtypes promoted as torch);
+    each input's gradient is its slice of g.  1-D empty tensors are skipped,
+    as torch's legacy rule."""
+    tensors = _as_tensor_list(tensors, "cat")
+    ref = next((t for t in tensors if t._arr.shape != (0,)), tensors[0])
+    nd = ref._arr.ndim
+    if nd == 0:
+        raise RuntimeError("zero-dimensional tensor (at position 0) cannot be "
+                           "concatenated")
+    d = _canon_dim(dim, nd)
+    keep = []
+    for i, t in enumerate(tensors):
+        s = t._arr.shape
+        if s == (0,) and nd != 1:
+            continue
+        if len(s) != nd:
+            raise RuntimeError(
+                f"Tensors must have same number of dimensions: got {nd} and {len(s)} "
+                f"(tensor number {i} in the list)")
+        for k in range(nd):
+            if k != d and s[k] != ref._arr.shape[k]:
+                raise RuntimeError(
+                    f"Sizes of tensors must match except in dimension {d}. Expected "
+                    f"size {ref._arr.shape[k]} but got size {s[k]} for tensor number "
+                    f"{i} in the list.")
+        keep.append(t)
+    keep = _promote_all(keep)
+    return Cat.apply(d, *keep)
+
+
+concat = concatenate = cat
+
+
+@op("stack", ref=np.stack, kind="join")
+def stack(tensors, dim=0):
+    """Join equal-shaped tensors along a new ``dim`` (unsqueeze, then cat)."""
+    tensors = _as_tensor_list(tensors, "stack")
+    shape0 = tensors[0]._arr.shape
+    for i, t in enumerate(tensors[1:], 1):
+        if t._arr.shape != shape0:
+            raise RuntimeError(
+                f"stack expects each tensor to be equal size, but got "
+                f"{list(shape0)} at entry 0 and {list(t._arr.shape)} at entry {i}")
+    nd = len(shape0) + 1
+    if not -nd <= dim < nd:
+        raise IndexError(
+            f"Dimension out of range (expected to be in range of [{-nd}, {nd - 1}], "
+            f"but got {dim}) for stack of tensors with {nd - 1} dimensions")
+    d = dim % nd
+    return Cat.apply(d, *[unsqueeze(t, d) for t in _promote_all(tensors)])
+
+
+# --- indexing ----------------------------------------------------------------------------------
+
+def _index_error(e, arr):
+    msg = str(e).replace("axis", "dimension").replace("array", "tensor")
+    return IndexError(msg + f" (indexing a tensor of shape {list(arr.shape)})")
+
+
+def _norm_index(idx):
+    """Normalize a torch-style index to NumPy's; return (index tuple, basic).
+
+    Tensors become arrays (ints -> int64, bool masks -> their nonzero()
+    coordinates so that every advanced index is an integer array), 0-d
+    integer tensors become Python ints.  ``basic`` is True when the result
+    is a view (only ints, slices, None and Ellipsis).
+    """
+    if not isinstance(idx, tuple):
+        idx = (idx,)
+    out = []
+    basic = True
+    for k in idx:
+        if isinstance(k, TensorBase):
+            k = k._arr
+        if isinstance(k, (list, np.ndarray)):
+            a = np.asarray(k)
+            if a.dtype == np.bool_:
+                if a.ndim == 0:
+                    out.append(a)
+                    basic = False
+                    continue
+                out.extend(np.nonzero(a))
+                basic = False
+                continue
+            if a.size == 0 and a.dtype.kind == "f" and isinstance(k, list):
+                a = a.astype(np.int64)
+            if a.dtype.kind not in "iu":
+                raise IndexError("tensors used as indices must be long, int, byte or "
+                                 f"bool tensors, got {a.dtype}")
+            if a.ndim == 0:
+                out.append(int(a))
+                continue
+            out.append(a.astype(np.int64, copy=False))
+            basic = False
+            continue
+        if isinstance(k, slice):
+            if k.step is not None and int(k.step) <= 0:
+                raise ValueError("step must be greater than zero")
+            out.append(k)
+            continue
+        if k is None or k is Ellipsis:
+            out.append(k)
+            continue
+        if isinstance(k, (bool, np.bool_)):
+            out.append(np.asarray(k))
+            basic = False
+            continue
+        if isinstance(k, (int, np.integer)):
+            out.append(int(k))
+            continue
+        raise IndexError(
+            "only integers, slices (`:`), ellipsis (`...`), None and long or byte "
+            f"Variables are valid indices (got {type(k).__name__})")
+    return tuple(out), basic
+
+
+def _basic_view(arr, idx):
+    """arr[idx] for a basic index, always an ndarray view (0-d included)."""
+    if not any(k is Ellipsis for k in idx):
+        idx = idx + (Ellipsis,)
+    return arr[idx]
+
+
+class GetItem(Function):
+    """out = x[idx]; grad = zeros with g put at idx (accumulated over repeated
+    indices of an advanced index).  A basic index gives a view of x."""
+
+    _node_name = "IndexBackward0"
+
+    @staticmethod
+    def forward(ctx, x, idx, basic):
+        arr = x._arr
+        ctx.idx, ctx.basic, ctx.shape = idx, basic, arr.shape
+        try:
+            if basic:
+                return _view_of(x, _basic_view(arr, idx))
+            return _wrap(np.asarray(arr[idx]))
+        except IndexError as e:
+            raise _index_error(e, arr) from None
+
+    @staticmethod
+    def backward(ctx, g):
+        if not is_grad_enabled():
+            out = np.zeros(ctx.shape, g._arr.dtype)
+            if ctx.basic:
+                _basic_view(out, ctx.idx)[...] = g._arr
+            else:
+                np.add.at(out, ctx.idx, g._arr)
+            return _wrap(out), None, None
+        return PutItem.apply(g, ctx.idx, ctx.basic, ctx.shape), None, None
+
+
+class PutItem(Function):
+    """out = zeros(shape) with g put (added, for repeated indices) at idx;
+    grad = gg[idx]: the backward of GetItem, and the other way round."""
+
+    _node_name = "IndexPutBackward0"
+
+    @staticmethod
+    def forward(ctx, g, idx, basic, shape):
+        ctx.idx, ctx.basic = idx, basic
+        out = np.zeros(shape, g._arr.dtype)
+        if basic:
+            _basic_view(out, idx)[...] = g._arr
+        else:
+            np.add.at(out, idx, g._arr)
+        return _wrap(out)
+
+    @staticmethod
+    def backward(ctx, gg):
+        return GetItem.apply(gg, ctx.idx, ctx.basic), None, None, None
+
+
+def getitem(input, index):
+    """``input[index]`` with torch's rules: ints, slices (positive steps), None,
+    Ellipsis give a view; integer tensors/arrays/lists and bool masks give a
+    copy.  The gradient scatters back, adding over repeated indices."""
+    idx, basic = _norm_index(index)
+    return GetItem.apply(input, idx, basic)
+
+
+OPS["getitem"] = OpSpec("getitem", getitem, ("__getitem__",), None, True, None,
+                        "index")
+Tensor.__getitem__ = getitem
+
+
+# --- writes: __setitem__, in-place ops, and views of a rewritten tensor -------------------------
+#
+# torch's model: an in-place write into a tensor that is part of a graph
+# rebases its history.  A write into a base ``b`` (not a view) gets a node
+# whose backward routes the written region's gradient to the source and the
+# rest to b's old history (IndexPut).  A write through a view ``v`` of ``b``
+# rewrites b's history (CopySlices: the region of b that v[idx] covers, found
+# from v's strides) and regenerates v's history as a strided view of the new
+# b.  Every other live view of b is regenerated the same way, so a view read
+# after the write differentiates into the new history, as torch's views do.
+# A write cygrad cannot express exactly raises instead of giving a wrong
+# gradient (a base with a non C-contiguous layout; overlapping memory).
+
+import weakref as _weakref
+
+
+def _register_view(root, t):
+    views = root.__dict__.get("_views")
+    if views is None:
+        views = root.__dict__["_views"] = _weakref.WeakSet()
+    views.add(t)
+
+
+def _view_ids(view_arr, root):
+    """Flat C-order positions in ``root`` of every element of ``view_arr``."""
+    base = root._arr
+    if view_arr.size == 0:
+        return np.zeros(view_arr.shape, np.int64)
+    if not base.flags.c_contiguous:
+        raise RuntimeError(
+            "cygrad cannot differentiate an in-place write through a view of a "
+            f"tensor whose storage is not C-contiguous (base shape {list(base.shape)},"
+            " strides "
+            f"{list(base.strides)}); clone() the base first")
+    item = base.itemsize
+    off = (view_arr.__array_interface__["data"][0]
+           - base.__array_interface__["data"][0])
+    strides = view_arr.strides
+    if off % item or any(s % item for s in strides):
+        raise RuntimeError("cygrad cannot map this view onto its base's elements")
+    ids = np.arange(base.size, dtype=np.int64)
+    return np.lib.stride_tricks.as_strided(
+        ids[off // item:], view_arr.shape, tuple(s // item * 8 for s in strides),
+        writeable=False)
+
+
+class _Gather(Function):
+    """out = x.flat[ids]; grad = zeros with g added at ids (scatter-add)."""
+
+    _node_name = "AsStridedBackward0"
+
+    @staticmethod
+    def forward(ctx, x, ids, arr):
+        ctx.ids, ctx.shape = ids, x._arr.shape
+        return _wrap(arr if arr is not None else x._arr.reshape(-1)[ids])
+
+    @staticmethod
+    def backward(ctx, g):
+        return _ScatterAdd.apply(g, ctx.ids, ctx.shape), None, None
+
+
+class _ScatterAdd(Function):
+    """out = zeros(shape); out.flat[ids] += g (repeats add); grad = gg.flat[ids]."""
+
+    _node_name = "ScatterAddBackward0"
+
+    @staticmethod
+    def forward(ctx, g, ids, shape):
+        ctx.ids = ids
+        n = _prod(shape)
+        flat = np.bincount(ids.reshape(-1), weights=g._arr.reshape(-1), minlength=n)
+        return _wrap(flat.astype(g._arr.dtype, copy=False).reshape(shape))
+
+    @staticmethod
+    def backward(ctx, gg):
+        return _Gather.apply(reshape(gg, -1) if is_grad_enabled() else gg,
+                             ctx.ids, None), None, None
+
+
+def _regenerate_views(root):
+    """Point every live view of ``root`` at root's current history."""
+    views = root.__dict__.get("_views")
+    if not views or not root._requires_grad:
+        return
+    for v in list(views):
+        ids = _view_ids(v._arr, root)
+        o = _Gather.apply(root, ids, v._arr)
+        v._grad_fn = o._grad_fn
+        v._out_nr = 0
+        v._requires_grad = True
+
+
+class IndexPut(Function):
+    """self[idx] = value, in place; grad_self = g with the region zeroed,
+    grad_value = g[idx] summed to value's shape."""
+
+    _node_name = "IndexPutBackward1"
+
+    @staticmethod
+    def forward(ctx, dst, value, idx, basic):
+        ctx.idx, ctx.basic = idx, basic
+        ctx.vshape = value._arr.shape
+        ctx.shape = dst._arr.shape
+        if basic:
+            _basic_view(dst._arr, idx)[...] = value._arr
+        else:
+            dst._arr[idx] = value._arr
+        _engine._mark_inplace(dst, "index_put_")
+        ctx.mark_dirty(dst)
+        return dst
+
+    @staticmethod
+    def backward(ctx, g):
+        idx, basic = ctx.idx, ctx.basic
+        if not is_grad_enabled():
+            garr = g._arr
+            gd = np.array(garr, copy=True)
+            if basic:
+                _basic_view(gd, idx)[...] = 0
+                gv = _basic_view(garr, idx)
+            else:
+                gd[idx] = 0
+                gv = garr[idx]
+            return (_wrap(gd), _wrap(np.ascontiguousarray(
+                _np_sum_to_shape(np.asarray(gv), ctx.vshape))), None, None)
+        mask = np.ones(ctx.shape, g._arr.dtype)
+        if basic:
+            _basic_view(mask, idx)[...] = 0
+        else:
+            mask[idx] = 0
+        gv = sum_to_shape(GetItem.apply(g, idx, basic), ctx.vshape)
+        return g * _wrap(mask), gv, None, None
+
+
+class CopySlices(Function):
+    """root.flat[region] = value (a write through a view), in place;
+    grad_root = g with the region zeroed, grad_value = g.flat[region] summed
+    to value's shape."""
+
+    _node_name = "CopySlices"
+
+    @staticmethod
+    def forward(ctx, root, value, region):
+        ctx.region = region
+        ctx.vshape = value._arr.shape
+        ctx.shape = root._arr.shape
+        root._arr.reshape(-1)[region] = np.broadcast_to(value._arr, region.shape)
+        _engine._mark_inplace(root, "copy_slices")
+        ctx.mark_dirty(root)
+        return root
+
+    @staticmethod
+    def backward(ctx, g):
+        region = ctx.region
+        if not is_grad_enabled():
+            gd = np.array(g._arr, copy=True)
+            gd.reshape(-1)[region] = 0
+            gv = g._arr.reshape(-1)[region]
+            return (_wrap(gd), _wrap(np.ascontiguousarray(
+                _np_sum_to_shape(gv, ctx.vshape))), None)
+        mask = np.ones(_prod(ctx.shape), g._arr.dtype)
+        mask[region] = 0
+        gv = sum_to_shape(_Gather.apply(reshape(g, -1), region, None), ctx.vshape)
+        return g * _wrap(mask.reshape(ctx.shape)), gv, None
+
+
+def _value_tensor(value, dtype, shape):
+    """``value`` as a tensor of ``dtype`` that broadcasts to ``shape``."""
+    if isinstance(value, TensorBase):
+        v = value
+        if v._arr.dtype != dtype:
+            v = v.to(dtype) if dtype.kind == "f" or not v._requires_grad else \
+                _wrap(v._arr.astype(dtype))
+    else:
+        try:
+            v = _wrap(np.asarray(value, dtype=dtype))
+        except (TypeError, ValueError):
+            raise TypeError(f"can't assign a {type(value).__name__} to a "
+                            f"{_dt.name(dtype)} tensor") from None
+    try:
+        ok = np.broadcast_shapes(v._arr.shape, shape) == tuple(shape)
+    except ValueError:
+        ok = False
+    if not ok:
+        raise RuntimeError(
+            f"shape mismatch: value tensor of shape {list(v._arr.shape)} cannot be "
+            f"broadcast to indexing result of shape {list(shape)}")
+    return v
+
+
+def _root(t):
+    return t._base if t._base is not None else t
+
+
+def _write(dst, idx, basic, value, opname):
+    """dst[idx] = value with every check done before anything is written."""
+    arr = dst._arr
+    try:
+        target = _basic_view(arr, idx) if basic else arr[idx]
+    except IndexError as e:
+        raise _index_error(e, arr) from None
+    v = _value_tensor(value, arr.dtype, target.shape)
+    dst._writable_check(opname)
+    _engine._check_inplace(dst, opname)
+    root = _root(dst)
+    need = is_grad_enabled() and (root._requires_grad or dst._requires_grad
+                                  or v._requires_grad)
+    if not need:
+        if basic:
+            target[...] = v._arr
+        else:
+            arr[idx] = v._arr
+        _engine._mark_inplace(dst, opname)
+        return dst
+    if root is dst:
+        IndexPut.apply(dst, v, idx, basic)
+        _regenerate_views(dst)
+        return dst
+    region = _view_ids(dst._arr, root)
+    region = np.ascontiguousarray(_basic_view(region, idx) if basic else region[idx])
+    if region.size and np.unique(region).size != region.size:
+        raise RuntimeError(
+            "unsupported operation: more than one element of the written-to tensor "
+            "refers to a single memory location. Please clone() the tensor before "
+            "performing the operation.")
+    CopySlices.apply(root, v, region)
+    _regenerate_views(root)
+    return dst
+
+
+def setitem(self, index, value):
+    """``self[index] = value`` in place (value broadcast and cast to self's
+    dtype), version-counted; differentiable as torch's index_put_/CopySlices."""
+    idx, basic = _norm_index(index)
+    _write(self, idx, basic, value, "setitem")
+
+
+Tensor.__setitem__ = setitem
+
+
+def _snapshot(t):
+    """A copy of t's values that carries t's current history (for an op
+    computed out of place and written back)."""
+    old = _alias(t, np.array(t._arr, copy=True), False)
+    old._grad_fn = t._grad_fn
+    old._out_nr = t._out_nr
+    old._requires_grad = t._requires_grad
+    if t._grad_fn is None:
+        old._acc = t._acc
+    return old
+
+
+def _inplace_apply(t, fn, opname):
+    """t <- fn(t) in place, with torch's autograd rules for bases and views."""
+    t._writable_check(opname)
+    root = _root(t)
+    if is_grad_enabled() and (t._requires_grad or root._requires_grad):
+        _engine._check_inplace(t, opname)
+        res = fn(_snapshot(t))
+        if res._arr.dtype != t._arr.dtype and res._arr.dtype.kind == "f" and \
+                t._arr.dtype.kind != "f":
+            raise RuntimeError(f"result type {_dt.name(res._arr.dtype)} can't be "
+                               f"cast to the desired output type "
+                               f"{_dt.name(t._arr.dtype)} ({opname})")
+        return _write(t, (Ellipsis,), True, res, opname)
+    with _no_grad():
+        res = fn(t)
+    if res._arr.dtype.kind == "f" and t._arr.dtype.kind != "f":
+        raise RuntimeError(f"result type {_dt.name(res._arr.dtype)} can't be cast to "
+                           f"the desired output type {_dt.name(t._arr.dtype)} "
+                           f"({opname})")
+    _engine._check_inplace(t, opname)
+    np.copyto(t._arr, res._arr, casting="unsafe")
+    _engine._mark_inplace(t, opname)
+    return t
+
+
+def clamp_(input, min=None, max=None):
+    """In-place ``clamp`` (see ``clamp`` for the gradient)."""
+    return _inplace_apply(input, lambda t: clamp(t, min, max), "clamp_")
+
+
+def clamp_min_(input, min):
+    return _inplace_apply(input, lambda t: clamp_min(t, min), "clamp_min_")
+
+
+def clamp_max_(input, max):
+    return _inplace_apply(input, lambda t: clamp_max(t, max), "clamp_max_")
+
+
+Tensor.clamp_ = Tensor.clip_ = clamp_
+Tensor.clamp_min_ = clamp_min_
+Tensor.clamp_max_ = clamp_max_
+
+
+def _view_aware_inplace(name, opname, fast):
+    """Wrap the compiled in-place operator: writes through a view of a tensor
+    in the graph go through CopySlices; a base's other views are regenerated."""
+    def fn(self, other):
+        root = self._base
+        if root is not None and is_grad_enabled() and (
+                root._requires_grad or self._requires_grad or (
+                    isinstance(other, TensorBase) and other._requires_grad)):
+            if not isinstance(other, (TensorBase, int, float, bool, np.number)):
+                return NotImplemented
+            return _inplace_apply(self, lambda t: _engine.binary(name, t, other),
+                                  opname)
+        res = fast(self, other)
+        if res is not NotImplemented and "_views" in self.__dict__ and \
+                self._requires_grad and is_grad_enabled():
+            _regenerate_views(self)
+        return res
+    fn.__name__ = f"__i{name}__"
+    return fn
+
+
+Tensor.__iadd__ = _view_aware_inplace("add", "add_", TensorBase.__iadd__)
+Tensor.__isub__ = _view_aware_inplace("sub", "sub_", TensorBase.__isub__)
+Tensor.__imul__ = _view_aware_inplace("mul", "mul_", TensorBase.__imul__)
+Tensor.__itruediv__ = _view_aware_inplace("div", "div_", TensorBase.__itruediv__)
 
 
 # --- composites ------------------------------------------------------------------------------
