@@ -471,15 +471,21 @@ cdef inline void _check_leaf_inplace(TensorBase t, str opname) except *:
     if t._grad_fn is None and t._requires_grad:
         raise RuntimeError(
             "a leaf Variable that requires grad is being used in an in-place "
-            f"operation. ({opname} on a leaf of shape {tuple(t._arr.shape)}; update "
-            "parameters inside `with cygrad.no_grad():` or use an optimizer from "
-            "cygrad.optim)")
+            f"operation. ({opname} on a leaf of shape {tuple(t._arr.shape)}"
+            f"{_at_site()}; update parameters inside `with cygrad.no_grad():` or use "
+            "an optimizer from cygrad.optim)")
     b = t._base
     if b is not None and b._grad_fn is None and b._requires_grad:
         raise RuntimeError(
             "a view of a leaf Variable that requires grad is being used in an "
-            f"in-place operation. ({opname}; update parameters inside "
+            f"in-place operation. ({opname}{_at_site()}; update parameters inside "
             "`with cygrad.no_grad():` or use an optimizer from cygrad.optim)")
+
+
+cdef str _at_site():
+    """" at file:line" of the user's current line, or "" (error messages)."""
+    site = _user_site()
+    return f" at {site[0]}:{site[1]}" if site is not None else ""
 
 
 cdef inline void _note_write(TensorBase t, str opname):

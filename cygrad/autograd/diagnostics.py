@@ -496,28 +496,35 @@ def _check_leak(opt, d):
     if not old:
         return
     params = {id(p) for g in opt.param_groups for p in g["params"]}
-    in_prev = in_older = False
+    # Old nodes whose graph reaches one of this optimizer's parameters.  A
+    # node's inputs are made before it, so one pass in creation order works.
+    reach = set()
+    mine = []
     for node in old:
         nxt, _ = _engine.node_inputs(node)
         for child in nxt:
-            if child is not None and child.name() == "AccumulateGrad":
+            if child is None:
+                continue
+            if child.name() == "AccumulateGrad":
                 v = child.variable
-                if v is not None and id(v) in params:
-                    if node._gen is not None and node._gen >= older:
-                        in_prev = True
-                    else:
-                        in_older = True
-        if in_prev and in_older:
-            break
+                hit = v is not None and id(v) in params
+            else:
+                hit = id(child) in reach
+            if hit:
+                reach.add(id(node))
+                mine.append(node)
+                break
+    in_prev = any(n._gen is not None and n._gen >= older for n in mine)
+    in_older = any(n._gen is not None and n._gen < older for n in mine)
     if not (in_prev and in_older):
         return
     d.warned = True
-    # The culprit: the newest old node that consumes a tensor of an older
+    # The culprit: the newest such node that consumes a tensor of an older
     # generation (``total_loss += loss`` joins iterations); failing that, the
-    # newest old node no other old node uses (held by a tensor, e.g. a list).
+    # newest one no other old node uses (held by a tensor, e.g. in a list).
     culprit = None
     used = set()
-    for node in old:
+    for node in mine:
         nxt, _ = _engine.node_inputs(node)
         for child in nxt:
             if child is None:
@@ -528,9 +535,9 @@ def _check_leak(opt, d):
                     node._gen is not None and cg < node._gen:
                 culprit = node
     if culprit is None:
-        roots = [n for n in old if id(n) not in used]
-        culprit = roots[-1] if roots else old[-1]
-    stats = _stats(old)
+        roots = [n for n in mine if id(n) not in used]
+        culprit = roots[-1] if roots else mine[-1]
+    stats = _stats(mine)
     where = f"`{op_name(culprit)}`{_at(culprit._site)}"
     warnings.warn(
         f"optimizer.step(): the autograd graphs of earlier iterations are still "
