@@ -419,9 +419,9 @@ def test_mark_non_differentiable_output():
 
 def test_unused_output_gets_zero_gradient_by_default():
     x = t64([1.0, 2.0])
-    o1, o2 = TwoOutputs.apply(x)
+    o1, _ = TwoOutputs.apply(x)
     o1.sum().backward()
-    g1, g2 = TwoOutputs.received
+    _, g2 = TwoOutputs.received
     np.testing.assert_array_equal(g2.numpy(), [0.0, 0.0])
     np.testing.assert_allclose(x.grad.numpy(), [2.0, 2.0])
 

@@ -1,0 +1,329 @@
+"""Higher-order gradients: gradgradcheck on every differentiable op of the
+registry, closed forms, gradient penalties, and agreement with torch."""
+
+import numpy as np
+import pytest
+
+import cygrad
+from cygrad.autograd import grad, gradcheck, gradgradcheck
+
+
+def leaf(values):
+    return cygrad.tensor(values, dtype=cygrad.float64, requires_grad=True)
+
+
+# --- one sample call per op ------------------------------------------------------------
+#
+# Elementwise ("unary"/"binary") ops are sampled generically from their
+# domain.  Ops with extra arguments get explicit calls here; an op of the
+# registry with neither shows up as a skipped test naming it, so an op added
+# to ops.py is visibly uncovered until it gets a line below.
+
+_MASK = np.array([[True, False, True, False], [False, True, True, False],
+                  [True, True, False, False]])
+
+SAMPLES = {
+    "sum": [("dim1", lambda x: cygrad.sum(x, 1), [(3, 4)]),
+            ("all_keepdim", lambda x: x.sum((0, 1), keepdim=True) ** 2, [(3, 4)])],
+    "mean": [("dim0", lambda x: cygrad.mean(x, 0) ** 2, [(3, 4)])],
+    "matmul": [("mm", lambda a, b: a @ b, [(3, 4), (4, 2)]),
+               ("mv", lambda a, b: a @ b, [(3, 4), (4,)]),
+               ("vm", lambda a, b: a @ b, [(4,), (4, 2)]),
+               ("dot", lambda a, b: a @ b, [(4,), (4,)]),
+               ("batched_broadcast", lambda a, b: a @ b, [(2, 3, 4), (4, 2)])],
+    "reshape": [("2d", lambda x: cygrad.reshape(x, (6, 2)) ** 2, [(3, 4)])],
+    "view": [("flat", lambda x: x.view(-1) ** 2, [(3, 4)])],
+    "permute": [("swap", lambda x: cygrad.permute(x, (1, 0)) ** 2, [(3, 4)])],
+    "transpose": [("t", lambda x: cygrad.transpose(x, 0, 1) ** 2, [(3, 4)])],
+    "expand": [("rows", lambda x: cygrad.expand(x, (3, 4)) ** 2, [(3, 1)])],
+    "squeeze": [("dim1", lambda x: cygrad.squeeze(x, 1) ** 2, [(3, 1)])],
+    "unsqueeze": [("dim0", lambda x: cygrad.unsqueeze(x, 0) ** 2, [(3,)])],
+    "flatten": [("all", lambda x: cygrad.flatten(x) ** 2, [(3, 4)])],
+    "clone": [("sq", lambda x: cygrad.clone(x) ** 2, [(3,)])],
+    "contiguous": [("t", lambda x: x.t().contiguous() ** 2, [(3, 4)])],
+    "where": [("mask", lambda a, b: cygrad.where(cygrad.tensor(_MASK), a * a, b * b),
+               [(3, 4), (1, 4)])],
+    "clamp": [("both", lambda x: cygrad.clamp(x, -0.5, 0.7) ** 2, [(3, 4)])],
+    "clamp_min": [("num", lambda x: cygrad.clamp_min(x, 0.3) ** 2, [(3, 4)]),
+                  ("tensor", lambda a, b: cygrad.clamp_min(a, b) ** 2,
+                   [(3, 4), (4,)])],
+    "clamp_max": [("num", lambda x: cygrad.clamp_max(x, 0.3) ** 2, [(3, 4)]),
+                  ("tensor", lambda a, b: cygrad.clamp_max(a, b) ** 2,
+                   [(3, 4), (4,)])],
+    "softmax": [("dim1", lambda x: cygrad.softmax(x, dim=1), [(3, 4)])],
+    "log_softmax": [("dim0", lambda x: cygrad.log_softmax(x, dim=0), [(3, 4)])],
+    "logsumexp": [("dim1", lambda x: cygrad.logsumexp(x, dim=1), [(3, 4)])],
+    "var": [("dim1", lambda x: cygrad.var(x, dim=1), [(3, 4)]),
+            ("all", lambda x: cygrad.var(x), [(3, 4)])],
+    "max": [("dim1", lambda x: cygrad.max(x, dim=1)[0] ** 2, [(3, 4)]),
+            ("all", lambda x: cygrad.max(x) ** 2, [(3, 4)])],
+    "min": [("dim0", lambda x: cygrad.min(x, 0)[0] ** 2, [(3, 4)])],
+    "cat": [("dim1", lambda a, b: cygrad.cat([a, b], dim=1) ** 2, [(3, 4), (3, 2)])],
+    "stack": [("dim0", lambda a, b: cygrad.stack([a, b], 0) ** 2, [(3, 4), (3, 4)])],
+    "getitem": [("slices", lambda x: x[1:, ::2] ** 2, [(3, 4)]),
+                ("int_array", lambda x: x[[0, 2, 2]] ** 2, [(3, 4)]),
+                ("mask", lambda x: x[cygrad.tensor(_MASK)] ** 2, [(3, 4)]),
+                ("none_ellipsis", lambda x: x[None, 1, ...] ** 2, [(3, 4)])],
+}
+
+# Kinds whose results carry no gradient.
+_NON_DIFF_KINDS = {"compare", "index"}
+_ALWAYS_NON_DIFF = {"argmax", "argmin"}
+
+
+def _elementwise_sample(spec):
+    if spec.kind == "unary":
+        return [("x", lambda x: spec.fn(x), [(3, 4)])]
+    return [("broadcast", lambda a, b: spec.fn(a, b), [(3, 1), (1, 4)])]
+
+
+def _cases():
+    cases = []
+    for name, spec in cygrad.OPS.items():
+        if spec.kind in _NON_DIFF_KINDS or name in _ALWAYS_NON_DIFF:
+            continue
+        if name in SAMPLES:
+            samples = SAMPLES[name]
+        elif spec.kind in ("unary", "binary"):
+            samples = _elementwise_sample(spec)
+        else:
+            cases.append(pytest.param(name, None, None, id=f"{name}-nosample"))
+            continue
+        for label, fn, shapes in samples:
+            cases.append(pytest.param(name, fn, shapes, id=f"{name}-{label}"))
+    return cases
+
+
+def _domains(name, n):
+    spec = cygrad.OPS[name]
+    dom = spec.domain
+    if dom is None:
+        return [(-2.0, 2.0)] * n
+    if isinstance(dom[0], (tuple, list)):
+        return [tuple(d) for d in dom] + [(-2.0, 2.0)] * (n - len(dom))
+    return [tuple(dom)] * n
+
+
+def _inputs(name, shapes, seed):
+    rng = np.random.default_rng(seed)
+    out = []
+    for shape, (lo, hi) in zip(shapes, _domains(name, len(shapes))):
+        vals = rng.uniform(lo, hi, shape)
+        # Keep clear of the kinks at 0 (relu, abs, ...) and of ties.
+        vals = np.where(np.abs(vals) < 0.05, vals + 0.1, vals)
+        out.append(leaf(vals))
+    return out
+
+
+@pytest.mark.parametrize(("name", "fn", "shapes"), _cases())
+def test_double_backward_of_every_op(name, fn, shapes):
+    if fn is None:
+        pytest.skip(f"op {name!r} has no sample call in tests/test_higher_order.py "
+                    "SAMPLES: add one so its double backward is checked")
+    xs = _inputs(name, shapes, seed=len(name))
+    assert gradcheck(fn, xs)
+    assert gradgradcheck(fn, xs)
+
+
+def test_every_sampled_op_exists():
+    """A stale SAMPLES entry (renamed op) would silently test nothing."""
+    missing = [n for n in SAMPLES if n not in cygrad.OPS]
+    assert not missing, f"SAMPLES names ops not in cygrad.OPS: {missing}"
+
+
+# --- closed forms ---------------------------------------------------------------------------
+
+def test_second_derivative_of_cube_is_6x():
+    xv = np.array([-1.5, 0.5, 2.0])
+    x = leaf(xv)
+    (g,) = grad((x ** 3).sum(), x, create_graph=True)
+    assert g.requires_grad and g.grad_fn is not None
+    np.testing.assert_allclose(g.detach().numpy(), 3 * xv ** 2)
+    (gg,) = grad(g.sum(), x)
+    np.testing.assert_allclose(gg.numpy(), 6 * xv)
+
+
+def test_second_derivative_through_backward_create_graph():
+    xv = np.array([-1.5, 0.5, 2.0])
+    x = leaf(xv)
+    (x ** 3).sum().backward(create_graph=True)
+    g = x.grad
+    assert g.requires_grad
+    x.grad = None
+    g.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), 6 * xv)
+
+
+def test_third_derivative():
+    xv = np.array([0.5, -2.0])
+    x = leaf(xv)
+    (g1,) = grad((x ** 4).sum(), x, create_graph=True)
+    (g2,) = grad(g1.sum(), x, create_graph=True)
+    (g3,) = grad(g2.sum(), x)
+    np.testing.assert_allclose(g2.detach().numpy(), 12 * xv ** 2)
+    np.testing.assert_allclose(g3.numpy(), 24 * xv)
+
+
+def test_mixed_partials_of_a_composition():
+    # f(x, y) = sin(x) * exp(x * y); d2f/dxdy in closed form.
+    xv, yv = np.array([0.3, -0.8]), np.array([1.1, 0.4])
+    x, y = leaf(xv), leaf(yv)
+    (gx,) = grad((x.sin() * (x * y).exp()).sum(), x, create_graph=True)
+    (gxy,) = grad(gx.sum(), y)
+    e = np.exp(xv * yv)
+    expected = np.cos(xv) * xv * e + np.sin(xv) * e * (1 + xv * yv)
+    np.testing.assert_allclose(gxy.numpy(), expected, rtol=1e-12)
+
+
+def test_hessian_vector_product_by_double_backward():
+    rng = np.random.default_rng(1)
+    a = rng.standard_normal((4, 4))
+    a = a + a.T
+    v = rng.standard_normal(4)
+    x = leaf(rng.standard_normal(4))
+    am = cygrad.tensor(a, dtype=cygrad.float64)
+    f = (x @ (am @ x)) * 0.5 + (x ** 3).sum()
+    (g,) = grad(f, x, create_graph=True)
+    (hv,) = grad(g, x, grad_outputs=cygrad.tensor(v, dtype=cygrad.float64))
+    xv = x.detach().numpy()
+    np.testing.assert_allclose(hv.numpy(), a @ v + 6 * xv * v, rtol=1e-12)
+    # the same through the functional helper
+    _, hv2 = cygrad.autograd.hvp(
+        lambda z: (z @ (am @ z)) * 0.5 + (z ** 3).sum(), x.detach(),
+        cygrad.tensor(v, dtype=cygrad.float64))
+    np.testing.assert_allclose(hv2.numpy(), hv.numpy(), rtol=1e-12)
+
+
+def test_hessian_of_a_quadratic_form_is_the_matrix():
+    rng = np.random.default_rng(2)
+    a = rng.standard_normal((3, 3))
+    am = cygrad.tensor(a, dtype=cygrad.float64)
+    x = cygrad.tensor(rng.standard_normal(3), dtype=cygrad.float64)
+    h = cygrad.autograd.hessian(lambda z: z @ (am @ z), x)
+    np.testing.assert_allclose(h.numpy(), a + a.T, rtol=1e-12, atol=1e-14)
+    sym = (a + a.T) / 2
+    sm = cygrad.tensor(sym, dtype=cygrad.float64)
+    h2 = cygrad.autograd.hessian(lambda z: 0.5 * (z @ (sm @ z)), x)
+    np.testing.assert_allclose(h2.numpy(), sym, rtol=1e-12, atol=1e-14)
+
+
+def test_double_backward_through_relu():
+    # f = relu(x) * x = x**2 for x > 0, else 0: f' = 2x step(x), f'' = 2 step(x).
+    x = leaf([-1.0, 2.0, 0.5])
+    (g,) = grad((x.relu() * x).sum(), x, create_graph=True)
+    np.testing.assert_allclose(g.detach().numpy(), [0.0, 4.0, 1.0])
+    (gg,) = grad(g.sum(), x)
+    np.testing.assert_allclose(gg.numpy(), [0.0, 2.0, 2.0])
+
+
+def test_gradient_penalty_is_optimised():
+    """WGAN-GP style: minimise (|d critic / d x| - 1)^2 over the critic's weights."""
+    rng = np.random.default_rng(4)
+    xs = cygrad.tensor(rng.standard_normal((8, 3)), dtype=cygrad.float64)
+    w = leaf(rng.standard_normal((3, 4)) * 2)
+    v = leaf(rng.standard_normal(4))
+
+    def penalty():
+        x = xs.detach().requires_grad_(True)
+        critic = ((x @ w).tanh() @ v).sum()
+        (gx,) = grad(critic, x, create_graph=True)
+        norms = ((gx * gx).sum(1) + 1e-12).sqrt()
+        return ((norms - 1.0) ** 2).mean()
+
+    first = penalty().item()
+    for _ in range(60):
+        loss = penalty()
+        loss.backward()
+        assert w.grad is not None and v.grad is not None
+        with cygrad.no_grad():
+            w -= 0.05 * w.grad
+            v -= 0.05 * v.grad
+        w.grad = None
+        v.grad = None
+    assert penalty().item() < 0.2 * first
+
+
+# --- against torch ------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def torch():
+    return pytest.importorskip("torch")
+
+
+def _both(torch, values):
+    return (leaf(values),
+            torch.tensor(values, dtype=torch.float64, requires_grad=True))
+
+
+def test_double_backward_through_softmax_matmul_tanh_indexing_broadcasting(torch):
+    rng = np.random.default_rng(5)
+    xv, wv, bv = rng.standard_normal((4, 3)), rng.standard_normal((3, 5)), \
+        rng.standard_normal((1, 5))
+    idx = [0, 2, 4]
+
+    def run(lib, x, w, b):
+        logits = x @ w + b                                   # broadcast bias
+        p = lib.softmax(logits, dim=1)[:, idx]               # indexing
+        f = (p * x.tanh().sum(1, keepdim=True)).sum()
+        gx, gw, gb = lib.autograd.grad(f, (x, w, b), create_graph=True)
+        pen = (gx * gx).sum() + (gw ** 2).sum() * 0.5 + (gb * b).sum()
+        return lib.autograd.grad(pen, (x, w, b))
+
+    c = run(cygrad, leaf(xv), leaf(wv), leaf(bv))
+    t = run(torch, *[torch.tensor(v, dtype=torch.float64, requires_grad=True)
+                     for v in (xv, wv, bv)])
+    for a, b in zip(c, t):
+        np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-10, atol=1e-12)
+
+
+def test_second_derivatives_of_compositions_match_torch(torch):
+    rng = np.random.default_rng(6)
+    xv = rng.uniform(0.5, 2.0, 5)
+    exprs = [
+        lambda lib, x: (x.log() * x.sigmoid()).sum(),
+        lambda lib, x: (x.sqrt() / (1 + x * x)).sum(),
+        lambda lib, x: lib.logsumexp(x * x.cos(), dim=0),
+        lambda lib, x: (lib.maximum(x, x[[4, 3, 2, 1, 0]]) ** 2).sum(),
+        lambda lib, x: (x.reshape(1, 5).expand(3, 5) * x.reshape(5, 1)[:3].reshape(
+            3, 1)).exp().mean(),
+        lambda lib, x: lib.var(x.exp(), dim=0),
+        lambda lib, x: (x ** x).sum(),
+    ]
+    for k, e in enumerate(exprs):
+        xc, xt = _both(torch, xv)
+        (gc,) = grad(e(cygrad, xc), xc, create_graph=True)
+        (gt,) = torch.autograd.grad(e(torch, xt), xt, create_graph=True)
+        np.testing.assert_allclose(gc.detach().numpy(), gt.detach().numpy(),
+                                   rtol=1e-10, err_msg=f"expr {k}")
+        (hc,) = grad((gc * gc.sin()).sum(), xc)
+        (ht,) = torch.autograd.grad((gt * gt.sin()).sum(), xt)
+        np.testing.assert_allclose(hc.numpy(), ht.numpy(), rtol=1e-9, atol=1e-12,
+                                   err_msg=f"expr {k}")
+
+
+def test_gradient_penalty_trajectory_matches_torch(torch):
+    rng = np.random.default_rng(7)
+    xv, wv = rng.standard_normal((6, 3)), rng.standard_normal((3, 2))
+
+    def train(lib, tensor):
+        w = tensor(wv, requires_grad=True)
+        x0 = tensor(xv)
+        losses = []
+        for _ in range(5):
+            x = x0.detach().requires_grad_(True)
+            out = ((x @ w).sigmoid() ** 2).sum()
+            (gx,) = lib.autograd.grad(out, x, create_graph=True)
+            loss = out * 0.01 + ((gx * gx).sum(1) - 1.0).abs().mean()
+            loss.backward()
+            with lib.no_grad():
+                w -= 0.1 * w.grad
+            w.grad = None
+            losses.append(loss.item())
+        return np.array(losses), w.detach().numpy()
+
+    lc, wc = train(cygrad, lambda v, requires_grad=False: cygrad.tensor(
+        v, dtype=cygrad.float64, requires_grad=requires_grad))
+    lt, wt = train(torch, lambda v, requires_grad=False: torch.tensor(
+        v, dtype=torch.float64, requires_grad=requires_grad))
+    np.testing.assert_allclose(lc, lt, rtol=1e-10)
+    np.testing.assert_allclose(wc, wt, rtol=1e-10)
