@@ -420,21 +420,23 @@ class Tensor(TensorBase):
                 f"{opname}: the tensor's memory is read-only (it wraps a read-only "
                 "NumPy array); copy it first")
 
+    # Through engine.inplace_binary, which raises TypeError where the dunders
+    # return NotImplemented (x.add_("a") must not return NotImplemented).
     def add_(self, other, alpha=1):
         if alpha != 1:
             other = other * alpha
-        return self.__iadd__(other)
+        return _engine.inplace_binary("add", self, other, "add_")
 
     def sub_(self, other, alpha=1):
         if alpha != 1:
             other = other * alpha
-        return self.__isub__(other)
+        return _engine.inplace_binary("sub", self, other, "sub_")
 
     def mul_(self, other):
-        return self.__imul__(other)
+        return _engine.inplace_binary("mul", self, other, "mul_")
 
     def div_(self, other):
-        return self.__itruediv__(other)
+        return _engine.inplace_binary("div", self, other, "div_")
 
     # --- comparisons (no gradient) ------------------------------------------------------
     def _compare(self, other, ufunc):
