@@ -95,11 +95,9 @@ def _copy_value(value, dtype=None):
     """Deep copy of a state value; floating tensors cast to ``dtype`` if given."""
     if isinstance(value, Tensor):
         arr = value._arr
-        if dtype is not None and arr.dtype.kind == "f":
-            arr = arr.astype(dtype, copy=True)
-        else:
-            arr = arr.copy()
-        return from_numpy(np.ascontiguousarray(arr))
+        if dtype is None or arr.dtype.kind != "f":
+            dtype = arr.dtype
+        return from_numpy(np.array(arr, dtype=dtype, order="C", copy=True))
     if isinstance(value, np.ndarray):
         return value.copy()
     if isinstance(value, dict):

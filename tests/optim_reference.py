@@ -1,0 +1,168 @@
+"""NumPy versions of the optimizer updates, written from PYTORCH-NOTES.md.
+
+One function per optimizer: ``step(p, grad, state, t, **options)`` returns the
+new parameter array and updates ``state`` (a dict of arrays).  Every operation
+is a separate IEEE-rounded NumPy operation in the parameter's dtype, with
+scalars rounded to that dtype first, in torch's single-tensor order, so the
+compiled kernels must agree with these bit for bit.
+"""
+
+import numpy as np
+
+
+def _lerp(start, end, weight):
+    """ATen's lerp: the formula depends on which end ``weight`` is nearer."""
+    if abs(weight) < 0.5:
+        return start + weight * (end - start)
+    return end - (end - start) * (weight.dtype.type(1) - weight)
+
+
+def sgd(
+    p,
+    grad,
+    state,
+    t,
+    *,
+    lr,
+    momentum=0,
+    dampening=0,
+    weight_decay=0,
+    nesterov=False,
+    maximize=False,
+):
+    c = p.dtype.type
+    g = -grad if maximize else grad
+    if weight_decay != 0:
+        g = g + c(weight_decay) * p
+    if momentum != 0:
+        if "momentum_buffer" not in state:
+            buf = g.copy()
+        else:
+            buf = state["momentum_buffer"] * c(momentum) + c(1 - dampening) * g
+        state["momentum_buffer"] = buf
+        g = g + c(momentum) * buf if nesterov else buf
+    return p + c(-lr) * g
+
+
+def adam(
+    p,
+    grad,
+    state,
+    t,
+    *,
+    lr,
+    betas=(0.9, 0.999),
+    eps=1e-8,
+    weight_decay=0,
+    amsgrad=False,
+    maximize=False,
+    decoupled_weight_decay=False,
+):
+    c = p.dtype.type
+    beta1, beta2 = betas
+    if not state:
+        state.update(exp_avg=np.zeros_like(p), exp_avg_sq=np.zeros_like(p))
+        if amsgrad:
+            state["max_exp_avg_sq"] = np.zeros_like(p)
+    g = -grad if maximize else grad
+    if weight_decay != 0:
+        if decoupled_weight_decay:
+            p = p * c(1 - lr * weight_decay)
+        else:
+            g = g + c(weight_decay) * p
+    m = _lerp(state["exp_avg"], g, c(1 - beta1))
+    v = state["exp_avg_sq"] * c(beta2) + (c(1 - beta2) * g) * g
+    state["exp_avg"], state["exp_avg_sq"] = m, v
+    bias_correction1 = 1 - beta1**t
+    bias_correction2 = 1 - beta2**t
+    step_size = lr / bias_correction1
+    if amsgrad:
+        v = np.maximum(state["max_exp_avg_sq"], v)
+        state["max_exp_avg_sq"] = v
+    denom = np.sqrt(v) / c(bias_correction2**0.5) + c(eps)
+    return p + (c(-step_size) * m) / denom
+
+
+def rmsprop(
+    p,
+    grad,
+    state,
+    t,
+    *,
+    lr,
+    alpha=0.99,
+    eps=1e-8,
+    weight_decay=0,
+    momentum=0,
+    centered=False,
+    maximize=False,
+):
+    c = p.dtype.type
+    if not state:
+        state["square_avg"] = np.zeros_like(p)
+        if momentum > 0:
+            state["momentum_buffer"] = np.zeros_like(p)
+        if centered:
+            state["grad_avg"] = np.zeros_like(p)
+    g = -grad if maximize else grad
+    if weight_decay != 0:
+        g = g + c(weight_decay) * p
+    v = state["square_avg"] * c(alpha) + (c(1 - alpha) * g) * g
+    state["square_avg"] = v
+    if centered:
+        ga = _lerp(state["grad_avg"], g, c(1 - alpha))
+        state["grad_avg"] = ga
+        avg = np.sqrt(v - ga * ga) + c(eps)
+    else:
+        avg = np.sqrt(v) + c(eps)
+    if momentum > 0:
+        buf = state["momentum_buffer"] * c(momentum) + g / avg
+        state["momentum_buffer"] = buf
+        return p + c(-lr) * buf
+    return p + (c(-lr) * g) / avg
+
+
+def adagrad(
+    p,
+    grad,
+    state,
+    t,
+    *,
+    lr,
+    lr_decay=0,
+    weight_decay=0,
+    initial_accumulator_value=0,
+    eps=1e-10,
+    maximize=False,
+):
+    c = p.dtype.type
+    if not state:
+        state["sum"] = np.full_like(p, initial_accumulator_value)
+    g = -grad if maximize else grad
+    if weight_decay != 0:
+        g = g + c(weight_decay) * p
+    clr = lr / (1 + (t - 1) * lr_decay)
+    s = state["sum"] + g * g
+    state["sum"] = s
+    return p + (c(-clr) * g) / (np.sqrt(s) + c(eps))
+
+
+def adamw(p, grad, state, t, *, weight_decay=1e-2, **options):
+    return adam(
+        p,
+        grad,
+        state,
+        t,
+        weight_decay=weight_decay,
+        decoupled_weight_decay=True,
+        **options,
+    )
+
+
+STEPS = {
+    "SGD": sgd,
+    "Adam": adam,
+    "AdamW": adamw,
+    "RMSprop": rmsprop,
+    "Adagrad": adagrad,
+}
