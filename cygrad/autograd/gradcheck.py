@@ -13,7 +13,9 @@ Two modes:
   (per output) and ``v`` (per input) it compares the scalar ``u^T J v``: the
   analytical side from one vector-Jacobian product per output, the numerical
   side from one directional difference per input.  A mismatch is then
-  located element by element when the pair is small enough.
+  located element by element when the pair is small enough.  Being one
+  projection, it is less sensitive than the full check: an error confined to
+  one entry of a large Jacobian may fall within ``rtol`` of the projection.
 
 Inputs that require grad and are not float64 are checked on float64 copies,
 with a warning: with ``eps=1e-6`` a float32 difference quotient is noise.
@@ -201,9 +203,9 @@ def _fail(raise_exception, err):
 def _element_error(i, k, out_elem, in_elem, num, ana, n_bad, what="Jacobian"):
     msg = (
         f"{what} mismatch for output {k} with respect to input {i}: at output "
-        f"element {out_elem}, input element {in_elem}, numerical={num!r} but "
-        f"analytical={ana!r} (difference {ana - num!r}; {n_bad} element(s) out of "
-        "tolerance).")
+        f"element {out_elem}, input element {in_elem}, numerical={num:.10g} but "
+        f"analytical={ana:.10g} (difference {ana - num:.3g}; {n_bad} element(s) out "
+        "of tolerance).")
     return GradcheckError(msg, input_index=i, output_index=k,
                           input_element=in_elem, output_element=out_elem,
                           numerical=num, analytical=ana)
@@ -268,8 +270,8 @@ def _check_fast(func, args, diff, keep, outs, eps, atol, rtol, what, rng):
                     return located
             msg = (
                 f"{what} mismatch for output {k} with respect to input {i} "
-                f"(random projection u^T J v, fast mode): numerical={num!r} but "
-                f"analytical={a!r}. The Jacobian has {n_entries} entries, too "
+                f"(random projection u^T J v, fast mode): numerical={num:.10g} but "
+                f"analytical={a:.10g}. The Jacobian has {n_entries} entries, too "
                 "many to locate the element; rerun with fast_mode=False on smaller "
                 "inputs to get it.")
             return GradcheckError(msg, input_index=i, output_index=k,
@@ -363,7 +365,9 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=
     ``grad(func(inputs), inputs, grad_outputs, create_graph=True)``, so both
     the Hessian-like part and the linearity in ``grad_outputs`` are verified.
     ``grad_outputs`` default to random float64 tensors of the outputs' shapes.
-    Arguments and errors as in ``gradcheck``.
+    Arguments and errors as in ``gradcheck``; in an error, output k is the
+    gradient with respect to the k-th differentiable input, and inputs
+    numbered past ``len(inputs)`` are the grad_outputs.
     """
     inputs, _ = _as_tuple(inputs)
     args, diff = _prepare_inputs(inputs, "gradgradcheck")
