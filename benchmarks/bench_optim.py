@@ -1,0 +1,164 @@
+"""Optimizer steps: cygrad vs hand-written NumPy vs torch, one group per case.
+
+Groups:
+``optim_adam``          one Adam step over 10 float32 parameters of 100,000
+``optim_sgd_momentum``  one SGD step with momentum 0.9, same parameters
+``copy_bandwidth``      ``np.copyto`` of one large array (the memory ceiling)
+
+torch runs three ways: ``foreach=False`` (its per-parameter loop),
+``foreach=True`` and ``fused=True``.  Every case records ``bytes`` in
+``extra_info``: the memory one step must move (Adam reads p, g, m, v and writes
+p, m, v: 28 bytes per float32 element; SGD with momentum reads p, g, buf and
+writes p, buf: 20 bytes), so bytes / time can be set against the copy
+bandwidth (``copy_bandwidth`` moves 2 bytes per byte copied).  The fast mode
+(``--benchmark-disable``) shrinks the parameters to 100 elements.
+"""
+
+import numpy as np
+import pytest
+
+from benchmarks import need, pick, run, tag
+
+F32 = np.float32
+NPARAMS = 10
+NUMEL = pick(100_000, 100)
+COPY_NUMEL = pick(1 << 24, 1000)  # 64 MiB of float32: well past the caches
+LR, BETAS, EPS, MOMENTUM = 1e-3, (0.9, 0.999), 1e-8, 0.9
+BYTES = {"optim_adam": 7 * 4, "optim_sgd_momentum": 5 * 4}  # per element
+VARIANTS = [
+    ("cygrad", {}),
+    ("numpy", {}),
+    ("torch", {"foreach": False}),
+    ("torch", {"foreach": True}),
+    ("torch", {"fused": True}),
+]
+VARIANT_IDS = [
+    "cygrad",
+    "numpy",
+    "torch-foreach=False",
+    "torch-foreach=True",
+    "torch-fused=True",
+]
+
+
+def _arrays(seed=0):
+    rng = np.random.default_rng(seed)
+    params = [rng.standard_normal(NUMEL).astype(F32) for _ in range(NPARAMS)]
+    grads = [rng.standard_normal(NUMEL).astype(F32) for _ in range(NPARAMS)]
+    return params, grads
+
+
+class _NumpyAdam:
+    """Adam with NumPy ufuncs writing in place (no temporaries but one)."""
+
+    def __init__(self, params, grads):
+        self.params, self.grads = params, grads
+        self.m = [np.zeros_like(p) for p in params]
+        self.v = [np.zeros_like(p) for p in params]
+        self.tmp = np.empty_like(params[0])
+        self.t = 0
+
+    def step(self):
+        self.t += 1
+        b1, b2 = BETAS
+        step_size = LR / (1 - b1**self.t)
+        bc2_sqrt = (1 - b2**self.t) ** 0.5
+        tmp = self.tmp
+        for p, g, m, v in zip(self.params, self.grads, self.m, self.v):
+            np.subtract(g, m, out=tmp)
+            tmp *= F32(1 - b1)
+            m += tmp
+            v *= F32(b2)
+            np.multiply(g, g, out=tmp)
+            tmp *= F32(1 - b2)
+            v += tmp
+            np.sqrt(v, out=tmp)
+            tmp /= F32(bc2_sqrt)
+            tmp += F32(EPS)
+            np.divide(m, tmp, out=tmp)
+            tmp *= F32(-step_size)
+            p += tmp
+
+
+class _NumpySGD:
+    """SGD with momentum, NumPy ufuncs in place."""
+
+    def __init__(self, params, grads):
+        self.params, self.grads = params, grads
+        self.bufs = None
+
+    def step(self):
+        if self.bufs is None:
+            self.bufs = [g.copy() for g in self.grads]
+        else:
+            for b, g in zip(self.bufs, self.grads):
+                b *= F32(MOMENTUM)
+                b += g
+        for p, b in zip(self.params, self.bufs):
+            p -= F32(LR) * b  # one temporary, as torch's add_(alpha=-lr) has none
+
+
+def build(lib, options, case):
+    """``(step, params_as_numpy)`` for one library and one group."""
+    params, grads = _arrays()
+    if lib == "numpy":
+        opt = (_NumpyAdam if case == "optim_adam" else _NumpySGD)(params, grads)
+        return opt.step, lambda: params
+    T = need(lib, "optim.Adam", "optim.SGD")
+    ps = []
+    for p, g in zip(params, grads):
+        if lib == "torch":
+            t = T.nn.Parameter(T.from_numpy(p))
+            t.grad = T.from_numpy(g)
+        else:
+            t = T.tensor(p, requires_grad=True)
+            t.grad = T.tensor(g)
+        ps.append(t)
+    if case == "optim_adam":
+        opt = T.optim.Adam(ps, lr=LR, betas=BETAS, eps=EPS, **options)
+    else:
+        opt = T.optim.SGD(ps, lr=LR, momentum=MOMENTUM, **options)
+    return opt.step, lambda: [t.detach().numpy() for t in ps]
+
+
+@pytest.mark.parametrize("case", ["optim_adam", "optim_sgd_momentum"])
+@pytest.mark.parametrize(("lib", "options"), VARIANTS, ids=VARIANT_IDS)
+def test_optimizer_step(benchmark, case, lib, options):
+    step, _ = build(lib, options, case)
+    step()  # state exists: every timed step is a steady-state step
+    tag(
+        benchmark,
+        case,
+        lib,
+        options=options,
+        numel=NPARAMS * NUMEL,
+        bytes=BYTES[case] * NPARAMS * NUMEL,
+    )
+    run(benchmark, step)
+
+
+def test_copy_bandwidth(benchmark):
+    src = np.ones(COPY_NUMEL, F32)
+    dst = np.empty_like(src)
+    tag(benchmark, "copy_bandwidth", "numpy", bytes=2 * src.nbytes)
+    run(benchmark, lambda: np.copyto(dst, src))
+
+
+@pytest.mark.parametrize("case", ["optim_adam", "optim_sgd_momentum"])
+def test_agree(case):
+    """Three steps from the same start give the same parameters everywhere."""
+    results = {}
+    for lib, options in VARIANTS:
+        try:
+            step, values = build(lib, options, case)
+        except pytest.skip.Exception:
+            continue
+        for _ in range(3):
+            step()
+        results[(lib, str(options))] = [v.copy() for v in values()]
+    ref = results[("numpy", "{}")]
+    for key, values in results.items():
+        for got, want in zip(values, ref):
+            np.testing.assert_allclose(
+                got, want, rtol=1e-5, atol=1e-6, err_msg=f"{key} differs from NumPy"
+            )
