@@ -327,6 +327,15 @@ class Optimizer:
                         f"loaded state dict has a state {key!r} of shape "
                         f"{tuple(v.shape)} for a parameter of shape {tuple(p.shape)}"
                     )
+                # Unlike torch, refuse what step() would choke on later with an
+                # unrelated error; an integer or bool tensor is cast (as torch).
+                if not isinstance(v, (Tensor, int, float)):
+                    raise ValueError(
+                        f"loaded state dict has a state {key!r} of type "
+                        f"{type(v).__name__} for parameter {i!r}; expected a Tensor"
+                    )
+                if isinstance(v, Tensor) and v._arr.dtype.kind in "biu":
+                    v = v.to(p._arr.dtype)
                 entry[key] = _copy_value(v, p._arr.dtype)
             state[p] = entry
 
