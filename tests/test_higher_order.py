@@ -327,3 +327,105 @@ def test_gradient_penalty_trajectory_matches_torch(torch):
         v, dtype=torch.float64, requires_grad=requires_grad))
     np.testing.assert_allclose(lc, lt, rtol=1e-10)
     np.testing.assert_allclose(wc, wt, rtol=1e-10)
+
+
+# --- functional helpers (torch.autograd.functional semantics) ------------------------------
+
+def _np(x):
+    if isinstance(x, tuple):
+        return tuple(_np(v) for v in x)
+    return x.detach().numpy()
+
+
+def _assert_same(c, t):
+    if isinstance(t, tuple):
+        assert isinstance(c, tuple) and len(c) == len(t)
+        for a, b in zip(c, t):
+            _assert_same(a, b)
+        return
+    assert tuple(c.shape) == tuple(t.shape)
+    np.testing.assert_allclose(_np(c), t.detach().numpy(), rtol=1e-10, atol=1e-12)
+
+
+def test_functional_helpers_match_torch(torch):
+    from torch.autograd import functional as tf
+
+    from cygrad.autograd import functional as cf
+    rng = np.random.default_rng(8)
+    xv, yv = rng.uniform(0.5, 1.5, 3), rng.uniform(0.5, 1.5, 2)
+    v_in = (rng.standard_normal(3), rng.standard_normal(2))
+    v_out = (rng.standard_normal(2), rng.standard_normal(3))
+
+    def f(x, y):           # two outputs of shapes (2,) and (3,)
+        return (x ** 3).sum() * y.tanh(), x.sin() * y.sum()
+
+    def s(x, y):           # scalar
+        return (x ** 3).sum() * y.log().sum() + (x * x).sum()
+
+    def c_(v):
+        return tuple(cygrad.tensor(a, dtype=cygrad.float64) for a in v)
+
+    def t_(v):
+        return tuple(torch.tensor(a, dtype=torch.float64) for a in v)
+
+    ci, ti = c_((xv, yv)), t_((xv, yv))
+    _assert_same(cf.jacobian(f, ci), tf.jacobian(f, ti))
+    _assert_same(cf.jacobian(f, ci, strategy="forward-mode"), tf.jacobian(f, ti))
+    _assert_same(cf.jacobian(lambda x: x.exp(), ci[0]),
+                 tf.jacobian(lambda x: x.exp(), ti[0]))
+    _assert_same(cf.hessian(s, ci), tf.hessian(s, ti))
+    _assert_same(cf.hessian(lambda x: (x ** 4).sum(), ci[0]),
+                 tf.hessian(lambda x: (x ** 4).sum(), ti[0]))
+    _assert_same(cf.vjp(f, ci, c_(v_out)), tf.vjp(f, ti, t_(v_out)))
+    _assert_same(cf.vjp(lambda x: (x ** 2).sum(), ci[0]),
+                 tf.vjp(lambda x: (x ** 2).sum(), ti[0]))
+    _assert_same(cf.jvp(f, ci, c_(v_in)), tf.jvp(f, ti, t_(v_in)))
+    _assert_same(cf.hvp(s, ci, c_(v_in)), tf.hvp(s, ti, t_(v_in)))
+    _assert_same(cf.vhp(s, ci, c_(v_in)), tf.vhp(s, ti, t_(v_in)))
+
+
+def test_functional_helpers_leave_inputs_alone_and_detach_results():
+    x = leaf([0.5, 1.0])
+    out, g = cygrad.autograd.vjp(lambda a: (a ** 3).sum(), x)
+    assert x.grad is None
+    assert not out.requires_grad and not g.requires_grad
+    j = cygrad.autograd.jacobian(lambda a: a ** 2, x)
+    assert not j.requires_grad
+    np.testing.assert_allclose(j.numpy(), np.diag([1.0, 2.0]))
+
+
+def test_functional_create_graph_is_differentiable_wrt_the_inputs():
+    xv = np.array([0.5, 1.5])
+    x = leaf(xv)
+    j = cygrad.autograd.jacobian(lambda a: a ** 3, x, create_graph=True)
+    assert j.requires_grad
+    (g,) = grad(j.sum(), x)
+    np.testing.assert_allclose(g.numpy(), 6 * xv)
+    _, hv = cygrad.autograd.hvp(lambda a: (a ** 4).sum(), x,
+                                cygrad.ones(2, dtype=cygrad.float64), create_graph=True)
+    (g3,) = grad(hv.sum(), x)
+    np.testing.assert_allclose(g3.numpy(), 24 * xv)
+
+
+def test_functional_strict_mode_and_errors():
+    x = cygrad.tensor([1.0, 2.0], dtype=cygrad.float64)
+    indep = lambda a: cygrad.ones(2, dtype=cygrad.float64)
+    np.testing.assert_array_equal(cygrad.autograd.jacobian(indep, x).numpy(),
+                                  np.zeros((2, 2)))
+    with pytest.raises(RuntimeError, match="Output 0 of the user-provided function "
+                       "does not require gradients"):
+        cygrad.autograd.jacobian(indep, x, strict=True)
+    with pytest.raises(RuntimeError, match="independent of input 0. This is not "
+                       "allowed in strict mode when create_graph=True"):
+        cygrad.autograd.vjp(lambda a: a * 2, x, cygrad.ones(2, dtype=cygrad.float64),
+                            strict=True, create_graph=True)
+    with pytest.raises(RuntimeError, match="The vector v can only be None if the "
+                       "user-provided function returns a single Tensor with a single "
+                       "element"):
+        cygrad.autograd.vjp(lambda a: a * 2, x)
+    with pytest.raises(RuntimeError, match=r"v has invalid size: should be \[2\] "
+                       r"but got \[3\]"):
+        cygrad.autograd.vjp(lambda a: a * 2, x, cygrad.ones(3, dtype=cygrad.float64))
+    with pytest.raises(RuntimeError, match="The Tensor returned by the function given "
+                       "to hessian should contain a single element"):
+        cygrad.autograd.hessian(lambda a: a * 2, x)
