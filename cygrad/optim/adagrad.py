@@ -2,7 +2,14 @@
 
 from cygrad._kernels import optim as _k
 
-from .optimizer import Optimizer, advance_step, param_arrays, step_state, zeros_state
+from .optimizer import (
+    Optimizer,
+    advance_step,
+    flat_state,
+    param_arrays,
+    step_state,
+    zeros_state,
+)
 
 __all__ = ["Adagrad"]
 
@@ -107,8 +114,6 @@ class Adagrad(Optimizer):
             step = advance_step(st["step"])
             clr = lr / (1 + (step - 1) * lr_decay)
             s_t = st["sum"]
-            _k.adagrad(
-                arr, grad, s_t._arr.reshape(-1), clr, eps, weight_decay, maximize
-            )
+            _k.adagrad(arr, grad, flat_state(s_t), clr, eps, weight_decay, maximize)
             s_t._bump_version()
             p._bump_version()

@@ -2,7 +2,14 @@
 
 from cygrad._kernels import optim as _k
 
-from .optimizer import Optimizer, advance_step, param_arrays, step_state, zeros_state
+from .optimizer import (
+    Optimizer,
+    advance_step,
+    flat_state,
+    param_arrays,
+    step_state,
+    zeros_state,
+)
 
 __all__ = ["Adam"]
 
@@ -116,9 +123,9 @@ class Adam(Optimizer):
             _k.adam(
                 arr,
                 grad,
-                m_t._arr.reshape(-1),
-                v_t._arr.reshape(-1),
-                vmax_t._arr.reshape(-1) if amsgrad else None,
+                flat_state(m_t),
+                flat_state(v_t),
+                flat_state(vmax_t) if amsgrad else None,
                 step,
                 lr,
                 beta1,

@@ -69,7 +69,22 @@ def param_arrays(p):
         )
     if not grad.flags.c_contiguous:
         grad = np.ascontiguousarray(grad)
-    return arr.reshape(-1), grad.reshape(-1)
+    return arr.ravel(), grad.ravel()
+
+
+def flat_state(t):
+    """The flat view of a state tensor that a kernel updates in place.
+
+    Refuses a non-contiguous array (``ravel`` would hand the kernel a copy and
+    the update would be lost) instead of silently dropping the update.
+    """
+    arr = t._arr
+    if not arr.flags.c_contiguous:
+        raise ValueError(
+            "optimizer state must be C-contiguous arrays; got one of shape "
+            f"{tuple(arr.shape)} that is not"
+        )
+    return arr.ravel()
 
 
 def zeros_state(p, fill=0.0):
@@ -86,9 +101,10 @@ def step_state():
 def advance_step(step_t):
     """``step += 1`` in place; returns the new count as a Python float."""
     arr = step_t._arr
-    arr += 1
+    step = float(arr) + 1  # exact: counts stay far below 2**24
+    arr[()] = step
     step_t._bump_version()
-    return float(arr)
+    return step
 
 
 def _copy_value(value, dtype=None):

@@ -2,7 +2,14 @@
 
 from cygrad._kernels import optim as _k
 
-from .optimizer import Optimizer, advance_step, param_arrays, step_state, zeros_state
+from .optimizer import (
+    Optimizer,
+    advance_step,
+    flat_state,
+    param_arrays,
+    step_state,
+    zeros_state,
+)
 
 __all__ = ["RMSprop"]
 
@@ -113,14 +120,14 @@ class RMSprop(Optimizer):
             ga = buf = None
             if centered:
                 buffers.append(st["grad_avg"])
-                ga = st["grad_avg"]._arr.reshape(-1)
+                ga = flat_state(st["grad_avg"])
             if momentum > 0:
                 buffers.append(st["momentum_buffer"])
-                buf = st["momentum_buffer"]._arr.reshape(-1)
+                buf = flat_state(st["momentum_buffer"])
             _k.rmsprop(
                 arr,
                 grad,
-                st["square_avg"]._arr.reshape(-1),
+                flat_state(st["square_avg"]),
                 ga,
                 buf,
                 lr,

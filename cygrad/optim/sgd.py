@@ -2,7 +2,7 @@
 
 from cygrad._kernels import optim as _k
 
-from .optimizer import Optimizer, param_arrays, zeros_state
+from .optimizer import Optimizer, flat_state, param_arrays, zeros_state
 
 __all__ = ["SGD"]
 
@@ -99,7 +99,7 @@ class SGD(Optimizer):
                     buf_t = zeros_state(p)
                     st["momentum_buffer"] = buf_t
                     first = True
-                buf = buf_t._arr.reshape(-1)
+                buf = flat_state(buf_t)
             _k.sgd(
                 arr,
                 grad,
