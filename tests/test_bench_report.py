@@ -84,6 +84,11 @@ SYNTHETIC = [
     # a benchmark-declared target and an extra peer
     _bench("adam-1e6", "cygrad", 1e-3, target={"torch-fused": 1.0}),
     _bench("adam-1e6", "torch-fused", 0.5e-3),
+    # torch run three ways (options): the fastest fills the torch column
+    _bench("optim_adam", "cygrad", 1e-3),
+    _bench("optim_adam", "numpy", 4e-3),
+    _bench("optim_adam", "torch", 3e-3, options={"foreach": False}),
+    _bench("optim_adam", "torch", 0.5e-3, options={"fused": True}),
     # deep chain with memory per node
     _bench("deep_chain-backward", "cygrad", 1e-3, bytes_per_node=100.0),
     _bench("deep_chain-backward", "torch", 50e-3, bytes_per_node=400.0),
@@ -148,7 +153,13 @@ def test_report_table_ratios_and_targets(tmp_path):
     assert cells[4] == "0.02x" and "≤0.1x torch: met" in cells[6]
     assert "memory/node: cygrad 100 B, torch 400 B" in cells[7]
 
-    assert "Targets: 2 met, 2 missed (small_tensors, adam-1e6)" in text
+    cells = _table_row(text, "optim_adam")
+    assert cells[1:6] == ["1 ms", "4 ms", "500 µs", "2x", "0.25x"]
+    assert "≤1x torch fused=True: MISSED" in cells[6]
+    assert "torch column: fastest variant, torch fused=True" in cells[7]
+    assert "torch foreach=False 3 ms (cygrad/torch foreach=False 0.333x)" in cells[7]
+
+    assert "Targets: 2 met, 3 missed (small_tensors, adam-1e6, optim_adam)" in text
     # machine, BLAS and threads are recorded
     assert "openblas 0.3.99" in text and "Haswell" in text
     assert "threads: 1 requested" in text
