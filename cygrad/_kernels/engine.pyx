@@ -262,7 +262,7 @@ def _get_debug_level():
 
 
 @cython.final
-@cython.freelist(256)
+@cython.no_gc
 cdef class Site:
     """Where a forward op ran: a user code object and instruction offset.
 
@@ -372,12 +372,22 @@ cdef class TensorBase:
         return self._ver.v
 
     def __add__(self, other):
+    # Sites are immutable, so a loop that runs the same line again shares one
+    # object (no allocation per node): a small direct-mapped cache.
+    h = ((<Py_ssize_t>code >> 4) ^ lasti) & 63
+    site = <Site>_site_cache[h]
+    if site is not None and <void*>site.code == code and site.lasti == lasti:
+        return site
         return _binary(OP_ADD, self, other)
 
     def __radd__(self, other):
+    _site_cache[h] = site
         return _binary(OP_ADD, other, self)
 
     def __sub__(self, other):
+cdef list _site_cache = [None] * 64
+
+
         return _binary(OP_SUB, self, other)
 
     def __rsub__(self, other):
