@@ -315,15 +315,26 @@ cdef object _user_site():
     cdef int lasti = 0
     cdef void* code
     cdef Site site
+    cdef Py_ssize_t h
     if _debug_level <= 0:
         return None
     code = cg_user_frame(&lasti)
     if code == NULL:
         return None
+    # Sites are immutable, so a loop that runs the same line again shares one
+    # object (no allocation per node): a small direct-mapped cache.
+    h = ((<Py_ssize_t>code >> 4) ^ lasti) & 63
+    site = <Site>_site_cache[h]
+    if site is not None and <void*>site.code == code and site.lasti == lasti:
+        return site
     site = Site.__new__(Site)
     site.code = <object>code
     site.lasti = lasti
+    _site_cache[h] = site
     return site
+
+
+cdef list _site_cache = [None] * 64
 
 
 def user_site():
@@ -372,22 +383,12 @@ cdef class TensorBase:
         return self._ver.v
 
     def __add__(self, other):
-    # Sites are immutable, so a loop that runs the same line again shares one
-    # object (no allocation per node): a small direct-mapped cache.
-    h = ((<Py_ssize_t>code >> 4) ^ lasti) & 63
-    site = <Site>_site_cache[h]
-    if site is not None and <void*>site.code == code and site.lasti == lasti:
-        return site
         return _binary(OP_ADD, self, other)
 
     def __radd__(self, other):
-    _site_cache[h] = site
         return _binary(OP_ADD, other, self)
 
     def __sub__(self, other):
-cdef list _site_cache = [None] * 64
-
-
         return _binary(OP_SUB, self, other)
 
     def __rsub__(self, other):
