@@ -380,6 +380,7 @@ def clone(input, memory_format=None):
 
 @op("contiguous", methods=("contiguous",), kind="shape")
 def contiguous(input, memory_format=None):
+    """``input`` itself when C-contiguous, else a contiguous copy (grad = g)."""
     if input._arr.flags.c_contiguous:
         return input
     return Clone.apply(input)
@@ -704,6 +705,7 @@ class Permute(Function):
 
 @op("permute", methods=("permute",), ref=np.transpose, primitive=True, kind="shape")
 def permute(input, *dims):
+    """Reorder the axes (a view); grad = g with the inverse permutation."""
     dims = _shape_args(dims)
     nd = input._arr.ndim
     if len(dims) != nd:
@@ -770,6 +772,8 @@ class Expand(Function):
 
 @op("expand", methods=("expand",), ref=np.broadcast_to, primitive=True, kind="shape")
 def expand(input, *sizes):
+    """Broadcast size-1 axes to ``sizes`` (-1 keeps a size; a view); grad = g
+    summed back to the input's shape."""
     sizes = _shape_args(sizes)
     shape = input._arr.shape
     if len(sizes) < len(shape):
@@ -809,6 +813,7 @@ Tensor.expand_as = expand_as
 
 @op("squeeze", methods=("squeeze",), kind="shape")
 def squeeze(input, dim=None):
+    """Drop size-1 axes (all, or those in ``dim``); a view; grad = g reshaped."""
     shape = input._arr.shape
     if dim is None:
         new = tuple(s for s in shape if s != 1)
@@ -820,6 +825,7 @@ def squeeze(input, dim=None):
 
 @op("unsqueeze", methods=("unsqueeze",), kind="shape")
 def unsqueeze(input, dim):
+    """Insert a size-1 axis at ``dim`` (a view); grad = g reshaped."""
     nd = input._arr.ndim + 1
     if not -nd <= dim < nd:
         raise IndexError(
@@ -833,6 +839,8 @@ def unsqueeze(input, dim):
 
 @op("flatten", methods=("flatten",), kind="shape")
 def flatten(input, start_dim=0, end_dim=-1):
+    """Merge axes ``start_dim..end_dim`` into one (a view when the layout
+    allows); grad = g reshaped back."""
     shape = input._arr.shape
     if not shape:
         return Reshape.apply(input, (1,), False)
@@ -857,7 +865,13 @@ class Where(Function):
     @staticmethod
     def forward(ctx, cond, x, y):
         ctx.cond = cond._arr
-        return _wrap(np.asarray(np.where(cond._arr, x._arr, y._arr)))
+        try:
+            return _wrap(np.asarray(np.where(cond._arr, x._arr, y._arr)))
+        except ValueError:
+            raise RuntimeError(
+                f"where: the shapes of condition {list(cond._arr.shape)}, input "
+                f"{list(x._arr.shape)} and other {list(y._arr.shape)} do not "
+                "broadcast") from None
 
     @staticmethod
     def backward(ctx, g):
@@ -1772,8 +1786,7 @@ class IndexPut(Function):
             else:
                 gd[idx] = 0
                 gv = garr[idx]
-            return (_wrap(gd), _wrap(np.ascontiguousarray(
-                _np_sum_to_shape(np.asarray(gv), ctx.vshape))), None, None)
+            return _wrap(gd), _wrap(_sum_to(gv, ctx.vshape)), None, None
         mask = np.ones(ctx.shape, g._arr.dtype)
         if basic:
             _basic_view(mask, idx)[...] = 0
@@ -1807,12 +1820,17 @@ class CopySlices(Function):
             gd = np.array(g._arr, copy=True)
             gd.reshape(-1)[region] = 0
             gv = g._arr.reshape(-1)[region]
-            return (_wrap(gd), _wrap(np.ascontiguousarray(
-                _np_sum_to_shape(gv, ctx.vshape))), None)
+            return _wrap(gd), _wrap(_sum_to(gv, ctx.vshape)), None
         mask = np.ones(_prod(ctx.shape), g._arr.dtype)
         mask[region] = 0
         gv = sum_to_shape(_Gather.apply(reshape(g, -1), region, None), ctx.vshape)
         return g * _wrap(mask.reshape(ctx.shape)), gv, None
+
+
+def _sum_to(a, shape):
+    """NumPy ``a`` summed to ``shape``, C-contiguous, 0-d kept 0-d."""
+    return np.array(_np_sum_to_shape(np.asarray(a), tuple(shape)), order="C",
+                    copy=True).reshape(shape)
 
 
 def _value_tensor(value, dtype, shape):
