@@ -21,7 +21,7 @@ from cygrad._kernels import engine as _engine
 from cygrad._kernels.engine import TensorBase
 from cygrad.autograd import diagnostics as _diag
 
-__all__ = ["tree", "to_dot", "draw"]
+__all__ = ["draw", "to_dot", "tree"]
 
 
 def _names(names, frame):

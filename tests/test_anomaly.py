@@ -7,7 +7,10 @@ import pytest
 
 import cygrad
 from cygrad.autograd import (
-    detect_anomaly, is_anomaly_enabled, set_debug_level, set_detect_anomaly,
+    detect_anomaly,
+    is_anomaly_enabled,
+    set_debug_level,
+    set_detect_anomaly,
 )
 
 with open(__file__) as _f:

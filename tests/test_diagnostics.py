@@ -142,7 +142,7 @@ def test_tutorial_training_loop_rebinding_w_names_the_update_line():
     for _ in range(2):
         c = a * w + b
         c.backward()
-        got = _warnings_of(lambda: w.grad)
+        got = _warnings_of(lambda: w.grad)  # noqa: B023 (called at once)
         if got:
             seen.append(str(got[0].message))
             break

@@ -13,10 +13,10 @@ from cygrad import nn, viz
 def parse_dot(text):
     """{id: label} and the list of (src label, dst label) edges of DOT text."""
     labels = {}
-    for m in re.finditer(r'^\s*(n\d+) \[label="((?:[^"\\]|\\.)*)"', text, re.M):
+    for m in re.finditer(r'^\s*(n\d+) \[label="((?:[^"\\]|\\.)*)"', text, re.MULTILINE):
         labels[m.group(1)] = m.group(2).replace("\\n", "\n")
     edges = [(labels[a], labels[b])
-             for a, b in re.findall(r"^\s*(n\d+) -> (n\d+);", text, re.M)]
+             for a, b in re.findall(r"^\s*(n\d+) -> (n\d+);", text, re.MULTILINE)]
     return labels, edges
 
 
@@ -34,7 +34,7 @@ def tutorial_graph():
 
 
 def test_dot_of_the_tutorial_graph_has_exactly_the_expected_nodes_and_edges():
-    a, b, e = tutorial_graph()
+    a, b, e = tutorial_graph()  # noqa: RUF059 (a, b name the leaves in the DOT)
     text = viz.to_dot(e)
     assert text.startswith("digraph")
     labels, edges = parse_dot(text)
@@ -61,7 +61,7 @@ def test_dot_of_the_tutorial_graph_has_exactly_the_expected_nodes_and_edges():
 
 
 def test_dot_shows_saved_tensors_then_freed_after_backward():
-    a, b, e = tutorial_graph()
+    a, b, e = tutorial_graph()  # noqa: RUF059 (a, b name the leaves in the DOT)
     before = viz.to_dot(e)
     assert "saved: self () 4 B, other () 4 B" in before
     e.backward()
@@ -97,8 +97,9 @@ def test_tree_of_a_small_mlp():
         "_LinearBackward", "model.0.weight", "model.0.bias", "model.2.weight",
         "model.2.bias",
     ]
-    line = [i + 1 for i, s in enumerate(open(__file__).read().splitlines())
-            if s.rstrip().endswith("# <- forward")][0]
+    with open(__file__) as f:
+        src = f.read().splitlines()
+    line = next(i + 1 for i, s in enumerate(src) if s.rstrip().endswith("# <- forward"))
     assert f"@ test_viz.py:{line}" in lines[1]
     assert "model.0.weight  leaf (8, 4) float32" in text
     assert "[saved: result (5, 8) 160 B]" in text      # relu saves its output
@@ -155,7 +156,8 @@ def test_draw_renders_through_graphviz(monkeypatch, tmp_path):
 
         def render(self, outfile, format, cleanup):
             calls.append((outfile, format, cleanup))
-            open(outfile, "w").write("<svg/>")
+            with open(outfile, "w") as f:
+                f.write("<svg/>")
 
     fake = types.ModuleType("graphviz")
     fake.Source = Source

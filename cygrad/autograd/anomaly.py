@@ -13,7 +13,7 @@ import warnings
 
 from cygrad._kernels import engine as _engine
 
-__all__ = ["detect_anomaly", "set_detect_anomaly", "is_anomaly_enabled"]
+__all__ = ["detect_anomaly", "is_anomaly_enabled", "set_detect_anomaly"]
 
 
 def is_anomaly_enabled():

@@ -26,8 +26,12 @@ from cygrad._kernels import engine as _engine
 from cygrad._kernels.engine import TensorBase
 
 __all__ = [
-    "explain", "retain_grads", "graph_stats", "GraphStats", "set_debug_level",
+    "GraphStats",
+    "explain",
     "get_debug_level",
+    "graph_stats",
+    "retain_grads",
+    "set_debug_level",
 ]
 
 _PKG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
@@ -120,8 +124,8 @@ def _names_in(frame):
             try:
                 for pname, p in mod.named_parameters():
                     names.setdefault(id(p), f"{key}.{pname}")
-            except Exception:  # a user object that only looks like a Module
-                pass
+            except Exception:  # noqa: BLE001, S110 (a user object that only
+                pass               # looks like a Module: no names from it)
     return names
 
 
@@ -263,7 +267,7 @@ def _grad_warning_hint(t):
         names = _names_in(frame)
         me = names.get(id(t))
         leaves = _leaves(node, limit=2000)
-    except Exception:  # never let a hint break the warning
+    except Exception:  # noqa: BLE001 (never let a hint break the warning)
         return ""
     who = f"`{me}`" if me else "This tensor"
     text = f"{who} was made by `{op_name(node)}`{_at(node._site)}"
@@ -335,8 +339,8 @@ class GraphStats:
         return f"GraphStats(nodes={self.nodes}, saved_bytes={self.saved_bytes})"
 
     def __str__(self):
-        lines = [f"{self.nodes} live graph nodes holding {_fmt_bytes(self.saved_bytes)} "
-                 "of saved tensors"]
+        lines = [(f"{self.nodes} live graph nodes holding "
+                  f"{_fmt_bytes(self.saved_bytes)} of saved tensors")]
         for name, (n, b) in list(self.by_op.items())[:10]:
             lines.append(f"  {name:24s} {n:8d} nodes  {_fmt_bytes(b):>10s}")
         if self.by_site:
