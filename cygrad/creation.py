@@ -48,6 +48,10 @@ def _infer_dtype(obj):
                 kind = "i"
             continue
         if isinstance(x, np.ndarray):
+            if x.dtype.kind not in "biuf":
+                # else an object array [1, None] nested in a list became bool
+                raise TypeError(f"can't convert np.ndarray of type {x.dtype} "
+                                "inside tensor() data")
             if x.dtype.kind == "f":
                 return _default_dtype
             if x.dtype.kind in "iu":
@@ -91,7 +95,7 @@ def _to_array(data, dtype=None):
                 f"can't convert np.ndarray of type {data.dtype}. The only supported "
                 "types are: float64, float32, float16, int64, int32, int16, int8, "
                 "uint8, and bool.")
-        d = data.dtype if dtype is None else _dt.to_numpy(dtype)
+        d = data.dtype.newbyteorder("=") if dtype is None else _dt.to_numpy(dtype)
         return np.array(data, dtype=_dt.to_numpy(d), order="C", copy=True)
     if isinstance(data, (str, bytes)):
         raise TypeError(f"tensor() does not accept text data ({type(data).__name__})")
@@ -126,8 +130,8 @@ def as_tensor(data, dtype=None, device=None):
     if isinstance(data, TensorBase) and (dtype is None or
                                           _dt.to_numpy(dtype) == data._arr.dtype):
         return data
-    if isinstance(data, np.ndarray) and (dtype is None or
-                                          _dt.to_numpy(dtype) == data.dtype):
+    if isinstance(data, np.ndarray) and data.dtype.isnative and (
+            dtype is None or _dt.to_numpy(dtype) == data.dtype):
         return from_numpy(data)
     return tensor(data, dtype=dtype)
 
@@ -143,6 +147,12 @@ def from_numpy(arr):
             "bool.")
     if not arr.flags.aligned:
         raise ValueError("from_numpy: the array is not aligned; copy it first")
+    if not arr.dtype.isnative:
+        # The kernels read native byte order: a big-endian array was misread.
+        raise ValueError(
+            "given numpy array has byte order different from the native byte "
+            "order. Conversion between byte orders is currently not supported "
+            "(cygrad.tensor(arr) copies it into native order).")
     return _wrap(arr)
 
 

@@ -219,6 +219,12 @@ class Tensor(TensorBase):
         return self._arr.tolist()
 
     def __array__(self, dtype=None, copy=None):
+        if self._requires_grad:
+            # As torch: NumPy would otherwise compute on the values and drop
+            # the graph silently (x + ndarray returned an ndarray, no grad).
+            raise RuntimeError(
+                "Can't call numpy() on Tensor that requires grad. Use "
+                "tensor.detach().numpy() instead.")
         arr = self._arr
         if dtype is not None:
             return arr.astype(dtype, copy=bool(copy))
