@@ -85,6 +85,9 @@ def _apply_threads(n):
 
 
 def _git_describe():
+    """The commit measured: ``CYGRAD_BENCH_COMMIT`` (for a snapshot), else git."""
+    if os.environ.get("CYGRAD_BENCH_COMMIT"):
+        return os.environ["CYGRAD_BENCH_COMMIT"]
     try:
         out = subprocess.run(
             ["git", "rev-parse", "--short", "HEAD"],
