@@ -354,6 +354,18 @@ def test_param_groups_match_torch():
         assert_same_trajectory(x[None], y[None], 1e-12)
 
 
+def test_named_parameters_keep_their_names():
+    a = cygrad.zeros(2, requires_grad=True)
+    b = cygrad.zeros(3, requires_grad=True)
+    opt = optim.SGD([("w", a), ("b", b)], lr=0.1)
+    group = opt.param_groups[0]
+    assert group["params"][0] is a and group["params"][1] is b
+    assert opt.param_groups[0]["param_names"] == ["w", "b"]
+    assert opt.state_dict()["param_groups"][0]["param_names"] == ["w", "b"]
+    with pytest.raises(ValueError, match="with/without names"):
+        optim.SGD([("w", a), b], lr=0.1)
+
+
 def test_step_with_closure_runs_with_grad_and_returns_loss():
     p = cygrad.tensor([3.0], dtype=cygrad.float64, requires_grad=True)
     opt = optim.SGD([p], lr=0.25)

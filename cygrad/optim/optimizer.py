@@ -128,9 +128,11 @@ class Optimizer:
 
     Parameters
     ----------
-    params : iterable of Tensor or of dict
-        The tensors to optimise, or parameter groups: dicts with a ``"params"``
-        entry and any options that override ``defaults`` for that group.
+    params : iterable of Tensor, of (name, Tensor) or of dict
+        The tensors to optimise (``model.parameters()``; the names of
+        ``model.named_parameters()`` are kept in the group's ``param_names``),
+        or parameter groups: dicts with a ``"params"`` entry and any options
+        that override ``defaults`` for that group.
     defaults : dict
         Default options of every group.
 
@@ -190,6 +192,16 @@ class Optimizer:
             )
         else:
             params = list(params)
+        names = None
+        named = [isinstance(p, tuple) for p in params]
+        if any(named):  # model.named_parameters(): (name, tensor) pairs, as torch
+            if not all(named):
+                raise ValueError(
+                    "all optimizer params should be with/without names. Some param "
+                    "names are missing"
+                )
+            names = [name for name, _ in params]
+            params = [p for _, p in params]
         for p in params:
             if not isinstance(p, Tensor):
                 raise TypeError(
@@ -201,6 +213,8 @@ class Optimizer:
             _check_param_layout(p)
         group = dict(param_group)
         group["params"] = params
+        if names is not None:
+            group["param_names"] = names
         for name, default in self.defaults.items():
             if default is required and name not in group:
                 raise ValueError(
