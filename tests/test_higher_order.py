@@ -125,6 +125,23 @@ def test_double_backward_of_every_op(name, fn, shapes):
     assert gradgradcheck(fn, xs)
 
 
+@pytest.mark.parametrize(("name", "fn", "shapes"),
+                         [c for c in _cases() if c.values[1] is not None])
+def test_double_backward_keeps_float32(name, fn, shapes):
+    xs = [cygrad.tensor(x.detach().numpy().astype(np.float32), requires_grad=True)
+          for x in _inputs(name, shapes, seed=1)]
+    gs = grad(fn(*xs).sum(), xs, create_graph=True, allow_unused=True)
+    used = [g for g in gs if g is not None]
+    assert all(g.dtype == cygrad.float32 for g in used)
+    second = [g for g in used if g.requires_grad]
+    if second:
+        total = (second[0] * second[0]).sum()
+        for g in second[1:]:
+            total = total + (g * g).sum()
+        ggs = grad(total, xs, allow_unused=True)
+        assert all(g.dtype == cygrad.float32 for g in ggs if g is not None)
+
+
 def test_every_sampled_op_exists():
     """A stale SAMPLES entry (renamed op) would silently test nothing."""
     missing = [n for n in SAMPLES if n not in cygrad.OPS]
