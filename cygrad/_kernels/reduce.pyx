@@ -77,4 +77,6 @@ def sum_to_shape(x, tuple shape):
     out = np.add.reduce(x, axis=tuple(axes), keepdims=True) if axes else x
     if lead:
         out = out.reshape(shape)
-    return np.ascontiguousarray(out)
+    # np.ascontiguousarray turns a 0-d array into shape (1,): a 0-d leaf got
+    # a (1,) gradient.  0-d arrays are always contiguous, so skip them.
+    return out if out.flags.c_contiguous else np.ascontiguousarray(out)
