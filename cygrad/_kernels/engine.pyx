@@ -1629,7 +1629,9 @@ cdef inline object _add_values(object a, object b, bint graph):
         _run_kernel(binary_fwd(OP_ADD, _dt_index(cnp.PyArray_TYPE(<cnp.ndarray>a))), 3,
                     <cnp.ndarray>a, [a, b])
         return a
-    return np.add(a, b)
+    # asarray: np.add of two 0-d arrays returns a NumPy scalar, which the
+    # unchecked <ndarray> casts downstream read as an array (segfault).
+    return np.asarray(np.add(a, b))
 
 
 cdef object _fit_grad(Node node, Py_ssize_t i, object g, bint graph):
@@ -1736,6 +1738,8 @@ cdef object _run_pre_hooks(Node node, object buf, bint graph):
 cdef void _accumulate_into(TensorBase t, object g, bint graph) except *:
     """t.grad += g with torch's rules (steal, in place, or out of place)."""
     cdef TensorBase cur = t._grad
+    if not graph and not isinstance(g, np.ndarray):
+        g = np.asarray(g)   # a NumPy scalar would be cast to ndarray below
     if cur is None:
         if graph:
             t._grad = g
