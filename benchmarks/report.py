@@ -463,7 +463,7 @@ def _lib_key(lib):
 # ---------------------------------------------------------------------------
 
 
-def render(data, entries, path, plots, stat="min"):
+def render(data, entries, path, plots, stat="min", notes=None):
     groups = group_entries(e for e in entries if "series" not in e["extra"])
     rows = summary_rows(groups)
     series = scaling_series(entries)
@@ -496,6 +496,8 @@ def render(data, entries, path, plots, stat="min"):
         + (f" ({', '.join(by_verdict['n/a'])})" if by_verdict["n/a"] else "")
         + ".\n"
     )
+    if notes:
+        out.append("\n## Notes\n\n" + notes.strip() + "\n")
     if series:
         out.append("\n## Scaling\n\n")
         lin = graph_linearity(series)
@@ -529,6 +531,9 @@ def main(argv=None):
     parser.add_argument(
         "--stat", choices=STATS, default="min", help="statistic of the rounds"
     )
+    parser.add_argument(
+        "--notes", help="a Markdown file appended to RESULTS.md (analysis, profiles)"
+    )
     parser.add_argument("--no-plots", action="store_true", help="write only RESULTS.md")
     args = parser.parse_args(argv)
     path = args.json or find_latest_json()
@@ -542,7 +547,11 @@ def main(argv=None):
     )
     if isinstance(plots, str):
         print(plots, file=sys.stderr)
-    text = render(data, entries, path, plots, args.stat)
+    notes = None
+    if args.notes:
+        with open(args.notes) as f:
+            notes = f.read()
+    text = render(data, entries, path, plots, args.stat, notes)
     results = os.path.join(args.out, "RESULTS.md")
     with open(results, "w") as f:
         f.write(text)

@@ -183,6 +183,18 @@ def test_report_default_statistic_is_min(tmp_path):
         report.load(path, "max")
 
 
+def test_report_appends_notes(tmp_path):
+    path = _json(tmp_path, SYNTHETIC)
+    notes = tmp_path / "notes.md"
+    notes.write_text("The profile shows the GC.\n")
+    report.main(
+        [str(path), "--out", str(tmp_path), "--no-plots", "--notes", str(notes)]
+    )
+    text = (tmp_path / "RESULTS.md").read_text()
+    assert "## Notes\n\nThe profile shows the GC." in text
+    assert text.index("## Notes") < text.index("## Scaling")
+
+
 def test_report_plots(tmp_path):
     pytest.importorskip("matplotlib")
     path = _json(tmp_path, SYNTHETIC)
