@@ -12,6 +12,9 @@ p, m, v: 28 bytes per float32 element; SGD with momentum reads p, g, buf and
 writes p, buf: 20 bytes), so bytes / time can be set against the copy
 bandwidth (``copy_bandwidth`` moves 2 bytes per byte copied).  The fast mode
 (``--benchmark-disable``) shrinks the parameters to 100 elements.
+
+``python -m benchmarks.bench_optim`` times every variant in turn, round after
+round (robust on a busy machine), and prints the ratios and bytes / time.
 """
 
 import numpy as np
@@ -165,3 +168,61 @@ def test_agree(case):
             np.testing.assert_allclose(
                 got, want, rtol=1e-5, atol=1e-6, err_msg=f"{key} differs from NumPy"
             )
+
+
+def _interleaved(reps=300):
+    """Time every variant in turn, round after round, so that a busy machine
+    slows them alike; print min and median per step, ratios to torch fused and
+    bytes / time next to the copy bandwidth."""
+    import functools
+    import time
+
+    def timed(fn):
+        t = time.perf_counter()
+        fn()
+        return time.perf_counter() - t
+
+    copies = {}
+    for size, n in COPY_SIZES.items():
+        src = np.ones(n, F32)
+        dst = np.empty_like(src)
+        copy = functools.partial(np.copyto, dst, src)
+        ts = [timed(copy) for _ in range(max(reps // 10, 5))]
+        copies[size] = 2 * src.nbytes / min(ts) / 1e9
+    print(
+        "copy bandwidth (np.copyto, best):",
+        ", ".join(f"{size} {gbs:.1f} GB/s" for size, gbs in copies.items()),
+    )
+    for case in ("optim_adam", "optim_sgd_momentum"):
+        steps = {}
+        for (lib, options), name in zip(VARIANTS, VARIANT_IDS):
+            try:
+                steps[name] = build(lib, options, case)[0]
+            except pytest.skip.Exception:
+                continue
+            steps[name]()
+        times = {name: [] for name in steps}
+        for _ in range(reps):
+            for name, step in steps.items():
+                times[name].append(timed(step))
+        ref = times.get("torch-fused=True")
+        print(f"{case} ({NPARAMS} x {NUMEL} float32, {reps} interleaved rounds)")
+        for name, ts in times.items():
+            lo, med = np.min(ts), np.median(ts)
+            ratio = (
+                f"  x{lo / np.min(ref):.2f} / x{med / np.median(ref):.2f} fused"
+                if ref
+                else ""
+            )
+            gbs = BYTES[case] * NPARAMS * NUMEL / lo / 1e9
+            print(
+                f"  {name:22s} min {lo * 1e3:7.3f} ms  median {med * 1e3:7.3f} ms"
+                f"{ratio}  {gbs:5.1f} GB/s"
+            )
+
+
+if __name__ == "__main__":
+    import benchmarks.conftest as _conf  # the same thread policy as the suite
+
+    _conf._apply_threads(__import__("benchmarks").requested_threads())
+    _interleaved()
