@@ -489,6 +489,8 @@ def sum(input, dim=None, keepdim=False, dtype=None):  # noqa: A001 - torch's nam
     """Sum over ``dim`` (int, tuple, or all); grad broadcasts g back."""
     if dtype is not None:
         input = input.to(dtype)
+    if dim is None and not keepdim and input._arr.dtype.kind == "f":
+        return _engine.sum_all(input)
     return Sum.apply(input, _dims(dim, input._arr.ndim), bool(keepdim))
 
 
@@ -505,6 +507,8 @@ def mean(input, dim=None, keepdim=False, dtype=None):
     n = 1
     for a in axes:
         n *= input._arr.shape[a]
+    if dim is None and not keepdim:
+        return _engine.sum_all(input) / (n if n else float("nan"))
     return Sum.apply(input, axes, bool(keepdim)) / (n if n else float("nan"))
 
 
@@ -1324,7 +1328,7 @@ class _ExtremeAll(Function):
         idx = np.empty(1, np.int64)
         _R.extreme_fwd(np.ascontiguousarray(arr).reshape(1, -1), val, idx, is_min)
         v = val[0]
-        mask = np.isnan(arr) if v != v else (arr == v)
+        mask = np.isnan(arr) if np.isnan(v) else (arr == v)
         ctx.mask = mask
         ctx.count = int(np.count_nonzero(mask))
         return _wrap(val.reshape(()))
@@ -1346,7 +1350,7 @@ _MinMax = __import__("collections").namedtuple("return_types", ["values", "indic
 
 def _extreme(input, dim, keepdim, is_min, name):
     if isinstance(dim, TensorBase):
-        return (minimum if is_min else maximum)(input, dim)
+        return (minimum if is_min else maximum)(input, dim)  # noqa: F821
     arr = input._arr
     if dim is None:
         if arr.size == 0:
@@ -1394,7 +1398,6 @@ def min(input, dim=None, keepdim=False):  # noqa: A001 - torch's name
 
 def _arg_extreme(input, dim, keepdim, is_min):
     arr = input._arr
-    f = np.argmin if is_min else np.argmax
     if dim is None:
         if arr.size == 0:
             raise RuntimeError("argmax(): Expected reduction dim to be specified for "
@@ -1846,6 +1849,11 @@ def _value_tensor(value, dtype, shape):
         except (TypeError, ValueError):
             raise TypeError(f"can't assign a {type(value).__name__} to a "
                             f"{_dt.name(dtype)} tensor") from None
+    lead = 0
+    while v._arr.ndim - lead > len(shape) and v._arr.shape[lead] == 1:
+        lead += 1   # torch drops leading 1s: z[1] = t of shape (1,) is allowed
+    if lead:
+        v = reshape(v, v._arr.shape[lead:])
     try:
         ok = np.broadcast_shapes(v._arr.shape, shape) == tuple(shape)
     except ValueError:
@@ -1869,6 +1877,11 @@ def _write(dst, idx, basic, value, opname):
     except IndexError as e:
         raise _index_error(e, arr) from None
     v = _value_tensor(value, arr.dtype, target.shape)
+    if v._ver is dst._ver:
+        # The source aliases the destination (``x[i] += 1`` writes x[i] back
+        # into itself): read it from a copy, with its history.
+        v = clone(v)
+    _check_overlap(dst)
     dst._writable_check(opname)
     _engine._check_inplace(dst, opname)
     root = _root(dst)
@@ -1921,6 +1934,7 @@ def _snapshot(t):
 
 def _inplace_apply(t, fn, opname):
     """t <- fn(t) in place, with torch's autograd rules for bases and views."""
+    _check_overlap(t)
     t._writable_check(opname)
     root = _root(t)
     if is_grad_enabled() and (t._requires_grad or root._requires_grad):
@@ -1962,24 +1976,70 @@ Tensor.clamp_min_ = clamp_min_
 Tensor.clamp_max_ = clamp_max_
 
 
+def _internal_overlap(arr):
+    """True when two elements of ``arr`` share memory (an expanded view)."""
+    return any(st == 0 and n > 1 for st, n in zip(arr.strides, arr.shape))
+
+
+def _check_overlap(t):
+    if _internal_overlap(t._arr):
+        raise RuntimeError(
+            "unsupported operation: more than one element of the written-to tensor "
+            "refers to a single memory location. Please clone() the tensor before "
+            "performing the operation.")
+
+
+def _through_view(self, other):
+    """True when an in-place op on ``self`` must rebase a base's history."""
+    root = self._base
+    return root is not None and is_grad_enabled() and (
+        root._requires_grad or self._requires_grad or (
+            isinstance(other, TensorBase) and other._requires_grad))
+
+
+def _after_inplace(self):
+    if "_views" in self.__dict__ and self._requires_grad and is_grad_enabled():
+        _regenerate_views(self)
+
+
 def _view_aware_inplace(name, opname, fast):
     """Wrap the compiled in-place operator: writes through a view of a tensor
     in the graph go through CopySlices; a base's other views are regenerated."""
     def fn(self, other):
-        root = self._base
-        if root is not None and is_grad_enabled() and (
-                root._requires_grad or self._requires_grad or (
-                    isinstance(other, TensorBase) and other._requires_grad)):
-            if not isinstance(other, (TensorBase, int, float, bool, np.number)):
-                return NotImplemented
+        if not isinstance(other, (TensorBase, int, float, bool, np.number)):
+            return NotImplemented
+        _check_overlap(self)
+        if _through_view(self, other):
             return _inplace_apply(self, lambda t: _engine.binary(name, t, other),
                                   opname)
         res = fast(self, other)
-        if res is not NotImplemented and "_views" in self.__dict__ and \
-                self._requires_grad and is_grad_enabled():
-            _regenerate_views(self)
+        _after_inplace(self)
         return res
     fn.__name__ = f"__i{name}__"
+    return fn
+
+
+def _view_aware_method(name, opname, alpha):
+    """``add_``/``sub_``/``mul_``/``div_`` with the same view handling."""
+    def method(self, other):
+        if isinstance(other, (TensorBase, int, float, bool, np.number)):
+            _check_overlap(self)
+            if _through_view(self, other):
+                return _inplace_apply(
+                    self, lambda t: _engine.binary(name, t, other), opname)
+        res = _engine.inplace_binary(name, self, other, opname)
+        _after_inplace(self)
+        return res
+
+    if alpha:
+        def fn(self, other, alpha=1):
+            if alpha != 1:
+                other = other * alpha
+            return method(self, other)
+    else:
+        fn = method
+    fn.__name__ = opname
+    fn.__doc__ = f"In-place ``{name}`` (broadcasting ``other`` to self's shape)."
     return fn
 
 
@@ -1987,6 +2047,10 @@ Tensor.__iadd__ = _view_aware_inplace("add", "add_", TensorBase.__iadd__)
 Tensor.__isub__ = _view_aware_inplace("sub", "sub_", TensorBase.__isub__)
 Tensor.__imul__ = _view_aware_inplace("mul", "mul_", TensorBase.__imul__)
 Tensor.__itruediv__ = _view_aware_inplace("div", "div_", TensorBase.__itruediv__)
+Tensor.add_ = _view_aware_method("add", "add_", True)
+Tensor.sub_ = _view_aware_method("sub", "sub_", True)
+Tensor.mul_ = _view_aware_method("mul", "mul_", False)
+Tensor.div_ = _view_aware_method("div", "div_", False)
 
 
 # --- composites ------------------------------------------------------------------------------
@@ -1996,6 +2060,7 @@ def _install():
     import os
     pkg_dir = os.path.dirname(os.path.abspath(__file__)) + os.sep
     _engine._install(Tensor, unary, binary, sum_to_shape, pkg_dir)
+    _engine._set_graph_expand(expand)
 
 
 _install()
