@@ -638,6 +638,19 @@ def test_bad_params_refused():
         optim.SGD([x, x], lr=0.1)
 
 
+def test_torch_only_options_accepted_off_refused_on():
+    x = cygrad.randn(2, requires_grad=True)
+    optim.SGD([x], lr=0.1, foreach=False, fused=None, differentiable=False)
+    optim.Adam([x], foreach=True, fused=True, capturable=False, differentiable=False)
+    optim.RMSprop([x], foreach=None, capturable=False, differentiable=False)
+    with pytest.raises(NotImplementedError, match="differentiable=True"):
+        optim.AdamW([x], differentiable=True)
+    with pytest.raises(NotImplementedError, match="capturable=True"):
+        optim.Adam([x], capturable=True)
+    with pytest.raises(NotImplementedError, match="differentiable=True"):
+        optim.Adagrad([x], differentiable=True)
+
+
 def test_layouts_the_kernels_cannot_take_raise_before_any_kernel():
     with pytest.raises(TypeError, match="float32 or float64"):
         optim.SGD([cygrad.tensor([1, 2, 3])], lr=0.1)

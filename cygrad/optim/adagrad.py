@@ -5,6 +5,7 @@ from cygrad._kernels import optim as _k
 from .optimizer import (
     Optimizer,
     advance_step,
+    check_torch_only_options,
     flat_state,
     param_arrays,
     step_state,
@@ -39,6 +40,9 @@ class Adagrad(Optimizer):
     eps : float, default 1e-10
     maximize : bool, default False
     foreach, fused : ignored
+        Accepted so torch code runs unchanged; cygrad always fuses.
+    differentiable : False
+        Accepted when False; True raises ``NotImplementedError``.
 
     Raises
     ------
@@ -61,7 +65,9 @@ class Adagrad(Optimizer):
         *,
         maximize=False,
         fused=None,
+        differentiable=False,
     ):
+        check_torch_only_options(differentiable=differentiable)
         defaults = {
             "lr": lr,
             "lr_decay": lr_decay,

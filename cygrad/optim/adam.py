@@ -5,6 +5,7 @@ from cygrad._kernels import optim as _k
 from .optimizer import (
     Optimizer,
     advance_step,
+    check_torch_only_options,
     flat_state,
     param_arrays,
     step_state,
@@ -45,6 +46,8 @@ class Adam(Optimizer):
         Decay the weights directly (AdamW) instead of adding an L2 term.
     foreach, fused : ignored
         Accepted so torch code runs unchanged; cygrad always fuses.
+    capturable, differentiable : False
+        Accepted when False; True raises ``NotImplementedError``.
 
     Raises
     ------
@@ -67,7 +70,10 @@ class Adam(Optimizer):
         decoupled_weight_decay=False,
         foreach=None,
         fused=None,
+        capturable=False,
+        differentiable=False,
     ):
+        check_torch_only_options(capturable, differentiable)
         defaults = {
             "lr": lr,
             "betas": tuple(betas),

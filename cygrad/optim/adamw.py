@@ -1,6 +1,7 @@
 """AdamW: Adam with decoupled weight decay."""
 
 from .adam import Adam
+from .optimizer import check_torch_only_options
 
 __all__ = ["AdamW"]
 
@@ -22,6 +23,9 @@ class AdamW(Adam):
     amsgrad : bool, default False
     maximize : bool, default False
     foreach, fused : ignored
+        Accepted so torch code runs unchanged; cygrad always fuses.
+    capturable, differentiable : False
+        Accepted when False; True raises ``NotImplementedError``.
     """
 
     def __init__(
@@ -36,7 +40,10 @@ class AdamW(Adam):
         maximize=False,
         foreach=None,
         fused=None,
+        capturable=False,
+        differentiable=False,
     ):
+        check_torch_only_options(capturable, differentiable)
         super().__init__(
             params,
             lr=lr,

@@ -32,6 +32,19 @@ class _RequiredParameter:
 required = _RequiredParameter()
 
 
+def check_torch_only_options(capturable=False, differentiable=False):
+    """torch options that make no sense here: accepted when off, refused when on."""
+    if capturable:
+        raise NotImplementedError(
+            "capturable=True is for CUDA graphs; cygrad runs on the CPU only"
+        )
+    if differentiable:
+        raise NotImplementedError(
+            "differentiable=True is not supported: cygrad's updates run in place "
+            "under no_grad"
+        )
+
+
 def _check_param_layout(p):
     """Refuse what the kernels cannot update in place: raise, never crash."""
     arr = p._arr

@@ -5,6 +5,7 @@ from cygrad._kernels import optim as _k
 from .optimizer import (
     Optimizer,
     advance_step,
+    check_torch_only_options,
     flat_state,
     param_arrays,
     step_state,
@@ -47,6 +48,8 @@ class RMSprop(Optimizer):
     centered : bool, default False
     maximize : bool, default False
     foreach : ignored
+    capturable, differentiable : False
+        Accepted when False; True raises ``NotImplementedError``.
 
     Raises
     ------
@@ -68,7 +71,10 @@ class RMSprop(Optimizer):
         *,
         maximize=False,
         foreach=None,
+        capturable=False,
+        differentiable=False,
     ):
+        check_torch_only_options(capturable, differentiable)
         defaults = {
             "lr": lr,
             "alpha": alpha,

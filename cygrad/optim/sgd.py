@@ -2,7 +2,13 @@
 
 from cygrad._kernels import optim as _k
 
-from .optimizer import Optimizer, flat_state, param_arrays, zeros_state
+from .optimizer import (
+    Optimizer,
+    check_torch_only_options,
+    flat_state,
+    param_arrays,
+    zeros_state,
+)
 
 __all__ = ["SGD"]
 
@@ -36,6 +42,8 @@ class SGD(Optimizer):
         Ascend the objective instead.
     foreach, fused : ignored
         Accepted so torch code runs unchanged; cygrad always fuses.
+    differentiable : False
+        Accepted when False; True raises ``NotImplementedError``.
 
     Raises
     ------
@@ -57,7 +65,9 @@ class SGD(Optimizer):
         maximize=False,
         foreach=None,
         fused=None,
+        differentiable=False,
     ):
+        check_torch_only_options(differentiable=differentiable)
         defaults = {
             "lr": lr,
             "momentum": momentum,
