@@ -271,3 +271,15 @@ def test_hooks_match_torch():
     assert len(clog) == len(tlog) == 2
     for a, b in zip(clog, tlog):
         np.testing.assert_allclose(a, b, rtol=1e-12)
+
+
+def test_prehook_on_a_leafs_accumulate_grad_runs_once():
+    x = leaf([1.0, 2.0])
+    y = x * 2
+    acc = y.grad_fn.next_functions[0][0]
+    assert acc.name() == "AccumulateGrad"
+    calls = []
+    acc.register_prehook(lambda grads: calls.append(1) or (grads[0] * 10,))
+    y.sum().backward()
+    assert len(calls) == 1
+    np.testing.assert_allclose(x.grad.numpy(), [20.0, 20.0])

@@ -1937,8 +1937,7 @@ def _run_backward(tuple roots, tuple root_grads, bint keep_graph, bint create_gr
             t = (<AccumulateGrad>node)._tref()
             if t is None:
                 continue
-            if node._pre_hooks or node._retained:
-                buf = _run_pre_hooks(node, buf, graph)
+            # (the node's own pre-hooks already ran when it was popped)
             if t._hooks:
                 buf = _run_leaf_hooks(t, buf, graph)
             finals.append((t, buf))
