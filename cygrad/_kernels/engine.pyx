@@ -529,7 +529,13 @@ cdef Py_ssize_t _n_live = 0
 
 
 cdef inline void _register(Node node) except *:
-    """Creation site, generation and live-list entry of a new graph node."""
+    """Creation site, generation and live-list entry of a new graph node.
+
+    Every place that makes a node calls this when ``_debug_level > 0``, and
+    calls ``_retain(out)`` on its outputs when ``_retain_all`` (the
+    retain_grads() scope): explain, viz, graph_stats, the stale-graph hint and
+    the leak warning all rely on it.
+    """
     global _live_head, _live_tail, _n_live
     node._site = _user_site()
     node._gen = _gen_obj
