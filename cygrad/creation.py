@@ -36,7 +36,7 @@ def set_default_dtype(d):
 
 def _infer_dtype(obj):
     """torch's inference for Python data: bool -> bool, int -> int64, else float."""
-    kind = "b"
+    kind = None
     stack = [obj]
     while stack:
         x = stack.pop()
@@ -44,8 +44,7 @@ def _infer_dtype(obj):
             k = x._arr.dtype.kind
             if k == "f":
                 return _default_dtype
-            if k in "iu":
-                kind = "i"
+            kind = "i" if k in "iu" else (kind or "b")
             continue
         if isinstance(x, np.ndarray):
             if x.dtype.kind not in "biuf":
@@ -54,13 +53,13 @@ def _infer_dtype(obj):
                                 "inside tensor() data")
             if x.dtype.kind == "f":
                 return _default_dtype
-            if x.dtype.kind in "iu":
-                kind = "i"
+            kind = "i" if x.dtype.kind in "iu" else (kind or "b")
             continue
         if isinstance(x, (list, tuple)):
             stack.extend(x)
             continue
         if isinstance(x, (bool, np.bool_)):
+            kind = kind or "b"
             continue
         if isinstance(x, numbers.Integral):
             kind = "i"
@@ -72,6 +71,8 @@ def _infer_dtype(obj):
         raise TypeError(
             f"Could not infer dtype of {type(x).__name__}: tensor() takes numbers, "
             "(nested) lists or tuples of numbers, NumPy arrays or tensors")
+    if kind is None:             # no element at all: torch.tensor([]) is float
+        return _default_dtype
     return _dt.int64 if kind == "i" else _dt.bool
 
 

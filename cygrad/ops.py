@@ -19,6 +19,7 @@ from cygrad import dtypes as _dt
 from cygrad._kernels import engine as _engine
 from cygrad._kernels.elementwise import BINARY_OPS, UNARY_OPS
 from cygrad._kernels.engine import TensorBase, _alias, _wrap, is_grad_enabled
+from cygrad._kernels import clamp as _clamp_k
 from cygrad._kernels import reductions as _R
 from cygrad._kernels.reduce import sum_all as _sum_all
 from cygrad._kernels.reduce import sum_to_shape as _np_sum_to_shape
@@ -252,6 +253,7 @@ class _no_grad:
 
 def _graph_namespace():
     ns = {n: globals()[n] for n in UNARY_OPS}
+    ns.update(keep=lambda g, c: where(c, g, 0.0))
     ns.update(fabs=globals()["abs"], sign=_sign, pow=pow, maximum=maximum,
               minimum=minimum, pow_grad_base=_pow_grad_base,
               pow_grad_exp=_pow_grad_exp)
@@ -974,6 +976,10 @@ def clamp(input, min=None, max=None):
                            "be None")
     if input._arr.dtype.kind != "f" and _is_int_bound(min) and _is_int_bound(max):
         return _int_clip(input, min, max)
+    if input._arr.dtype.kind == "f" and _plain_bound(min) and _plain_bound(max):
+        lo = -math.inf if min is None else float(min)
+        hi = math.inf if max is None else float(max)
+        return Clamp.apply(input, lo, hi)
     out = input
     if min is not None:
         out = _engine.binary("clamp_min", out, min)
@@ -984,6 +990,41 @@ def clamp(input, min=None, max=None):
 
 clip = clamp
 _table_abs = globals()["abs"]
+
+
+def _plain_bound(b):
+    return b is None or (isinstance(b, (int, float, np.integer, np.floating))
+                         and not math.isnan(b))
+
+
+class Clamp(Function):
+    """out = min(max(x, lo), hi) for number bounds, one fused compiled pass;
+    grad = g where lo <= x <= hi, else 0 (torch's boundary rule)."""
+
+    _node_name = "ClampBackward1"
+
+    @staticmethod
+    def forward(ctx, x, lo, hi):
+        arr = x._arr
+        ctx.lo, ctx.hi = lo, hi
+        src = np.ascontiguousarray(arr)
+        out = np.empty(arr.shape, arr.dtype)
+        _clamp_k.clamp_fwd(src.reshape(-1), lo, hi, out.reshape(-1))
+        ctx.save_for_backward(x)
+        return _wrap(out)
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        if not is_grad_enabled():
+            arr = np.ascontiguousarray(x._arr)
+            garr = np.ascontiguousarray(_grad_array(g, arr.dtype))
+            out = np.empty(arr.shape, arr.dtype)
+            _clamp_k.clamp_bwd(arr.reshape(-1), garr.reshape(-1), ctx.lo, ctx.hi,
+                               out.reshape(-1))
+            return _wrap(out), None, None
+        mask = (x >= ctx.lo) & (x <= ctx.hi)
+        return where(mask, g, 0.0), None, None
 
 
 @op("abs", methods=("abs", "absolute"), ref=np.abs, primitive=True, kind="unary")
@@ -1932,12 +1973,18 @@ def _snapshot(t):
     return old
 
 
-def _inplace_apply(t, fn, opname):
-    """t <- fn(t) in place, with torch's autograd rules for bases and views."""
+def _inplace_apply(t, fn, opname, other=None):
+    """t <- fn(t) in place, with torch's autograd rules for bases and views.
+
+    ``other``: the op's tensor operand, if any.  When it requires grad the
+    write joins the graph even if neither ``t`` nor its base does (else
+    ``view.add_(w)`` dropped w's gradient silently).
+    """
     _check_overlap(t)
     t._writable_check(opname)
     root = _root(t)
-    if is_grad_enabled() and (t._requires_grad or root._requires_grad):
+    if is_grad_enabled() and (t._requires_grad or root._requires_grad or (
+            isinstance(other, TensorBase) and other._requires_grad)):
         _engine._check_inplace(t, opname)
         res = fn(_snapshot(t))
         if res._arr.dtype != t._arr.dtype and res._arr.dtype.kind == "f" and \
@@ -2011,7 +2058,7 @@ def _view_aware_inplace(name, opname, fast):
         _check_overlap(self)
         if _through_view(self, other):
             return _inplace_apply(self, lambda t: _engine.binary(name, t, other),
-                                  opname)
+                                  opname, other)
         res = fast(self, other)
         _after_inplace(self)
         return res
@@ -2026,7 +2073,7 @@ def _view_aware_method(name, opname, alpha):
             _check_overlap(self)
             if _through_view(self, other):
                 return _inplace_apply(
-                    self, lambda t: _engine.binary(name, t, other), opname)
+                    self, lambda t: _engine.binary(name, t, other), opname, other)
         res = _engine.inplace_binary(name, self, other, opname)
         _after_inplace(self)
         return res

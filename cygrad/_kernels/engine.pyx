@@ -1,3 +1,8 @@
+# cython: c_api_binop_methods=True
+# (The one directive set here, not in setup.py: with C-API binop semantics the
+# arithmetic dunders are exposed as nb_* slot wrappers, which the Python
+# Tensor subclass inherits as direct C calls.  As plain methods, CPython gave
+# the subclass its generic slot_nb_add, a method lookup and call per op.)
 """The compiled core of cygrad: tensor base, graph nodes, and the backward engine.
 
 Layout: a tensor's values live in a NumPy array (``TensorBase._arr``); the
@@ -35,6 +40,7 @@ import weakref
 import numpy as np
 
 from cygrad._kernels import elementwise as _ew
+from cygrad._kernels.reduce import sum_all as _reduce_sum_all
 from cygrad._kernels.reduce import sum_to_shape as _sum_to_shape
 
 cnp.import_array()
@@ -213,10 +219,56 @@ cdef object _bw_root_gen = None      # newest generation among the roots of the
 cdef str _pkg_dir = ""
 
 
+cdef extern from *:
+    """
+    /* Give a Python subclass the base's C arithmetic slots.  Cython exposes
+       the dunders as METH_COEXIST methods, so CPython gives a heap subclass
+       the generic slot_nb_* (a method lookup and a call per operation).  Only
+       slots the subclass does not override in Python are copied. */
+    static void cg_copy_number_slot(PyObject *sub, PyObject *base, int which) {
+        PyNumberMethods *s = ((PyTypeObject *)sub)->tp_as_number;
+        PyNumberMethods *b = ((PyTypeObject *)base)->tp_as_number;
+        switch (which) {
+        case 0: s->nb_add = b->nb_add; break;
+        case 1: s->nb_subtract = b->nb_subtract; break;
+        case 2: s->nb_multiply = b->nb_multiply; break;
+        case 3: s->nb_true_divide = b->nb_true_divide; break;
+        case 4: s->nb_power = b->nb_power; break;
+        case 5: s->nb_negative = b->nb_negative; break;
+        case 6: s->nb_inplace_add = b->nb_inplace_add; break;
+        case 7: s->nb_inplace_subtract = b->nb_inplace_subtract; break;
+        case 8: s->nb_inplace_multiply = b->nb_inplace_multiply; break;
+        case 9: s->nb_inplace_true_divide = b->nb_inplace_true_divide; break;
+        }
+    }
+    """
+    void cg_copy_number_slot(object sub, object base, int which)
+
+_NUMBER_SLOTS = ("__add__", "__sub__", "__mul__", "__truediv__", "__pow__",
+                 "__neg__", "__iadd__", "__isub__", "__imul__", "__itruediv__")
+
+
+def _inherit_number_slots(cls):
+    """Make ``cls`` (a Python subclass of TensorBase) call our C slots directly.
+
+    Call again after assigning a dunder on the class from Python.
+    """
+    cdef int i
+    for i in range(len(_NUMBER_SLOTS)):
+        name = _NUMBER_SLOTS[i]
+        for k in cls.__mro__:
+            if k is TensorBase:
+                cg_copy_number_slot(cls, TensorBase, i)
+                break
+            if name in k.__dict__:
+                break
+
+
 def _install(tensor_cls, graph_unary, graph_binary, graph_sum_to, pkg_dir):
     """Called once by cygrad at import: connect the Python layer."""
     global _TensorCls, _graph_unary, _graph_binary, _graph_sum_to, _pkg_dir
     _TensorCls = tensor_cls
+    _inherit_number_slots(tensor_cls)
     _graph_unary = graph_unary
     _graph_binary = graph_binary
     _graph_sum_to = graph_sum_to
@@ -346,6 +398,7 @@ def user_site():
 
 @cython.final
 @cython.freelist(64)
+@cython.no_gc
 cdef class Version:
     """A version counter shared by a tensor, its views and its detached aliases."""
     cdef public long long v
@@ -382,39 +435,24 @@ cdef class TensorBase:
     def _version(self):
         return self._ver.v
 
-    def __add__(self, other):
-        return _binary(OP_ADD, self, other)
+    # The binary dunders are C-level slots (c_api_binop_methods, see the file
+    # header): they receive the operands in call order, whichever is a Tensor.
+    def __add__(a, b):
+        return _binary(OP_ADD, a, b)
 
-    def __radd__(self, other):
-        return _binary(OP_ADD, other, self)
+    def __sub__(a, b):
+        return _binary(OP_SUB, a, b)
 
-    def __sub__(self, other):
-        return _binary(OP_SUB, self, other)
+    def __mul__(a, b):
+        return _binary(OP_MUL, a, b)
 
-    def __rsub__(self, other):
-        return _binary(OP_SUB, other, self)
+    def __truediv__(a, b):
+        return _binary(OP_DIV, a, b)
 
-    def __mul__(self, other):
-        return _binary(OP_MUL, self, other)
-
-    def __rmul__(self, other):
-        return _binary(OP_MUL, other, self)
-
-    def __truediv__(self, other):
-        return _binary(OP_DIV, self, other)
-
-    def __rtruediv__(self, other):
-        return _binary(OP_DIV, other, self)
-
-    def __pow__(self, other, mod):
+    def __pow__(a, b, mod):
         if mod is not None:
             return NotImplemented
-        return _binary(OP_POW, self, other)
-
-    def __rpow__(self, other, mod):
-        if mod is not None:
-            return NotImplemented
-        return _binary(OP_POW, other, self)
+        return _binary(OP_POW, a, b)
 
     def __neg__(self):
         return _unary(OP_NEG, self)
@@ -795,6 +833,16 @@ cdef int _run_kernel(row_fn fn, int nargs, cnp.ndarray out, list args) except -1
     return 0
 
 
+cdef inline bint _same_shape(cnp.ndarray a, cnp.ndarray b) noexcept:
+    cdef int nd = cnp.PyArray_NDIM(a), d
+    if nd != cnp.PyArray_NDIM(b):
+        return False
+    for d in range(nd):
+        if cnp.PyArray_DIMS(a)[d] != cnp.PyArray_DIMS(b)[d]:
+            return False
+    return True
+
+
 cdef inline int _dt_index(int typenum) noexcept:
     return 0 if typenum == cnp.NPY_FLOAT else 1
 
@@ -857,6 +905,52 @@ cdef object _binary(int op, object a, object b):
     if tb is None:
         ab = _scalar_array(b, typenum)
 
+    cdef char* ptrs[3]
+    cdef Py_ssize_t st[3]
+    cdef Py_ssize_t n
+    cdef row_fn fn
+    cdef TensorBase res_t
+    if ((typenum == cnp.NPY_FLOAT or typenum == cnp.NPY_DOUBLE)
+            and cnp.PyArray_TYPE(aa) == typenum and cnp.PyArray_TYPE(ab) == typenum
+            and cnp.PyArray_IS_C_CONTIGUOUS(aa) and cnp.PyArray_IS_C_CONTIGUOUS(ab)
+            and cnp.PyArray_ISALIGNED(aa) and cnp.PyArray_ISALIGNED(ab)):
+        # Fast path: equal shapes, or a tensor with a scalar (0-d) operand.
+        if _same_shape(aa, ab) or (cnp.PyArray_NDIM(ab) == 0 and tb is None):
+            out = cnp.PyArray_EMPTY(cnp.PyArray_NDIM(aa), cnp.PyArray_DIMS(aa),
+                                    typenum, 0)
+            st[1] = 1
+        elif cnp.PyArray_NDIM(aa) == 0 and ta is None:
+            out = cnp.PyArray_EMPTY(cnp.PyArray_NDIM(ab), cnp.PyArray_DIMS(ab),
+                                    typenum, 0)
+            st[1] = 0
+        else:
+            out = None
+        if out is not None:
+            n = cnp.PyArray_SIZE(out)
+            st[0] = 1
+            st[2] = 1 if cnp.PyArray_SIZE(ab) == n else 0
+            if st[1] == 1 and cnp.PyArray_SIZE(aa) != n:
+                st[1] = 0
+            ptrs[0] = <char*>cnp.PyArray_DATA(out)
+            ptrs[1] = <char*>cnp.PyArray_DATA(aa)
+            ptrs[2] = <char*>cnp.PyArray_DATA(ab)
+            fn = binary_fwd(op, _dt_index(typenum))
+            if n >= GIL_RELEASE_MIN:
+                with nogil:
+                    fn(n, ptrs, st)
+            elif n > 0:
+                fn(n, ptrs, st)
+            res_t = _new_tensor(out)
+            if cygrad_grad_mode and ((ta is not None and ta._requires_grad) or (
+                    tb is not None and tb._requires_grad)):
+                _make_binary_node(op, res_t, ta, tb, aa, ab, out, None, True)
+            elif not cygrad_grad_mode and _debug_level > 0 and (
+                    (ta is not None and (ta._requires_grad or ta._origin is not None))
+                    or (tb is not None and (tb._requires_grad or
+                                            tb._origin is not None))):
+                _note_no_grad(res_t, ta, tb)
+            return res_t
+
     if typenum != cnp.NPY_FLOAT and typenum != cnp.NPY_DOUBLE:
         # Integer and bool tensors: exact NumPy arithmetic, never a gradient.
         dt = cnp.PyArray_DescrFromType(typenum)
@@ -870,11 +964,11 @@ cdef object _binary(int op, object a, object b):
     out = _empty_like_shape(shape, typenum)
     _run_kernel(binary_fwd(op, _dt_index(typenum)), 3, out, [aa, ab])
 
-    cdef TensorBase res_t = _new_tensor(out)
+    res_t = _new_tensor(out)
     need_grad = cygrad_grad_mode and (
         (ta is not None and ta._requires_grad) or (tb is not None and tb._requires_grad))
     if need_grad:
-        _make_binary_node(op, res_t, ta, tb, aa, ab, out, shape)
+        _make_binary_node(op, res_t, ta, tb, aa, ab, out, shape, False)
     elif not cygrad_grad_mode and _debug_level > 0 and (
             (ta is not None and (ta._requires_grad or ta._origin is not None)) or
             (tb is not None and (tb._requires_grad or tb._origin is not None))):
@@ -884,7 +978,12 @@ cdef object _binary(int op, object a, object b):
 
 cdef void _make_binary_node(int op, TensorBase res, TensorBase ta, TensorBase tb,
                             cnp.ndarray aa, cnp.ndarray ab, cnp.ndarray out,
-                            tuple shape) except *:
+                            tuple shape, bint exact) except *:
+    """Record the backward node of ``res = op(a, b)``.
+
+    ``exact``: aa/ab are the tensors' own arrays and have the output's shape
+    (the fast path), so no reduction or cast is ever needed.
+    """
     cdef EWNode node = EWNode.__new__(EWNode)
     cdef bint ga = ta is not None and ta._requires_grad
     cdef bint gb = tb is not None and tb._requires_grad
@@ -898,8 +997,8 @@ cdef void _make_binary_node(int op, TensorBase res, TensorBase ta, TensorBase tb
     node._next = (_edge(ta) if ga else None, _edge(tb) if gb else None)
     if ga and ta._out_nr != 0 or gb and tb._out_nr != 0:
         node._nrs = (ta._out_nr if ga else 0, tb._out_nr if gb else 0)
-    if (ga and ((<object>aa).shape != shape or aa is not ta._arr)) or (
-            gb and ((<object>ab).shape != shape or ab is not tb._arr)):
+    if not exact and ((ga and ((<object>aa).shape != shape or aa is not ta._arr)) or (
+            gb and ((<object>ab).shape != shape or ab is not tb._arr))):
         node._in_meta = (
             (ta._arr.shape, ta._arr.dtype) if ga and (
                 (<object>aa).shape != shape or aa is not ta._arr) else None,
@@ -1074,7 +1173,13 @@ def inplace_binary(str name, TensorBase self, other, str opname):
 
 # --- graph nodes ------------------------------------------------------------------------
 
-@cython.trashcan(True)
+# Not GC-tracked (no_gc): nodes point only backwards, to other nodes and to
+# input tensors, so they form no cycles; tracking them made the cyclic GC
+# walk every node of a live graph (38% of the scalar chain's instructions
+# under callgrind).  No trashcan either (CPython's trashcan needs a GC
+# header): freeing a long chain is bounded by the trashcan of the tuples
+# (Node -> tuple -> Node) and of TensorBase (Node -> saved tensor -> Node).
+@cython.no_gc
 cdef class Node:
     """A backward function in the graph (``grad_fn``)."""
     cdef tuple _next           # per input: the Node receiving its gradient, or None
@@ -1173,6 +1278,7 @@ def _make_handle(lst, entry):
 
 
 @cython.final
+@cython.no_gc
 cdef class AccumulateGrad(Node):
     """Sink of a leaf's gradient: sums into ``.grad`` (holds the leaf weakly)."""
     cdef object _tref
@@ -1239,6 +1345,7 @@ cdef str _stale_hint(Node node, object grads):
 
 
 @cython.final
+@cython.no_gc
 cdef class EWNode(Node):
     """Backward of an elementwise op of the kernel table."""
     cdef int op
@@ -1343,6 +1450,72 @@ cdef class EWNode(Node):
         b = self._saved_tensor(self.tb, self.sb)
         return (fa(g, a, b, y) if self._next[0] is not None else None,
                 fb(g, a, b, y) if self._next[1] is not None else None)
+
+
+cdef object _graph_expand = None      # fn(tensor, shape): differentiable expand
+
+
+def _set_graph_expand(fn):
+    global _graph_expand
+    _graph_expand = fn
+
+
+@cython.final
+@cython.no_gc
+cdef class SumNode(Node):
+    """Backward of the full sum: grad = g broadcast to the input's shape.
+
+    The hottest reduction (every loss ends with one) gets a compiled node:
+    as a Python Function it cost about 85k instructions per forward+backward.
+    """
+    cdef tuple in_shape
+
+    def name(self):
+        return "SumBackward0"
+
+    cdef object apply(self, object grads, bint graph):
+        cdef cnp.ndarray g, out
+        cdef Py_ssize_t i, n
+        cdef int typenum
+        cdef double v
+        if graph:
+            return (_graph_expand(grads, self.in_shape),)
+        g = <cnp.ndarray>grads
+        typenum = cnp.PyArray_TYPE(g)
+        out = _empty_like_shape(self.in_shape, typenum)
+        n = cnp.PyArray_SIZE(out)
+        if typenum == cnp.NPY_FLOAT:
+            v = (<float*>cnp.PyArray_DATA(g))[0]
+            for i in range(n):
+                (<float*>cnp.PyArray_DATA(out))[i] = <float>v
+        else:
+            v = (<double*>cnp.PyArray_DATA(g))[0]
+            for i in range(n):
+                (<double*>cnp.PyArray_DATA(out))[i] = v
+        return (out,)
+
+
+def sum_all(TensorBase t):
+    """Sum of every element of a float tensor, recorded with a compiled node."""
+    cdef SumNode node
+    cdef TensorBase res = _new_tensor(_reduce_sum_all(t._arr))
+    if cygrad_grad_mode and t._requires_grad:
+        node = SumNode.__new__(SumNode)
+        node._n_out = 1
+        node._next = (_edge(t),)
+        if t._out_nr != 0:
+            node._nrs = (t._out_nr,)
+        node.in_shape = t._arr.shape
+        if _debug_level > 0:
+            _register(node)      # site, generation, live list (diagnostics)
+        res._grad_fn = node
+        res._requires_grad = True
+        if _retain_all:
+            _retain(res)
+    elif not cygrad_grad_mode and _debug_level > 0 and (
+            t._requires_grad or t._origin is not None):
+        _note_no_grad(res, t, None)
+    return res
 
 
 # --- Python Functions ----------------------------------------------------------------
