@@ -7,6 +7,7 @@ backward does the same when the engine runs it without building a graph
 caller asked for ``create_graph=True``, so second derivatives work.
 """
 
+import math
 import warnings
 
 import numpy as np
@@ -58,8 +59,7 @@ def _scalar(value, dtype):
 
 def _mean(total, count):
     # 0/0 is NaN (as torch), not ZeroDivisionError
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.float64(total) / np.float64(count)
+    return total / count if count else math.nan
 
 
 def _constant(arr):

@@ -1,0 +1,87 @@
+"""Every script in examples/ runs and prints its result."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+pytest.importorskip("cygrad.optim")
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+EXAMPLES = os.path.join(ROOT, "examples")
+
+
+def _run(name, *args):
+    # one BLAS thread: these matrices are small, and spinning BLAS threads
+    # on a busy machine make the run many times slower
+    env = dict(os.environ, MPLBACKEND="Agg", OPENBLAS_NUM_THREADS="1")
+    env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
+    out = subprocess.run(
+        [sys.executable, os.path.join(EXAMPLES, name), *args],
+        capture_output=True,
+        check=False,
+        text=True,
+        timeout=120,
+        env=env,
+        cwd=ROOT,
+    )
+    assert out.returncode == 0, out.stderr
+    return out.stdout
+
+
+def _last_float(text, prefix):
+    line = next(ln for ln in text.splitlines() if ln.startswith(prefix))
+    return line
+
+
+def test_linear_regression():
+    out = _run("linear_regression.py")
+    assert out.startswith("Epoch 0: w = ")
+    final = _last_float(out, "Final parameters:")
+    w = float(final.split("w = ")[1].split(",")[0])
+    b = float(final.split("b = ")[1])
+    assert abs(w - 2) < 0.1 and 0.5 <= b <= 1.5
+
+
+def test_binary_classification():
+    out = _run("binary_classification.py")
+    acc = float(_last_float(out, "final accuracy:").split(":")[1])
+    assert acc > 0.9
+
+
+def test_multi_feature_regression():
+    out = _run("multi_feature_regression.py")
+    err = float(_last_float(out, "max difference from least squares:").split(":")[1])
+    assert err < 1e-2
+
+
+def test_polynomial_regression():
+    out = _run("polynomial_regression.py")
+    assert "fitted coefficients:" in out and "least-squares coefficients:" in out
+
+
+def test_custom_function():
+    out = _run("custom_function.py")
+    assert "gradcheck against finite differences: True" in out
+    a = float(_last_float(out, "learned scale a =").split("=")[1].split("(")[0])
+    assert abs(a - 0.8) < 0.05
+
+
+def test_optimizers_by_hand():
+    out = _run("optimizers_by_hand.py")
+    lines = [ln for ln in out.splitlines() if "max difference" in ln]
+    assert len(lines) == 2
+    for ln in lines:
+        assert float(ln.rsplit(":", 1)[1]) < 1e-9
+
+
+def test_digits_mlp():
+    out = _run("digits_mlp.py", "--epochs", "10")
+    try:
+        import sklearn  # noqa: F401
+    except ImportError:
+        assert "scikit-learn is not installed" in out
+        return
+    acc = float(_last_float(out, "test accuracy:").split(":")[1].split()[0])
+    assert acc > 0.9
