@@ -446,3 +446,16 @@ def test_functional_strict_mode_and_errors():
     with pytest.raises(RuntimeError, match="The Tensor returned by the function given "
                        "to hessian should contain a single element"):
         cygrad.autograd.hessian(lambda a: a * 2, x)
+
+
+@pytest.mark.parametrize("strategy", ["reverse-mode", "forward-mode"])
+def test_hessian_with_create_graph_gives_third_derivatives(strategy):
+    xv = np.array([0.5, 1.5])
+    x = leaf(xv)
+    h = cygrad.autograd.hessian(lambda a: (a ** 4).sum() + a[0] * a[1] ** 2, x,
+                                create_graph=True, outer_jacobian_strategy=strategy)
+    np.testing.assert_allclose(h.detach().numpy(),
+                               [[12 * 0.25, 2 * 1.5], [2 * 1.5, 12 * 2.25 + 2 * 0.5]])
+    (g,) = grad(h.sum(), x)
+    # sum(H) = 12 a0^2 + 12 a1^2 + 4 a1 + 2 a0
+    np.testing.assert_allclose(g.numpy(), [24 * 0.5 + 2, 24 * 1.5 + 4])
