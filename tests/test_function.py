@@ -545,3 +545,35 @@ def test_custom_functions_match_torch():
     (ggc,) = cygrad.autograd.grad((gc * gc).sum(), xc)
     (ggt,) = torch.autograd.grad((gt * gt).sum(), xt)
     np.testing.assert_allclose(ggc.numpy(), ggt.numpy(), rtol=1e-12)
+
+
+def test_in_place_tensor_ops_inside_forward_follow_the_mark_dirty_rule():
+    class AddOne(Function):
+        @staticmethod
+        def forward(ctx, x):
+            x.add_(1.0)                  # a cygrad in-place op: bumps the version
+            ctx.mark_dirty(x)
+            return x
+
+        @staticmethod
+        def backward(ctx, grad):
+            return grad
+
+    class AddOneUndeclared(Function):
+        @staticmethod
+        def forward(ctx, x):
+            x.add_(1.0)
+            return x * 1
+
+        @staticmethod
+        def backward(ctx, grad):
+            return grad
+
+    x = t64([1.0, 2.0])
+    a = x * 2
+    assert AddOne.apply(a) is a
+    (a * a).sum().backward()             # a = 2x + 1: d/dx sum(a^2) = 4a
+    np.testing.assert_allclose(x.grad.numpy(), [12.0, 20.0])
+    with pytest.raises(RuntimeError, match="AddOneUndeclared.forward modified its "
+                       "input 0 in place without ctx.mark_dirty"):
+        AddOneUndeclared.apply(x * 2)
