@@ -5,7 +5,7 @@
 """Fused optimizer updates and the gradient-norm kernels of clip_grad_norm_.
 
 Layout: every array is a flat, C-contiguous view of one parameter (the caller
-passes ``arr.reshape(-1)``); a parameter, its gradient and its state buffers
+passes ``arr.ravel()``); a parameter, its gradient and its state buffers
 have the same length and the same dtype.
 
 Dtypes: ``real_t`` (float32 or float64).  Each update makes one pass over the
