@@ -130,6 +130,25 @@ def load(path, stat="min"):
     return data, entries
 
 
+def load_many(paths, stat="min"):
+    """Merge several runs: ``(runs, entries)``, ``runs`` a list of (path, data).
+
+    A group measured in a later JSON replaces the same group from earlier
+    ones, so a short re-run of some cases updates a full run; each entry
+    records its run's number (1-based) in ``entry["run"]``.
+    """
+    runs, by_group = [], {}
+    for k, path in enumerate(paths, 1):
+        data, entries = load(path, stat)
+        runs.append((path, data))
+        fresh = {}
+        for e in entries:
+            e["run"] = k
+            fresh.setdefault(e["group"], []).append(e)
+        by_group.update(fresh)
+    return runs, [e for group in by_group.values() for e in group]
+
+
 # ---------------------------------------------------------------------------
 # formatting
 
@@ -463,11 +482,24 @@ def _lib_key(lib):
 # ---------------------------------------------------------------------------
 
 
-def render(data, entries, path, plots, stat="min", notes=None):
+def render(runs, entries, plots, stat="min", notes=None):
+    """RESULTS.md text; ``runs`` is [(path, data)], the last one the newest."""
     groups = group_entries(e for e in entries if "series" not in e["extra"])
     rows = summary_rows(groups)
+    if len(runs) > 1:
+        for r in rows:
+            k = sorted({e["run"] for e in groups[r["group"]].values()})
+            note = "run " + ", ".join(map(str, k))
+            r["notes"] = f"{note}; {r['notes']}" if r["notes"] else note
     series = scaling_series(entries)
+    data = runs[-1][1]
     cb = (data.get("machine_info") or {}).get("cygrad_bench") or {}
+    if len(runs) == 1:
+        machine = md_machine(data, runs[0][0])
+    else:
+        machine = "".join(
+            f"Run {k}:\n\n{md_machine(d, p)}\n" for k, (p, d) in enumerate(runs, 1)
+        )
     out = [
         "# cygrad benchmark results\n\n",
         (
@@ -480,7 +512,7 @@ def render(data, entries, path, plots, stat="min", notes=None):
             f"{cb.get('requested', '?')}.\n\n"
         ),
         "## Machine\n\n",
-        md_machine(data, path),
+        machine,
         "\n## Cases\n\n",
         md_summary(rows) if rows else "No case benchmarks in this JSON.\n",
     ]
@@ -522,8 +554,9 @@ def main(argv=None):
     )
     parser.add_argument(
         "json",
-        nargs="?",
-        help="pytest-benchmark JSON (default: newest in .benchmarks/)",
+        nargs="*",
+        help="pytest-benchmark JSON(s); groups in later files replace earlier "
+        "ones (default: newest in .benchmarks/)",
     )
     parser.add_argument(
         "--out", default="benchmarks", help="output directory (default: benchmarks/)"
@@ -536,10 +569,10 @@ def main(argv=None):
     )
     parser.add_argument("--no-plots", action="store_true", help="write only RESULTS.md")
     args = parser.parse_args(argv)
-    path = args.json or find_latest_json()
-    if not path:
+    paths = args.json or [p for p in [find_latest_json()] if p]
+    if not paths:
         parser.error("no JSON given and none found under .benchmarks/")
-    data, entries = load(path, args.stat)
+    runs, entries = load_many(paths, args.stat)
     os.makedirs(args.out, exist_ok=True)
     series = scaling_series(entries)
     plots = (
@@ -551,7 +584,7 @@ def main(argv=None):
     if args.notes:
         with open(args.notes) as f:
             notes = f.read()
-    text = render(data, entries, path, plots, args.stat, notes)
+    text = render(runs, entries, plots, args.stat, notes)
     results = os.path.join(args.out, "RESULTS.md")
     with open(results, "w") as f:
         f.write(text)

@@ -247,3 +247,23 @@ def test_format_time():
     assert report.fmt_time(2.5e-3) == "2.5 ms"
     assert report.fmt_time(3e-7) == "300 ns"
     assert report.fmt_time(None) == "—"
+
+
+def test_report_merges_runs(tmp_path):
+    first = _json(tmp_path, SYNTHETIC)
+    second = tmp_path / "second.json"
+    data = json.loads(first.read_text())
+    data["benchmarks"] = [
+        _bench("small_tensors", "cygrad", 10e-6),
+        _bench("small_tensors", "torch", 100e-6),
+    ]
+    second.write_text(json.dumps(data))
+    out = tmp_path / "out"
+    argv = [str(first), str(second), "--out", str(out), "--no-plots"]
+    assert report.main([*argv, "--stat", "median"]) == 0
+    text = (out / "RESULTS.md").read_text()
+    cells = _table_row(text, "small_tensors")  # the later run replaces the group
+    assert cells[1:5] == ["10 µs", "—", "100 µs", "0.1x"]
+    assert "≤0.15x torch: met" in cells[6] and "run 2" in cells[7]
+    assert "run 1" in _table_row(text, "scalar_chain-forward")[7]
+    assert "Run 1:" in text and "Run 2:" in text
