@@ -19,6 +19,8 @@ from cygrad.autograd.grad_mode import (  # noqa: F401
 )
 from cygrad import autograd  # noqa: F401
 from cygrad import viz  # noqa: F401
+from cygrad import nn, optim  # noqa: F401
+from cygrad.serialization import load, save  # noqa: F401
 
 
 def _export_ops():
