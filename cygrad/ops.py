@@ -1067,8 +1067,22 @@ def _to_rows(arr, axes):
     return np.ascontiguousarray(arr.transpose(perm)).reshape(rows, n), perm
 
 
-def _from_rows(a2, perm, shape):
+def _rows_out(x2, perm, shape):
+    """An output for a kernel on ``x2``: (2-D view to fill, array to return).
+
+    Without a permutation the returned array owns its data (the engine can
+    then keep it as ``.grad`` without a copy)."""
+    if perm is None:
+        full = np.empty(shape, x2.dtype)
+        return full.reshape(x2.shape), full
+    out = np.empty_like(x2)
+    return out, None
+
+
+def _from_rows(a2, perm, shape, full=None):
     """Inverse of ``_to_rows`` for a full-size (rows, n) result."""
+    if full is not None:
+        return full
     if perm is None:
         return a2.reshape(shape)
     moved = a2.reshape(tuple(shape[d] for d in perm))
@@ -1106,9 +1120,10 @@ class Softmax(Function):
             y = np.zeros((), arr.dtype) if take_log else np.ones((), arr.dtype)
         else:
             x2, perm = _to_rows(arr, (dim,))
-            y2 = np.empty_like(x2)
-            _R.softmax_fwd(x2, y2, take_log)
-            y = _from_rows(y2, perm, arr.shape)
+            y2, full = _rows_out(x2, perm, arr.shape)
+            # NumPy's SIMD row max (NaN-propagating) feeds the kernel.
+            _R.softmax_fwd(x2, y2, take_log, x2.max(axis=1) if x2.size else None)
+            y = _from_rows(y2, perm, arr.shape, full)
         out = _wrap(y)
         ctx.save_for_backward(out)
         return out
@@ -1123,9 +1138,9 @@ class Softmax(Function):
                 return _wrap(np.zeros((), yarr.dtype)), None, None
             y2, perm = _to_rows(yarr, (dim,))
             g2, _ = _to_rows(_grad_array(g, yarr.dtype), (dim,))
-            out = np.empty_like(y2)
+            out, full = _rows_out(y2, perm, yarr.shape)
             _R.softmax_bwd(y2, g2, out, ctx.take_log)
-            return _wrap(_from_rows(out, perm, yarr.shape)), None, None
+            return _wrap(_from_rows(out, perm, yarr.shape, full)), None, None
         d = dim if y._arr.ndim else None
         if ctx.take_log:
             return g - exp(y) * sum(g, d, True), None, None  # noqa: F821
@@ -1188,7 +1203,7 @@ class LogSumExp(Function):
         ctx.kept = _kept_shape(arr.shape, axes)
         x2, _ = _to_rows(arr, axes)
         lse = np.empty(x2.shape[0], arr.dtype)
-        _R.logsumexp_fwd(x2, lse)
+        _R.logsumexp_fwd(x2, lse, x2.max(axis=1) if x2.size else None)
         out = _wrap(lse.reshape(ctx.kept if keepdim else tuple(
             s for i, s in enumerate(arr.shape) if i not in axes)))
         ctx.save_for_backward(x, out)
@@ -1200,11 +1215,11 @@ class LogSumExp(Function):
         if not is_grad_enabled():
             arr = x._arr
             x2, perm = _to_rows(arr, ctx.axes)
-            res = np.empty_like(x2)
+            res, full = _rows_out(x2, perm, arr.shape)
             _R.logsumexp_bwd(x2, out._arr.reshape(-1),
                              np.ascontiguousarray(_grad_array(g, arr.dtype)).reshape(-1),
                              res)
-            return _wrap(_from_rows(res, perm, arr.shape)), None, None
+            return _wrap(_from_rows(res, perm, arr.shape, full)), None, None
         gk = reshape(g, ctx.kept)
         return gk * exp(x - reshape(out, ctx.kept)), None, None  # noqa: F821
 
@@ -1249,11 +1264,11 @@ class Var(Function):
         if not is_grad_enabled():
             arr = x._arr
             x2, perm = _to_rows(arr, ctx.axes)
-            res = np.empty_like(x2)
+            res, full = _rows_out(x2, perm, arr.shape)
             _R.var_bwd(x2, ctx.mean,
                        np.ascontiguousarray(_grad_array(g, arr.dtype)).reshape(-1),
                        scale, res)
-            return _wrap(_from_rows(res, perm, arr.shape)), None, None, None
+            return _wrap(_from_rows(res, perm, arr.shape, full)), None, None, None
         axes = ctx.axes
         centered = x - mean(x, axes, True)
         return reshape(g, ctx.kept) * centered * scale, None, None, None
