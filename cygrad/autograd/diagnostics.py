@@ -456,11 +456,12 @@ _opt_state = weakref.WeakKeyDictionary()   # optimizer -> _OptDiag
 
 
 class _OptDiag:
-    __slots__ = ("gens", "warned")
+    __slots__ = ("gens", "seen", "warned")
 
     def __init__(self):
         self.gens = []        # generation right after each of the last steps
         self.warned = False
+        self.seen = None      # the old graph checked last time (skip if unchanged)
 
 
 def _diag_of(opt):
@@ -499,6 +500,11 @@ def _check_leak(opt, d):
     old = _engine.live_nodes(before_gen=prev, limit=_LEAK_SCAN_LIMIT)
     if not old:
         return
+    # A graph kept on purpose stays the same from step to step: check it once.
+    key = (len(old), id(old[0]), id(old[-1]))
+    if key == d.seen:
+        return
+    d.seen = key
     params = {id(p) for g in opt.param_groups for p in g["params"]}
     # Old nodes whose graph reaches one of this optimizer's parameters.  A
     # node's inputs are made before it, so one pass in creation order works.
