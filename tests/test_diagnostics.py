@@ -329,12 +329,13 @@ def test_loop_accumulating_the_loss_tensor_warns_once():
             opt.zero_grad()
             loss = ((model(x) - y) ** 2).mean()
             loss.backward()
-            opt.step()
+            opt.step()  # <- step
             total_loss += loss  # <- leak
         return total_loss
 
     got = [w for w in _warnings_of(train) if "optimizer.step()" in str(w.message)]
     assert len(got) == 1
+    assert (got[0].filename, got[0].lineno) == (__file__, line("step"))
     msg = str(got[0].message)
     assert "graphs of earlier iterations are still alive" in msg
     assert f"made by `add` at {at('leak')}" in msg
