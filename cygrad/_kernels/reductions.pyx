@@ -110,7 +110,34 @@ cdef extern from *:
             if (x[i] - shift < -708.3964185322641) y[i] = 0.0;
         }
     }
+    /* Sums and dot products in double with 8 independent lanes: each lane
+       is a plain sequential sum (no reassociation, so no -ffast-math), and
+       the fixed lane loop vectorizes, 4 doubles per AVX2 register. */
+    #define CG_LANES(NAME, T)                                                \
+    CG_CLONES static double NAME(const T *x, const T *y, Py_ssize_t n) {     \
+        double acc[8] = {0, 0, 0, 0, 0, 0, 0, 0}, s;                        \
+        Py_ssize_t i = 0;                                                    \
+        int k;                                                               \
+        if (y == NULL) {                                                     \
+            for (; i + 8 <= n; i += 8)                                       \
+                for (k = 0; k < 8; k++) acc[k] += (double)x[i + k];          \
+        } else {                                                             \
+            for (; i + 8 <= n; i += 8)                                       \
+                for (k = 0; k < 8; k++)                                      \
+                    acc[k] += (double)x[i + k] * (double)y[i + k];           \
+        }                                                                    \
+        s = ((acc[0] + acc[1]) + (acc[2] + acc[3]))                          \
+            + ((acc[4] + acc[5]) + (acc[6] + acc[7]));                       \
+        for (; i < n; i++)                                                   \
+            s += y == NULL ? (double)x[i] : (double)x[i] * (double)y[i];     \
+        return s;                                                            \
+    }
+    CG_LANES(cg_lanes_f, float)
+    CG_LANES(cg_lanes_d, double)
     """
+    double cg_lanes_f(const float* x, const float* y, Py_ssize_t n) noexcept nogil
+    double cg_lanes_d(const double* x, const double* y,
+                      Py_ssize_t n) noexcept nogil
     void cg_exp_shift_f(const float* x, float shift, float* y,
                         Py_ssize_t n) noexcept nogil
     void cg_exp_shift_d(const double* x, double shift, double* y,
@@ -157,34 +184,18 @@ cdef inline real_t _nan(real_t like) noexcept nogil:
 
 
 cdef inline double _row_sum(const real_t* x, Py_ssize_t n) noexcept nogil:
-    cdef double s0 = 0, s1 = 0, s2 = 0, s3 = 0
-    cdef Py_ssize_t i = 0
-    while i + 4 <= n:
-        s0 += x[i]
-        s1 += x[i + 1]
-        s2 += x[i + 2]
-        s3 += x[i + 3]
-        i += 4
-    while i < n:
-        s0 += x[i]
-        i += 1
-    return (s0 + s1) + (s2 + s3)
+    if real_t is float:
+        return cg_lanes_f(x, NULL, n)
+    else:
+        return cg_lanes_d(x, NULL, n)
 
 
 cdef inline double _row_dot(const real_t* x, const real_t* y,
                             Py_ssize_t n) noexcept nogil:
-    cdef double s0 = 0, s1 = 0, s2 = 0, s3 = 0
-    cdef Py_ssize_t i = 0
-    while i + 4 <= n:
-        s0 += <double>x[i] * y[i]
-        s1 += <double>x[i + 1] * y[i + 1]
-        s2 += <double>x[i + 2] * y[i + 2]
-        s3 += <double>x[i + 3] * y[i + 3]
-        i += 4
-    while i < n:
-        s0 += <double>x[i] * y[i]
-        i += 1
-    return (s0 + s1) + (s2 + s3)
+    if real_t is float:
+        return cg_lanes_f(x, y, n)
+    else:
+        return cg_lanes_d(x, y, n)
 
 
 cdef inline double _row_sqdev(const real_t* x, double mean,
