@@ -638,8 +638,22 @@ cdef void _retain(TensorBase t) except *:
 
 
 cdef void _note_no_grad(TensorBase res, TensorBase a, TensorBase b) except *:
-    """Remember that ``res`` lost its history to no_grad (for explain())."""
-    res._origin = ("no_grad", _user_site())
+    """Remember why ``res`` has no history (for explain()).
+
+    Under no_grad: ("no_grad", site).  In grad mode, when no input requires
+    grad but one was detached or made under no_grad (possibly through other
+    ops): ("derived", site, that first origin).
+    """
+    if not cygrad_grad_mode:
+        res._origin = ("no_grad", _user_site())
+        return
+    src = a._origin if a is not None and a._origin is not None else (
+        b._origin if b is not None else None)
+    if src is None:
+        return
+    if src[0] == "derived":
+        src = src[2]
+    res._origin = ("derived", _user_site(), src)
 
 
 def _set_retain_all(bint flag):
@@ -969,7 +983,7 @@ cdef object _binary(int op, object a, object b):
             if cygrad_grad_mode and ((ta is not None and ta._requires_grad) or (
                     tb is not None and tb._requires_grad)):
                 _make_binary_node(op, res_t, ta, tb, aa, ab, out, None, True)
-            elif not cygrad_grad_mode and _debug_level > 0 and (
+            elif _debug_level > 0 and (
                     (ta is not None and (ta._requires_grad or ta._origin is not None))
                     or (tb is not None and (tb._requires_grad or
                                             tb._origin is not None))):
@@ -994,7 +1008,7 @@ cdef object _binary(int op, object a, object b):
         (ta is not None and ta._requires_grad) or (tb is not None and tb._requires_grad))
     if need_grad:
         _make_binary_node(op, res_t, ta, tb, aa, ab, out, shape, False)
-    elif not cygrad_grad_mode and _debug_level > 0 and (
+    elif _debug_level > 0 and (
             (ta is not None and (ta._requires_grad or ta._origin is not None)) or
             (tb is not None and (tb._requires_grad or tb._origin is not None))):
         _note_no_grad(res_t, ta, tb)
@@ -1076,7 +1090,7 @@ cdef object _unary(int op, TensorBase t):
     cdef TensorBase res = _new_tensor(out)
     if cygrad_grad_mode and t._requires_grad:
         _make_unary_node(op, res, t, x, out)
-    elif not cygrad_grad_mode and _debug_level > 0 and (
+    elif _debug_level > 0 and (
             t._requires_grad or t._origin is not None):
         _note_no_grad(res, t, None)
     return res
@@ -1526,8 +1540,15 @@ cdef class SumNode(Node):
             return (_graph_expand(grads, self.in_shape),)
         g = <cnp.ndarray>grads
         typenum = cnp.PyArray_TYPE(g)
+        n = 1
+        for i in range(len(self.in_shape)):
+            n *= <Py_ssize_t>self.in_shape[i]
+        if n >= GIL_RELEASE_MIN:
+            # Large input: a read-only broadcast view of the 0-d gradient (no
+            # write of n elements; consumers read it with stride 0, and a leaf
+            # copies it into its own .grad).
+            return (np.broadcast_to(g, self.in_shape),)
         out = _empty_like_shape(self.in_shape, typenum)
-        n = cnp.PyArray_SIZE(out)
         if typenum == cnp.NPY_FLOAT:
             v = (<float*>cnp.PyArray_DATA(g))[0]
             for i in range(n):
@@ -1557,7 +1578,7 @@ def sum_all(TensorBase t):
         res._requires_grad = True
         if _retain_all:
             _retain(res)
-    elif not cygrad_grad_mode and _debug_level > 0 and (
+    elif _debug_level > 0 and (
             t._requires_grad or t._origin is not None):
         _note_no_grad(res, t, None)
     return res
@@ -1755,10 +1776,15 @@ def function_apply(cls, node_cls, tuple args):
     if not is_exec:
         if _debug_level > 0 and (dropped or any(
                 is_tensor[i] and (<TensorBase>args[i])._origin is not None
-                for i in range(n))) and not cygrad_grad_mode:
+                for i in range(n))):
+            src = None
+            for i in range(n):
+                if is_tensor[i] and (<TensorBase>args[i])._origin is not None:
+                    src = args[i]
+                    break
             for o in ((out,) if not isinstance(out, tuple) else out):
                 if isinstance(o, TensorBase) and not any(o is a for a in args):
-                    _note_no_grad(<TensorBase>o, None, None)
+                    _note_no_grad(<TensorBase>o, src, None)
         return out
     non_diff = ctx._non_diff or ()
     ctx._n_out = len(outs)
