@@ -409,3 +409,21 @@ def test_double_backward_vs_torch(name):
         [x, other],
         torch,
     )
+
+
+@needs_nn
+def test_mixed_dtypes_promote_as_torch():
+    torch = pytest.importorskip("torch")
+    x = np.linspace(-1, 1, 6).astype(np.float32)
+    y = np.linspace(0, 1, 6)
+    for name in ("mse_loss", "binary_cross_entropy_with_logits"):
+        xc = cygrad.tensor(x, requires_grad=True)
+        xt = torch.tensor(x, requires_grad=True)
+        out_c = getattr(cygrad.nn.functional, name)(xc, cygrad.tensor(y))
+        out_t = getattr(torch.nn.functional, name)(xt, torch.tensor(y))
+        assert str(out_c.dtype) == str(out_t.dtype).replace("torch.", "")
+        np.testing.assert_allclose(out_c.item(), out_t.item(), rtol=1e-6)
+        out_c.backward()
+        out_t.backward()
+        assert xc.grad.dtype == np.float32
+        np.testing.assert_allclose(xc.grad.numpy(), xt.grad.numpy(), rtol=1e-5)

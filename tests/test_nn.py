@@ -353,3 +353,12 @@ def test_training_loop_decreases_loss():
             for p in model.parameters():
                 p -= 0.1 * p.grad
     assert loss.item() < 0.5 * first
+
+
+def test_grad_fn_names():
+    lin = nn.Linear(3, 2)
+    out = lin(cygrad.randn(4, 3))
+    assert type(out.grad_fn).__name__ == "LinearBackward"
+    loss = nn.CrossEntropyLoss()(out, cygrad.tensor([0, 1, 1, 0]))
+    assert type(loss.grad_fn).__name__ == "CrossEntropyLossBackward"
+    assert type(nn.MSELoss()(out, out.detach()).grad_fn).__name__ == "MseLossBackward"

@@ -73,6 +73,8 @@ def _constant(arr):
 class _Linear(Function):
     """``out = x @ W.T + b``;  grad_x = g @ W, grad_W = g.T @ x, grad_b = sum(g)."""
 
+    _node_name = "LinearBackward"
+
     @staticmethod
     def forward(ctx, x, weight, bias=None):
         xa, wa = x._arr, weight._arr
@@ -208,6 +210,8 @@ def _reduce(loss, reduction):
 class _MSELoss(Function):
     """``l = (x - y)**2`` reduced;  grad_x = 2 g (x - y), grad_y = -grad_x."""
 
+    _node_name = "MseLossBackward"
+
     @staticmethod
     def forward(ctx, input, target, reduction):
         x = _real(input, "mse_loss")
@@ -260,6 +264,7 @@ def mse_loss(input, target, reduction="mean"):
     _check_reduction(reduction)
     if not isinstance(target, cygrad.Tensor):
         target = cygrad.tensor(target, dtype=input.dtype)
+    input, target = _promote(input, target)
     if tuple(input.shape) != tuple(target.shape):
         warnings.warn(
             f"Using a target size ({_size(target.shape)}) that is different to the "
@@ -270,6 +275,22 @@ def mse_loss(input, target, reduction="mean"):
         )
         return _reduce((input - target) ** 2, reduction)
     return _MSELoss.apply(input, target, reduction)
+
+
+def _promote(a, b):
+    """Cast two operands to one dtype as torch promotes them: a floating dtype
+    wins over an integer or bool one; two floating dtypes give the wider."""
+    da, db = np.dtype(a.dtype), np.dtype(b.dtype)
+    if da == db:
+        return a, b
+    fa, fb = da.kind == "f", db.kind == "f"
+    if fa and not fb:
+        dt = da
+    elif fb and not fa:
+        dt = db
+    else:
+        dt = np.promote_types(da, db)
+    return (a if da == dt else a.to(dt)), (b if db == dt else b.to(dt))
 
 
 def _size(shape):
@@ -283,6 +304,8 @@ def _size(shape):
 class _BCEWithLogits(Function):
     """``l = max(x,0) - x y + log1p(exp(-|x|))``;  grad_x = g (sigmoid(x) - y),
     grad_y = -g x."""
+
+    _node_name = "BinaryCrossEntropyWithLogitsBackward"
 
     @staticmethod
     def forward(ctx, input, target, reduction):
@@ -344,6 +367,7 @@ def binary_cross_entropy_with_logits(
     _check_reduction(reduction)
     if not isinstance(target, cygrad.Tensor):
         target = cygrad.tensor(target, dtype=input.dtype)
+    input, target = _promote(input, target)
     if tuple(target.shape) != tuple(input.shape):
         raise ValueError(
             f"Target size ({_size(target.shape)}) must be the same as input size "
@@ -369,6 +393,8 @@ def binary_cross_entropy_with_logits(
 class _CrossEntropy(Function):
     """``l_i = w[t_i] (logsumexp(x_i) - x_i[t_i])`` reduced;
     grad_x_i = g_i w[t_i] (softmax(x_i) - onehot(t_i))."""
+
+    _node_name = "CrossEntropyLossBackward"
 
     @staticmethod
     def forward(ctx, input, target, weight, ignore_index, reduction):
