@@ -1032,7 +1032,7 @@ class Clamp(Function):
 def abs(input):  # noqa: A001 - torch's name
     """out = |x|; grad = g * sign(x) (0 at 0, as torch).  Integers stay integers."""
     if input._arr.dtype.kind in "iu":
-        return _wrap(np.abs(input._arr))
+        return _wrap(np.asarray(np.abs(input._arr)))
     if input._arr.dtype.kind == "b":
         raise RuntimeError("abs() is not supported for bool tensors")
     return _table_abs(input)
@@ -1383,7 +1383,7 @@ class _ExtremeAll(Function):
     def forward(ctx, x, is_min):
         arr = x._arr
         val = np.asarray(arr.min() if is_min else arr.max())  # NaN propagates
-        mask = np.isnan(arr) if np.isnan(val) else (arr == val)
+        mask = np.asarray(np.isnan(arr) if np.isnan(val) else (arr == val))
         ctx.mask = mask
         ctx.count = int(np.count_nonzero(mask))
         return _wrap(val)
@@ -1391,7 +1391,7 @@ class _ExtremeAll(Function):
     @staticmethod
     def backward(ctx, g):
         if not is_grad_enabled():
-            return _wrap(ctx.mask * (g._arr / ctx.count)), None
+            return _wrap(np.asarray(ctx.mask * (g._arr / ctx.count))), None
         m = _wrap(ctx.mask.astype(g._arr.dtype))
         return m * (g / ctx.count), None
 
