@@ -16,16 +16,15 @@ import math
 import numpy as np
 
 from cygrad import dtypes as _dt
+from cygrad._kernels import clamp as _clamp_k
 from cygrad._kernels import engine as _engine
+from cygrad._kernels import reductions as _R
 from cygrad._kernels.elementwise import BINARY_OPS, UNARY_OPS
 from cygrad._kernels.engine import TensorBase, _alias, _wrap, is_grad_enabled
-from cygrad._kernels import clamp as _clamp_k
-from cygrad._kernels import reductions as _R
 from cygrad._kernels.reduce import sum_all as _sum_all
 from cygrad._kernels.reduce import sum_to_shape as _np_sum_to_shape
 from cygrad.autograd.function import Function
 from cygrad.tensor import Tensor, _canon_dim
-
 
 # --- the registry ------------------------------------------------------------------
 
@@ -1029,7 +1028,7 @@ class Clamp(Function):
 
 
 @op("abs", methods=("abs", "absolute"), ref=np.abs, primitive=True, kind="unary")
-def abs(input):  # noqa: A001 - torch's name
+def abs(input):
     """out = |x|; grad = g * sign(x) (0 at 0, as torch).  Integers stay integers."""
     if input._arr.dtype.kind in "iu":
         return _wrap(np.asarray(np.abs(input._arr)))
@@ -1435,7 +1434,7 @@ def _extreme(input, dim, keepdim, is_min, name):
 
 
 @op("max", methods=("max",), ref=np.max, primitive=True, kind="reduce")
-def max(input, dim=None, keepdim=False):  # noqa: A001 - torch's name
+def max(input, dim=None, keepdim=False):
     """Largest element; with ``dim``, ``(values, indices)`` along it.
 
     Gradient: with ``dim`` it goes to the returned index (first of ties);
@@ -1446,7 +1445,7 @@ def max(input, dim=None, keepdim=False):  # noqa: A001 - torch's name
 
 
 @op("min", methods=("min",), ref=np.min, primitive=True, kind="reduce")
-def min(input, dim=None, keepdim=False):  # noqa: A001 - torch's name
+def min(input, dim=None, keepdim=False):
     """Smallest element; with ``dim``, ``(values, indices)`` (see ``max``)."""
     return _extreme(input, dim, keepdim, True, "min")
 

@@ -15,8 +15,8 @@ import cygrad
 from cygrad.autograd import gradcheck, gradgradcheck
 
 TOLS = {
-    "float32": dict(rtol=1e-5, atol=1e-6),
-    "float64": dict(rtol=1e-10, atol=1e-12),
+    "float32": {"rtol": 1e-5, "atol": 1e-6},
+    "float64": {"rtol": 1e-10, "atol": 1e-12},
 }
 
 

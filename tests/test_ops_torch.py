@@ -16,8 +16,8 @@ import cygrad
 torch = pytest.importorskip("torch")
 
 TOLS = {
-    "float32": dict(rtol=1e-5, atol=1e-5),
-    "float64": dict(rtol=1e-10, atol=1e-12),
+    "float32": {"rtol": 1e-5, "atol": 1e-5},
+    "float64": {"rtol": 1e-10, "atol": 1e-12},
 }
 
 
