@@ -343,3 +343,9 @@ def test_0d_inputs_give_0d_tensors_backed_by_arrays():
     (g * x).backward()
     a = cygrad.abs(cygrad.tensor(-3))
     assert isinstance(a._arr, np.ndarray) and a.item() == 3
+
+
+def test_comparisons_are_bool_and_never_require_grad():
+    x = cygrad.randn(3, requires_grad=True)
+    for r in (x < 0, x <= x, x > 0.5, x >= 1, x == x, x != 0, cygrad.lt(x, x)):
+        assert r.dtype == cygrad.bool and not r.requires_grad and r.grad_fn is None

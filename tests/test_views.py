@@ -221,3 +221,20 @@ def test_augmented_assignment_through_a_basic_index_matches_torch():
         res.append((a.grad.numpy().copy(), w.grad.numpy().copy()))
     np.testing.assert_allclose(res[1][0], res[0][0], rtol=1e-12)
     np.testing.assert_allclose(res[1][1], res[0][1], rtol=1e-12)
+
+
+def _p14(m, a, w):  # zero_ and fill_ (with a tensor value) through views
+    b = a * 1
+    b[0].zero_()
+    b[:, 1].fill_(w.sum())
+    return (b * b * a).sum()
+
+
+def test_zero_and_fill_through_views_match_torch():
+    res = []
+    for m in (torch, cygrad):
+        a, w = _setup(m)
+        _p14(m, a, w).backward()
+        res.append((a.grad.numpy().copy(), w.grad.numpy().copy()))
+    np.testing.assert_allclose(res[1][0], res[0][0], rtol=1e-12)
+    np.testing.assert_allclose(res[1][1], res[0][1], rtol=1e-12)
