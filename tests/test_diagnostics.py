@@ -196,6 +196,25 @@ def test_explain_detached_copy():
     assert "It began as a detached copy" in explain(d)
 
 
+def test_tutorial_detach_example_explains_the_failed_backward():
+    # autograd-basics: z = y.detach() * 3; z.backward() raises in PyTorch.
+    x = cygrad.tensor(2.0, requires_grad=True)
+    y = x * x
+    d = y.detach()  # <- detach-call
+    z = d * 3  # <- detach-use
+    with pytest.raises(RuntimeError) as ei:
+        z.backward()
+    assert str(ei.value).startswith("element 0 of tensors does not require grad and "
+                                    "does not have a grad_fn")
+    assert x.grad is None
+    text = explain(z)
+    assert text.startswith(f"`z` does not require grad: it was computed at "
+                           f"{at('detach-use')} from a detached copy made by "
+                           f".detach() at {at('detach-call')}")
+    w = z.exp().sum()                    # the origin follows further ops
+    assert at("detach-call") in explain(w)
+
+
 def test_explain_tensor_not_requiring_grad():
     x = cygrad.ones(3)
     text = explain(x)

@@ -242,6 +242,16 @@ def explain(t, _frame=None):
                 "recorded and backward() cannot reach through it. Compute it "
                 "outside `with cygrad.no_grad():` (or inside `cygrad.enable_grad()`) "
                 "if you need its gradient.")
+    if origin is not None and origin[0] == "derived":
+        src_kind, src_site = origin[2]
+        src = (f"a detached copy made by .detach(){_at(src_site)}"
+               if src_kind == "detach" else
+               f"a tensor made under no_grad{_at(src_site)}")
+        return (f"{who} does not require grad: it was computed{_at(origin[1])} from "
+                f"{src}, which is outside the graph, so no gradient flows back "
+                "through it and backward() from it fails. Use the original tensor "
+                "instead of the detached one (or compute it outside no_grad) if "
+                "you need gradients.")
     if origin is not None and origin[0] == "detach":
         return (f"{who} is a detached copy made by .detach(){_at(origin[1])}: it "
                 "shares storage with the original tensor but is outside the graph, "
