@@ -2037,8 +2037,12 @@ Tensor.clamp_max_ = clamp_max_
 
 
 def _internal_overlap(arr):
-    """True when two elements of ``arr`` share memory (an expanded view)."""
-    return any(st == 0 and n > 1 for st, n in zip(arr.strides, arr.shape))
+    """True when two elements of ``arr`` share memory (an expanded view).
+
+    An empty array has no elements to share (NumPy gives its copies 0 strides).
+    """
+    return arr.size > 1 and any(st == 0 and n > 1
+                                for st, n in zip(arr.strides, arr.shape))
 
 
 def _check_overlap(t):
