@@ -243,6 +243,12 @@ def _compare(prog, dtype):
     except (RuntimeError, IndexError, ValueError) as e:
         # torch refuses the program in forward: cygrad must refuse it too.
         note(f"torch forward error: {e}")
+        if "some elements of the input tensor and the written-to tensor" in str(e):
+            # Deliberate difference: an in-place source that overlaps its
+            # destination (x.add_(x[0])) is copied first in cygrad, refused
+            # by torch.
+            run(cygrad, arrays, steps, weights, dtype)
+            return
         with pytest.raises((RuntimeError, IndexError, ValueError)):
             run(cygrad, arrays, steps, weights, dtype)
         return
