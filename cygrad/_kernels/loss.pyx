@@ -56,7 +56,6 @@ def cross_entropy_fwd(
     """
     cdef Py_ssize_t n = logits.shape[0]
     cdef Py_ssize_t c = logits.shape[1]
-    cdef Py_ssize_t bad
     cdef double total = 0.0
     cdef double wsum = 0.0
     _check_ce(n, c, target, weight, ignore_index)
@@ -157,7 +156,7 @@ cdef void _cross_entropy_fwd(
 ) noexcept nogil:
     cdef Py_ssize_t i, j
     cdef const real_t* row
-    cdef double m, s, l, w
+    cdef double m, s, row_lse, w, loss
     cdef int64_t t
     total[0] = 0.0
     wsum[0] = 0.0
@@ -170,16 +169,16 @@ cdef void _cross_entropy_fwd(
         s = 0.0
         for j in range(c):
             s += exp(<double>row[j] - m)
-        l = m + log(s)
-        lse[i] = <real_t>l
+        row_lse = m + log(s)
+        lse[i] = <real_t>row_lse
         t = target[i]
         if t == ignore_index:
             out[i] = 0
             continue
         w = weight[t] if weight != NULL else 1.0
-        l = w * (l - <double>row[t])
-        out[i] = <real_t>l
-        total[0] += l
+        loss = w * (row_lse - <double>row[t])
+        out[i] = <real_t>loss
+        total[0] += loss
         wsum[0] += w
 
 
@@ -191,7 +190,7 @@ cdef void _cross_entropy_bwd(
     cdef Py_ssize_t i, j
     cdef const real_t* row
     cdef real_t* grow
-    cdef double g, l
+    cdef double g, row_lse
     cdef int64_t t
     for i in range(n):
         row = x + i * c
@@ -204,9 +203,9 @@ cdef void _cross_entropy_bwd(
         g = <double>grad[i * gstride]
         if weight != NULL:
             g *= weight[t]
-        l = lse[i]
+        row_lse = lse[i]
         for j in range(c):
-            grow[j] = <real_t>(g * exp(<double>row[j] - l))
+            grow[j] = <real_t>(g * exp(<double>row[j] - row_lse))
         grow[t] = <real_t>(<double>grow[t] - g)
 
 
@@ -250,14 +249,14 @@ def bce_logits_bwd(
 cdef double _bce_logits_fwd(const real_t* x, const real_t* y, real_t* out,
                             Py_ssize_t n) noexcept nogil:
     cdef Py_ssize_t i
-    cdef double xi, l
+    cdef double xi, loss
     cdef double total = 0.0
     for i in range(n):
         xi = x[i]
         # exp(-|x|) <= 1 always: no overflow for any finite logit
-        l = (xi if xi > 0 else 0.0) - xi * <double>y[i] + log1p(exp(-fabs(xi)))
-        out[i] = <real_t>l
-        total += l
+        loss = (xi if xi > 0 else 0.0) - xi * <double>y[i] + log1p(exp(-fabs(xi)))
+        out[i] = <real_t>loss
+        total += loss
     return total
 
 
