@@ -225,6 +225,9 @@ cdef void _check_rows(Py_ssize_t r0, Py_ssize_t n0, Py_ssize_t r1, Py_ssize_t n1
         raise ValueError(f"{name}: shapes [{r0}, {n0}] and [{r1}, {n1}] differ")
 
 
+DEF CHUNK = 512
+
+
 # --- softmax and log_softmax ------------------------------------------------------
 
 cdef void _softmax_rows(const real_t* x, const real_t* rowmax, real_t* y,
@@ -235,8 +238,13 @@ cdef void _softmax_rows(const real_t* x, const real_t* rowmax, real_t* y,
     cdef real_t inv
     for r in range(rows):
         m = rowmax[r] if rowmax != NULL else _row_max(x, n)
-        _exp_shift(x, m, y, n)
-        s = _row_sum(y, n)
+        if take_log:
+            # exp is only summed: stage it in an L1-sized buffer, so y is
+            # written once.
+            s = _exp_sum(x, m, n)
+        else:
+            _exp_shift(x, m, y, n)
+            s = _row_sum(y, n)
         if take_log:
             # (x - m) - log(s), in this order, as torch: x - m is exact
             # near the maximum, so entries close to 0 keep their digits.
@@ -321,15 +329,23 @@ def softmax_bwd(const real_t[:, ::1] y,     # in  (rows, n) softmax output
 
 # --- logsumexp ---------------------------------------------------------------------
 
-DEF CHUNK = 512
+cdef double _exp_sum(const real_t* x, real_t m, Py_ssize_t n) noexcept nogil:
+    # sum(exp(x - m)) in double, through a stack buffer of CHUNK elements.
+    cdef real_t buf[CHUNK]
+    cdef Py_ssize_t j = 0, m_len
+    cdef double s = 0
+    while j < n:
+        m_len = n - j if n - j < CHUNK else CHUNK
+        _exp_shift(x + j, m, buf, m_len)
+        s += _row_sum(buf, m_len)
+        j += m_len
+    return s
 
 
 cdef void _logsumexp_rows(const real_t* x, const real_t* rowmax, real_t* out,
                           Py_ssize_t rows, Py_ssize_t n) noexcept nogil:
-    cdef real_t buf[CHUNK]
-    cdef Py_ssize_t r, j, m_len
+    cdef Py_ssize_t r
     cdef real_t m
-    cdef double s
     for r in range(rows):
         m = rowmax[r] if rowmax != NULL else _row_max(x, n)
         if m - m != 0:
@@ -337,14 +353,7 @@ cdef void _logsumexp_rows(const real_t* x, const real_t* rowmax, real_t* out,
             out[r] = m
             x += n
             continue
-        s = 0
-        j = 0
-        while j < n:
-            m_len = n - j if n - j < CHUNK else CHUNK
-            _exp_shift(x + j, m, buf, m_len)
-            s += _row_sum(buf, m_len)
-            j += m_len
-        out[r] = <real_t>(m + log(s))
+        out[r] = <real_t>(m + log(_exp_sum(x, m, n)))
         x += n
 
 
