@@ -10,6 +10,7 @@ cygrad.load on hostile files.
 import io
 import json
 import os
+import pathlib
 import pickle
 import struct
 import subprocess
@@ -31,8 +32,15 @@ def _snapshot(*ts):
     out = []
     for t in ts:
         g = t.grad
-        out.append((t._arr.copy(), t._version, t.requires_grad, t.grad_fn,
-                    None if g is None else g._arr.copy()))
+        out.append(
+            (
+                t._arr.copy(),
+                t._version,
+                t.requires_grad,
+                t.grad_fn,
+                None if g is None else g._arr.copy(),
+            )
+        )
     return out
 
 
@@ -56,16 +64,28 @@ def test_nan_inf_propagate_as_ieee(dtype):
     vals = np.array([NAN, INF, -INF, 0.0, -0.0, 1.0], dtype=dtype)
     x = cygrad.tensor(vals)
     with np.errstate(all="ignore"):
-        for name in ("exp", "log", "sqrt", "tanh", "sin", "cos", "abs", "sigmoid",
-                     "relu"):
+        for name in (
+            "exp",
+            "log",
+            "sqrt",
+            "tanh",
+            "sin",
+            "cos",
+            "abs",
+            "sigmoid",
+            "relu",
+        ):
             got = getattr(x, name)().numpy()
-            refs = {"sigmoid": lambda v: 1 / (1 + np.exp(-v)),
-                    "relu": lambda v: np.where(~(v <= 0), v, np.zeros_like(v))}
+            refs = {
+                "sigmoid": lambda v: 1 / (1 + np.exp(-v)),
+                "relu": lambda v: np.where(~(v <= 0), v, np.zeros_like(v)),
+            }
             ref = (refs[name] if name in refs else getattr(np, name))(vals)
             np.testing.assert_array_equal(np.isnan(got), np.isnan(ref), err_msg=name)
             ok = ~np.isnan(ref)
-            np.testing.assert_allclose(got[ok], ref[ok].astype(dtype), rtol=1e-6,
-                                       err_msg=name)
+            np.testing.assert_allclose(
+                got[ok], ref[ok].astype(dtype), rtol=1e-6, err_msg=name
+            )
         for op in ("__add__", "__sub__", "__mul__", "__truediv__"):
             got = getattr(x, op)(x).numpy()
             ref = getattr(vals, op)(vals)
@@ -101,6 +121,7 @@ def test_inf_in_loss_gives_inf_not_crash():
 
 # --- NumPy layouts ------------------------------------------------------------------
 
+
 def _layouts():
     base = np.arange(60, dtype=np.float64).reshape(3, 4, 5) / 7 - 3
     return {
@@ -124,8 +145,9 @@ def test_strided_inputs_computed_correctly(name, make):
         x = cygrad.tensor(arr)
     other = np.linspace(-1, 1, arr.shape[-1]).astype(arr.dtype)
     np.testing.assert_array_equal((x * 2 + 1).numpy(), arr * 2 + 1)
-    np.testing.assert_allclose((x.exp() - cygrad.from_numpy(other)).numpy(),
-                               np.exp(arr) - other, rtol=1e-6)
+    np.testing.assert_allclose(
+        (x.exp() - cygrad.from_numpy(other)).numpy(), np.exp(arr) - other, rtol=1e-6
+    )
     np.testing.assert_allclose(x.sum(dim=1).numpy(), arr.sum(axis=1), rtol=1e-6)
     m = np.ones((arr.shape[-1], 2), arr.dtype)
     np.testing.assert_allclose((x @ cygrad.tensor(m)).numpy(), arr @ m, rtol=1e-6)
@@ -140,8 +162,7 @@ def test_gradients_through_strided_from_numpy(name):
     x = cygrad.from_numpy(arr)
     w = cygrad.tensor(np.linspace(0.5, 1.5, arr.shape[-1]), requires_grad=True)
     (x.sin() * w).sum().backward()
-    np.testing.assert_allclose(w.grad.numpy(), np.sin(arr).sum(axis=(0, 1)),
-                               rtol=1e-12)
+    np.testing.assert_allclose(w.grad.numpy(), np.sin(arr).sum(axis=(0, 1)), rtol=1e-12)
 
 
 def test_in_place_on_strided_from_numpy_writes_through():
@@ -164,7 +185,8 @@ def test_byte_swapped_arrays_never_misread():
     np.testing.assert_array_equal((cygrad.tensor(be) * 2).numpy(), [2, 4, 6])
     np.testing.assert_array_equal(cygrad.as_tensor(be).numpy(), [1, 2, 3])
     np.testing.assert_array_equal(
-        cygrad.tensor(np.array([1, 2], dtype=">i8")).numpy(), [1, 2])
+        cygrad.tensor(np.array([1, 2], dtype=">i8")).numpy(), [1, 2]
+    )
 
 
 def test_unaligned_array():
@@ -181,6 +203,7 @@ def test_unaligned_array():
 
 
 # --- read-only arrays -----------------------------------------------------------------
+
 
 def _read_only():
     arr = np.arange(6.0).reshape(2, 3)
@@ -212,9 +235,11 @@ def test_read_only_arrays_refused_for_in_place(op):
     if op == "setitem" and not hasattr(type(x), "__setitem__"):
         pytest.skip("no __setitem__")
     before = _snapshot(x)
-    with pytest.raises((ValueError, RuntimeError), match="read-only"):
-        with cygrad.no_grad():
-            IN_PLACE[op](x)
+    with (
+        pytest.raises((ValueError, RuntimeError), match="read-only"),
+        cygrad.no_grad(),
+    ):
+        IN_PLACE[op](x)
     _assert_same(before, _snapshot(x))
     np.testing.assert_array_equal(arr, np.arange(6.0).reshape(2, 3))
     # Out-of-place math on read-only data is fine.
@@ -257,8 +282,16 @@ def test_unsupported_dtypes_rejected_at_tensor(name):
         cygrad.tensor(BAD_DATA[name])
 
 
-@pytest.mark.parametrize("name", ["object array", "complex array", "unicode array",
-                                  "datetime array", "structured array"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "object array",
+        "complex array",
+        "unicode array",
+        "datetime array",
+        "structured array",
+    ],
+)
 def test_unsupported_dtypes_rejected_at_from_numpy(name):
     with pytest.raises(TypeError):
         cygrad.from_numpy(BAD_DATA[name])
@@ -276,15 +309,26 @@ def test_ragged_and_non_numbers_clear_errors():
 @pytest.mark.parametrize("other", [1 + 2j, "a", None, [1, 2], object()])
 def test_operators_with_unsupported_operands_raise_type_error(other):
     x = cygrad.ones(2, requires_grad=True)
-    for fn in (lambda: x + other, lambda: x * other, lambda: other - x,
-               lambda: x / other, lambda: x ** other):
+    for fn in (
+        lambda: x + other,
+        lambda: x * other,
+        lambda: other - x,
+        lambda: x / other,
+        lambda: x**other,
+    ):
         with pytest.raises(TypeError):
             fn()
     y = cygrad.ones(2)
     before = _snapshot(y)
-    for fn in (lambda: y.add_(other), lambda: y.mul_(other),
-               lambda: y.__iadd__(other) if y.__iadd__(other) is not NotImplemented
-               else (_ for _ in ()).throw(TypeError())):
+    for fn in (
+        lambda: y.add_(other),
+        lambda: y.mul_(other),
+        lambda: (
+            y.__iadd__(other)
+            if y.__iadd__(other) is not NotImplemented
+            else (_ for _ in ()).throw(TypeError())
+        ),
+    ):
         with pytest.raises(TypeError):
             fn()
     _assert_same(before, _snapshot(y))
@@ -301,6 +345,7 @@ def test_numpy_array_with_a_tensor_that_requires_grad():
 
 
 # --- zero-size dimensions ------------------------------------------------------------
+
 
 @pytest.mark.parametrize("shape", [(0,), (0, 3), (3, 0), (2, 0, 4)])
 def test_zero_size_dims_forward_and_backward(shape):
@@ -326,14 +371,18 @@ def test_zero_size_mean_is_nan_like_torch():
 
 # --- shape products ---------------------------------------------------------------------
 
-@pytest.mark.parametrize("make", [
-    lambda: cygrad.zeros(2 ** 40, 2 ** 40),
-    lambda: cygrad.ones(2 ** 31, 2 ** 31, 2 ** 31),
-    lambda: cygrad.empty(2 ** 62, 4),
-    lambda: cygrad.randn(2 ** 33, 2 ** 33),
-    lambda: cygrad.full((2 ** 32, 2 ** 32), 1.0),
-    lambda: cygrad.zeros(-1, 2),
-])
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: cygrad.zeros(2**40, 2**40),
+        lambda: cygrad.ones(2**31, 2**31, 2**31),
+        lambda: cygrad.empty(2**62, 4),
+        lambda: cygrad.randn(2**33, 2**33),
+        lambda: cygrad.full((2**32, 2**32), 1.0),
+        lambda: cygrad.zeros(-1, 2),
+    ],
+)
 def test_shape_product_overflow_rejected(make):
     with pytest.raises((RuntimeError, ValueError, MemoryError)):
         make()
@@ -342,11 +391,11 @@ def test_shape_product_overflow_rejected(make):
 def test_reshape_and_expand_overflow_rejected():
     x = cygrad.zeros(4)
     with pytest.raises(RuntimeError, match="invalid"):
-        x.reshape(2 ** 62, 2 ** 62)
+        x.reshape(2**62, 2**62)
     with pytest.raises(RuntimeError):
         x.reshape(-1, 0)
     with pytest.raises((RuntimeError, ValueError)):
-        cygrad.zeros(1, 1).expand(2 ** 40, 2 ** 40).sum()
+        cygrad.zeros(1, 1).expand(2**40, 2**40).sum()
     try:  # many dimensions: refused clearly, or computed right
         y = cygrad.zeros(*([1] * 40)) + 1
     except ValueError as e:
@@ -356,6 +405,7 @@ def test_reshape_and_expand_overflow_rejected():
 
 
 # --- failed calls change nothing ---------------------------------------------------------
+
 
 def test_failed_in_place_calls_change_nothing():
     x = cygrad.tensor([1.0, 2.0, 3.0])
@@ -403,11 +453,14 @@ def test_bad_backward_arguments_change_nothing():
     np.testing.assert_array_equal(x.grad.numpy(), [5, 7])
 
 
-@pytest.mark.parametrize("value, error", [
-    (lambda: cygrad.ones(3), "size"),
-    (lambda: cygrad.ones(2, dtype=cygrad.int64), "dtype"),
-    (lambda: np.ones(2, dtype=np.float32), "Tensor"),
-])
+@pytest.mark.parametrize(
+    "value, error",
+    [
+        (lambda: cygrad.ones(3), "size"),
+        (lambda: cygrad.ones(2, dtype=cygrad.int64), "dtype"),
+        (lambda: np.ones(2, dtype=np.float32), "Tensor"),
+    ],
+)
 def test_assigning_a_bad_grad_refused(value, error):
     x = cygrad.tensor([1.0, 2.0], requires_grad=True)
     x.grad = cygrad.tensor([5.0, 6.0])
@@ -418,6 +471,7 @@ def test_assigning_a_bad_grad_refused(value, error):
 
 
 # --- Function.backward returning wrong things ---------------------------------------------
+
 
 def _function(result):
     class Custom(cygrad.autograd.Function):
@@ -434,10 +488,16 @@ def _function(result):
 
 WRONG = {
     "shape": (lambda g: cygrad.ones(5), RuntimeError, "invalid gradient at index 0"),
-    "int dtype": (lambda g: cygrad.ones(3, dtype=cygrad.int64), RuntimeError,
-                  "floating point"),
-    "bool dtype": (lambda g: cygrad.ones(3, dtype=cygrad.bool), RuntimeError,
-                   "floating point"),
+    "int dtype": (
+        lambda g: cygrad.ones(3, dtype=cygrad.int64),
+        RuntimeError,
+        "floating point",
+    ),
+    "bool dtype": (
+        lambda g: cygrad.ones(3, dtype=cygrad.bool),
+        RuntimeError,
+        "floating point",
+    ),
     "ndarray": (lambda g: np.ones(3), TypeError, "Tensor"),
     "float": (lambda g: 1.0, TypeError, "Tensor"),
     "too many": (lambda g: (g, g), RuntimeError, "incorrect number of gradients"),
@@ -468,6 +528,7 @@ def test_function_backward_float64_grad_for_float32_input_is_cast():
 
 
 # --- optimizer load_state_dict ---------------------------------------------------------------
+
 
 def _adam_pair():
     from cygrad.optim import Adam
@@ -515,9 +576,19 @@ def _mutations():
     def extra_group(sd):
         sd["param_groups"].append(dict(sd["param_groups"][0], params=[]))
 
-    return {f.__name__: f for f in (shape, dtype_str, none_value, group_size,
-                                    extra_index, missing_groups, bad_lr,
-                                    extra_group)}
+    return {
+        f.__name__: f
+        for f in (
+            shape,
+            dtype_str,
+            none_value,
+            group_size,
+            extra_index,
+            missing_groups,
+            bad_lr,
+            extra_group,
+        )
+    }
 
 
 @pytest.mark.parametrize("mutation", list(_mutations()))
@@ -555,6 +626,7 @@ def test_optimizer_load_state_dict_casts_integer_state_as_torch():
 
 # --- cygrad.load on hostile files ---------------------------------------------------------------
 
+
 def _load():
     load = getattr(cygrad, "load", None)
     if load is None:
@@ -571,9 +643,14 @@ def _save():
 
 def _npy(shape, dtype, data=b""):
     buf = io.BytesIO()
-    npy_format.write_array_header_1_0(buf, {
-        "descr": npy_format.dtype_to_descr(np.dtype(dtype)),
-        "fortran_order": False, "shape": shape})
+    npy_format.write_array_header_1_0(
+        buf,
+        {
+            "descr": npy_format.dtype_to_descr(np.dtype(dtype)),
+            "fortran_order": False,
+            "shape": shape,
+        },
+    )
     return buf.getvalue() + data
 
 
@@ -595,17 +672,19 @@ def _zip(path, members, compression=zipfile.ZIP_STORED):
 def _patch_sizes(path, member, size):
     """Make the zip entry of ``member`` declare ``size`` bytes (local and central
     headers) without storing them."""
-    raw = bytearray(open(path, "rb").read())
+    raw = bytearray(pathlib.Path(path).read_bytes())
     name = member.encode()
-    for sig, name_at, len_at, size_at in ((b"PK\x03\x04", 30, 26, 18),
-                                          (b"PK\x01\x02", 46, 28, 20)):
+    for sig, name_at, len_at, size_at in (
+        (b"PK\x03\x04", 30, 26, 18),
+        (b"PK\x01\x02", 46, 28, 20),
+    ):
         i = raw.find(sig)
         while i >= 0:
             n = struct.unpack_from("<H", raw, i + len_at)[0]
-            if raw[i + name_at:i + name_at + n] == name:
+            if raw[i + name_at : i + name_at + n] == name:
                 struct.pack_into("<II", raw, i + size_at, size, size)
             i = raw.find(sig, i + 4)
-    open(path, "wb").write(bytes(raw))
+    pathlib.Path(path).write_bytes(bytes(raw))
 
 
 class _Evil:
@@ -622,54 +701,76 @@ def _hostile_files(tmp):
         pickle.dump(_Evil(), f)
     files["pickle payload"] = p
     # A pickle inside a zip, as torch.save writes them.
-    files["zip with data.pkl"] = _zip(os.path.join(tmp, "torchlike.pt"), {
-        "archive/data.pkl": pickle.dumps(_Evil()), "archive/version": b"3"})
+    files["zip with data.pkl"] = _zip(
+        os.path.join(tmp, "torchlike.pt"),
+        {"archive/data.pkl": pickle.dumps(_Evil()), "archive/version": b"3"},
+    )
     # An object-dtype .npy member (np.save with allow_pickle).
     buf = io.BytesIO()
     np.save(buf, np.array([_Evil()], dtype=object), allow_pickle=True)
-    files["object npy member"] = _zip(os.path.join(tmp, "objnpy.pt"), {
-        "a0.npy": buf.getvalue(), "__cygrad__.npy": _manifest(TENSOR_ROOT)})
+    files["object npy member"] = _zip(
+        os.path.join(tmp, "objnpy.pt"),
+        {"a0.npy": buf.getvalue(), "__cygrad__.npy": _manifest(TENSOR_ROOT)},
+    )
     # A header declaring 3.5 GB in a 700-byte file.
     n = 437_500_000
     h = _npy((n,), "f8")
-    p = _zip(os.path.join(tmp, "liar.pt"), {"a0.npy": h + bytes(64),
-                                            "__cygrad__.npy": _manifest(TENSOR_ROOT)})
+    p = _zip(
+        os.path.join(tmp, "liar.pt"),
+        {"a0.npy": h + bytes(64), "__cygrad__.npy": _manifest(TENSOR_ROOT)},
+    )
     _patch_sizes(p, "a0.npy", len(h) + 8 * n)
     files["declared 3.5 GB, stores 64 B"] = p
     # Header honest about a huge shape, beyond any sane cap (2**70 bytes).
-    files["absurd shape"] = _zip(os.path.join(tmp, "absurd.pt"), {
-        "a0.npy": _npy((2 ** 40, 2 ** 27), "f8"),
-        "__cygrad__.npy": _manifest(TENSOR_ROOT)})
+    files["absurd shape"] = _zip(
+        os.path.join(tmp, "absurd.pt"),
+        {
+            "a0.npy": _npy((2**40, 2**27), "f8"),
+            "__cygrad__.npy": _manifest(TENSOR_ROOT),
+        },
+    )
     # A deflate bomb: 80 MB of zeros in about 80 kB.
-    files["deflate bomb"] = _zip(os.path.join(tmp, "bomb.pt"), {
-        "a0.npy": _npy((10_000_000,), "f8", bytes(80_000_000)),
-        "__cygrad__.npy": _manifest(TENSOR_ROOT)}, compression=zipfile.ZIP_DEFLATED)
+    files["deflate bomb"] = _zip(
+        os.path.join(tmp, "bomb.pt"),
+        {
+            "a0.npy": _npy((10_000_000,), "f8", bytes(80_000_000)),
+            "__cygrad__.npy": _manifest(TENSOR_ROOT),
+        },
+        compression=zipfile.ZIP_DEFLATED,
+    )
     good = os.path.join(tmp, "good.pt")
     _save()({"w": cygrad.randn(50, 50), "step": 3, "name": "x"}, good)
-    raw = open(good, "rb").read()
+    raw = pathlib.Path(good).read_bytes()
     for frac in (0.1, 0.5, 0.9, 0.99):
         p = os.path.join(tmp, f"trunc{frac}.pt")
-        open(p, "wb").write(raw[:int(len(raw) * frac)])
+        pathlib.Path(p).write_bytes(raw[: int(len(raw) * frac)])
         files[f"truncated at {frac:.0%}"] = p
     p = os.path.join(tmp, "magic.pt")
-    open(p, "wb").write(b"NOPE" + raw[4:])
+    pathlib.Path(p).write_bytes(b"NOPE" + raw[4:])
     files["wrong magic"] = p
     p = os.path.join(tmp, "empty.pt")
-    open(p, "wb").write(b"")
+    pathlib.Path(p).write_bytes(b"")
     files["empty"] = p
     files["not a cygrad zip"] = _zip(os.path.join(tmp, "plain.zip"), {"x.txt": b"hi"})
-    files["manifest wrong magic"] = _zip(os.path.join(tmp, "mm.pt"), {
-        "__cygrad__.npy": _npy((4,), "u1", b"null")})
-    files["manifest not json"] = _zip(os.path.join(tmp, "mj.pt"), {
-        "__cygrad__.npy": _npy((5,), "u1", b"{{{{{")})
+    files["manifest wrong magic"] = _zip(
+        os.path.join(tmp, "mm.pt"), {"__cygrad__.npy": _npy((4,), "u1", b"null")}
+    )
+    files["manifest not json"] = _zip(
+        os.path.join(tmp, "mj.pt"), {"__cygrad__.npy": _npy((5,), "u1", b"{{{{{")}
+    )
     deep = '{"t": "list", "items": [' * 5000 + "]}" * 5000
     raw_m = ('{"magic": "cygrad.save", "version": 1, "root": ' + deep + "}").encode()
-    files["deeply nested manifest"] = _zip(os.path.join(tmp, "deep.pt"), {
-        "__cygrad__.npy": _npy((len(raw_m),), "u1", raw_m)})
-    files["missing array"] = _zip(os.path.join(tmp, "missing.pt"), {
-        "__cygrad__.npy": _manifest(TENSOR_ROOT)})
-    files["unknown node type"] = _zip(os.path.join(tmp, "node.pt"), {
-        "__cygrad__.npy": _manifest({"t": "eval", "v": "__import__('os')"})})
+    files["deeply nested manifest"] = _zip(
+        os.path.join(tmp, "deep.pt"),
+        {"__cygrad__.npy": _npy((len(raw_m),), "u1", raw_m)},
+    )
+    files["missing array"] = _zip(
+        os.path.join(tmp, "missing.pt"), {"__cygrad__.npy": _manifest(TENSOR_ROOT)}
+    )
+    files["unknown node type"] = _zip(
+        os.path.join(tmp, "node.pt"),
+        {"__cygrad__.npy": _manifest({"t": "eval", "v": "__import__('os')"})},
+    )
     return files, marker
 
 
@@ -680,29 +781,38 @@ def test_load_hostile_files(tmp_path):
     instead of the machine)."""
     pytest.importorskip("cygrad.serialization")
     files, marker = _hostile_files(str(tmp_path))
-    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get(
-        "PYTHONPATH", ""))
+    env = dict(
+        os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", "")
+    )
     failures = []
     # One subprocess for all files, each load isolated by try/except.
-    batch = "\n".join([
-        "import resource, sys",
-        "resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))",
-        "import cygrad",
-        "try:",
-        "    from cygrad import load",
-        "except ImportError:",
-        "    from cygrad.serialization import load",
-        "for path in sys.argv[1:]:",
-        "    try:",
-        "        load(path)",
-        "        print('LOADED', path)",
-        "    except ValueError as e:",
-        "        print('ValueError', path, str(e).replace(chr(10), ' '))",
-        "    except BaseException as e:",
-        "        print('OTHER', path, type(e).__name__, e)",
-    ])
-    proc = subprocess.run([sys.executable, "-c", batch, *files.values()], env=env,
-                          capture_output=True, text=True, timeout=300)
+    batch = "\n".join(  # noqa: FLY002 - one line per statement reads best
+        [
+            "import resource, sys",
+            "resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))",
+            "import cygrad",
+            "try:",
+            "    from cygrad import load",
+            "except ImportError:",
+            "    from cygrad.serialization import load",
+            "for path in sys.argv[1:]:",
+            "    try:",
+            "        load(path)",
+            "        print('LOADED', path)",
+            "    except ValueError as e:",
+            "        print('ValueError', path, str(e).replace(chr(10), ' '))",
+            "    except BaseException as e:",
+            "        print('OTHER', path, type(e).__name__, e)",
+        ]
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", batch, *files.values()],
+        check=False,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     results = {}
     for line in proc.stdout.splitlines():

@@ -31,7 +31,7 @@ except ImportError:  # pragma: no cover - torch is optional
 
 SCALE = 4
 BASE = settings().max_examples
-SETTINGS = dict(deadline=None, suppress_health_check=list(HealthCheck))
+SETTINGS = {"deadline": None, "suppress_health_check": list(HealthCheck)}
 
 UNARY = {
     "exp": lambda L, x: x.exp(),
@@ -44,14 +44,26 @@ UNARY = {
     "neg": lambda L, x: -x,
     "sqrt": lambda L, x: (x * x + 0.25).sqrt(),
     "log": lambda L, x: (x * x + 0.5).log(),
-    "square": lambda L, x: x ** 2,
-    "cube": lambda L, x: x ** 3,
+    "square": lambda L, x: x**2,
+    "cube": lambda L, x: x**3,
     "rpow": lambda L, x: 1.5 ** x.tanh(),
     "scalar ops": lambda L, x: (2.0 - x) * 0.5 + 1 / (x * x + 1.0),
     "clamp": lambda L, x: x.clamp(-0.5, 0.7),
 }
-SMOOTH_UNARY = ["exp", "tanh", "sin", "cos", "sigmoid", "neg", "sqrt", "log",
-                "square", "cube", "rpow", "scalar ops"]
+SMOOTH_UNARY = [
+    "exp",
+    "tanh",
+    "sin",
+    "cos",
+    "sigmoid",
+    "neg",
+    "sqrt",
+    "log",
+    "square",
+    "cube",
+    "rpow",
+    "scalar ops",
+]
 
 BINARY = {
     "add": lambda L, a, b: a + b,
@@ -75,15 +87,28 @@ def _bshape(a, b):
 
 @st.composite
 def programs(draw, smooth=False, max_steps=8):
-    shapes = draw(hnp.mutually_broadcastable_shapes(
-        num_shapes=draw(st.integers(1, 3)), min_dims=0, max_dims=3, min_side=1,
-        max_side=4)).input_shapes
+    shapes = draw(
+        hnp.mutually_broadcastable_shapes(
+            num_shapes=draw(st.integers(1, 3)),
+            min_dims=0,
+            max_dims=3,
+            min_side=1,
+            max_side=4,
+        )
+    ).input_shapes
     elems = st.floats(-2, 2, allow_nan=False, width=64)
     arrays = [draw(hnp.arrays(np.float64, s, elements=elems)) for s in shapes]
     kinds = ["unary", "binary", "reduce", "shape"]
     if not smooth:
-        kinds += ["index", "matmul", "clone", "detach", "inplace", "view_inplace",
-                  "nograd_inplace"]
+        kinds += [
+            "index",
+            "matmul",
+            "clone",
+            "detach",
+            "inplace",
+            "view_inplace",
+            "nograd_inplace",
+        ]
     steps = []
     for _ in range(draw(st.integers(1, max_steps))):
         kind = draw(st.sampled_from(kinds))
@@ -94,22 +119,44 @@ def programs(draw, smooth=False, max_steps=8):
         elif kind == "binary":
             arg = draw(st.sampled_from(SMOOTH_BINARY if smooth else list(BINARY)))
         elif kind == "reduce":
-            arg = (draw(st.sampled_from(["sum", "mean", "sum_all", "softmax",
-                                         "logsumexp"] if not smooth else
-                                        ["sum", "mean", "sum_all"])),
-                   draw(st.integers(0, 5)), draw(st.booleans()))
+            arg = (
+                draw(
+                    st.sampled_from(
+                        ["sum", "mean", "sum_all", "softmax", "logsumexp"]
+                        if not smooth
+                        else ["sum", "mean", "sum_all"]
+                    )
+                ),
+                draw(st.integers(0, 5)),
+                draw(st.booleans()),
+            )
         elif kind == "shape":
-            arg = (draw(st.sampled_from(["flat", "permute", "transpose",
-                                         "unsqueeze", "squeeze", "expand"])),
-                   draw(st.integers(0, 5)))
+            arg = (
+                draw(
+                    st.sampled_from(
+                        [
+                            "flat",
+                            "permute",
+                            "transpose",
+                            "unsqueeze",
+                            "squeeze",
+                            "expand",
+                        ]
+                    )
+                ),
+                draw(st.integers(0, 5)),
+            )
         elif kind in ("inplace", "view_inplace", "nograd_inplace"):
-            arg = (draw(st.sampled_from(["add_", "mul_", "sub_", "div_",
-                                         "add_t", "mul_t"])),
-                   draw(st.floats(0.5, 2.0, width=64)))
+            arg = (
+                draw(
+                    st.sampled_from(["add_", "mul_", "sub_", "div_", "add_t", "mul_t"])
+                ),
+                draw(st.floats(0.5, 2.0, width=64)),
+            )
         else:
             arg = draw(st.integers(0, 5))
         steps.append((kind, i, j, arg))
-    seed = draw(st.integers(0, 2 ** 16))
+    seed = draw(st.integers(0, 2**16))
     weights = list(np.random.default_rng(seed).uniform(-1, 1, 32))
     return arrays, steps, weights
 
@@ -158,7 +205,7 @@ def run(L, arrays, steps, weights, dtype):
                 out = x.reshape(-1).reshape(tuple(x.shape))
             elif op == "permute" and nd:
                 perm = list(range(nd))
-                perm = perm[d % nd:] + perm[:d % nd]
+                perm = perm[d % nd :] + perm[: d % nd]
                 out = x.permute(*perm)
             elif op == "transpose" and nd:
                 out = x.transpose(0, nd - 1)
@@ -175,13 +222,20 @@ def run(L, arrays, steps, weights, dtype):
                 out = x * 1.0
             else:
                 k = x.shape[0]
-                sel = [slice(None, None, -1), slice(1, None), arg % k,
-                       [arg % k, 0, arg % k]][arg % 4]
+                sel = [
+                    slice(None, None, -1),
+                    slice(1, None),
+                    arg % k,
+                    [arg % k, 0, arg % k],
+                ][arg % 4]
                 out = x[sel]
         elif kind == "matmul":
             a = x if nd >= 1 else x.reshape(1)
-            b = L.tensor(np.linspace(-1, 1, a.shape[-1] * 3).reshape(
-                a.shape[-1], 3).astype(dtype))
+            b = L.tensor(
+                np.linspace(-1, 1, a.shape[-1] * 3)
+                .reshape(a.shape[-1], 3)
+                .astype(dtype)
+            )
             out = a @ b
         elif kind == "clone":
             out = x.clone()
@@ -231,7 +285,10 @@ if torch is not None:
     FLOATS.update({torch.float32, torch.float64})
 FLOATS.update({np.dtype(np.float32), np.dtype(np.float64)})
 
-TOL = {np.float64: dict(rtol=1e-9, atol=1e-10), np.float32: dict(rtol=2e-4, atol=2e-5)}
+TOL = {
+    np.float64: {"rtol": 1e-9, "atol": 1e-10},
+    np.float32: {"rtol": 2e-4, "atol": 2e-5},
+}
 
 
 def _compare(prog, dtype):
@@ -262,16 +319,18 @@ def _compare(prog, dtype):
     with np.errstate(all="ignore"):
         for k, (a, b) in enumerate(zip(vo, vt)):
             assert a.shape == b.shape, (k, a.shape, b.shape)
-            np.testing.assert_allclose(a, b, equal_nan=True, err_msg=f"value {k}",
-                                       **tol)
+            np.testing.assert_allclose(
+                a, b, equal_nan=True, err_msg=f"value {k}", **tol
+            )
         if eo is None:
             for k, (a, b) in enumerate(zip(go, gt)):
                 if a is None or b is None:
                     assert a is None and b is None, (k, a, b)
                     continue
                 assert a.shape == b.shape and a.dtype == b.dtype
-                np.testing.assert_allclose(a, b, equal_nan=True,
-                                           err_msg=f"grad of leaf {k}", **tol)
+                np.testing.assert_allclose(
+                    a, b, equal_nan=True, err_msg=f"grad of leaf {k}", **tol
+                )
 
 
 @pytest.mark.skipif(torch is None, reason="torch not installed")
@@ -310,8 +369,9 @@ def test_smooth_random_graphs_match_finite_differences(prog):
             plus[k].reshape(-1)[e] += eps
             minus[k].reshape(-1)[e] -= eps
             num.reshape(-1)[e] = (loss(*plus) - loss(*minus)) / (2 * eps)
-        np.testing.assert_allclose(grads[k], num, rtol=1e-4, atol=1e-5,
-                                   err_msg=f"leaf {k}")
+        np.testing.assert_allclose(
+            grads[k], num, rtol=1e-4, atol=1e-5, err_msg=f"leaf {k}"
+        )
 
 
 def _forward_only(arrays, steps, weights):
@@ -342,7 +402,7 @@ def _forward_only(arrays, steps, weights):
                 out = x.reshape(-1).reshape(tuple(x.shape))
             elif op == "permute" and nd:
                 perm = list(range(nd))
-                out = x.permute(*(perm[d % nd:] + perm[:d % nd]))
+                out = x.permute(*(perm[d % nd :] + perm[: d % nd]))
             elif op == "transpose" and nd:
                 out = x.transpose(0, nd - 1)
             elif op == "unsqueeze":

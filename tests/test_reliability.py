@@ -18,8 +18,9 @@ def _boom(*args):
 
 def _leaves():
     a = cygrad.tensor([0.5, -1.0, 2.0], dtype=cygrad.float64, requires_grad=True)
-    b = cygrad.tensor([[1.0, 2.0, 3.0], [0.1, 0.2, 0.3]], dtype=cygrad.float64,
-                      requires_grad=True)
+    b = cygrad.tensor(
+        [[1.0, 2.0, 3.0], [0.1, 0.2, 0.3]], dtype=cygrad.float64, requires_grad=True
+    )
     c = cygrad.tensor(1.5, dtype=cygrad.float64, requires_grad=True)
     return a, b, c
 
@@ -139,8 +140,7 @@ def test_error_mid_backward_leaves_grads_and_graph(where, fill):
     finally:
         RaisingFunction.armed = True
     for got, ref, prev in zip(_grads((a, b, c)), want, before):
-        np.testing.assert_allclose(got, ref + (0 if prev is None else prev),
-                                   rtol=1e-13)
+        np.testing.assert_allclose(got, ref + (0 if prev is None else prev), rtol=1e-13)
 
 
 @pytest.mark.parametrize("where", ["leaf hook a", "mid hook", "function"])
@@ -198,7 +198,8 @@ def test_error_without_retain_graph_then_clear_error_not_crash():
     finally:
         RaisingFunction.armed = True
     assert all(t.grad is None for t in (a, b, c)) or all(
-        t.grad is not None for t in (a, b, c))
+        t.grad is not None for t in (a, b, c)
+    )
 
 
 def test_version_error_mid_backward_changes_nothing():
@@ -232,9 +233,11 @@ def test_keyboard_interrupt_in_hook_restores_state():
 
 
 def test_hook_returning_wrong_things_changes_nothing():
-    for bad, exc in ((lambda g: cygrad.ones(7, dtype=cygrad.float64), RuntimeError),
-                     (lambda g: 3.0, TypeError),
-                     (lambda g: g.numpy(), TypeError)):
+    for bad, exc in (
+        (lambda g: cygrad.ones(7, dtype=cygrad.float64), RuntimeError),
+        (lambda g: 3.0, TypeError),
+        (lambda g: g.numpy(), TypeError),
+    ):
         a, b, c = _leaves()
         _prefill((a, b, c), True)
         before = _grads((a, b, c))

@@ -129,8 +129,7 @@ def test_concurrent_backward_into_shared_leaf_loses_nothing():
 def test_threads_with_shared_parameters_and_no_grad_updates():
     """Threads compute grads of a shared parameter with autograd.grad while the
     main thread never sees their grad mode: results equal the serial ones."""
-    w = cygrad.tensor(np.linspace(-1, 1, 40 * 40).reshape(40, 40),
-                      requires_grad=True)
+    w = cygrad.tensor(np.linspace(-1, 1, 40 * 40).reshape(40, 40), requires_grad=True)
 
     def work(i):
         x = cygrad.tensor(np.full((40, 40), 0.1 * (i + 1)))
@@ -148,6 +147,7 @@ def test_threads_with_shared_parameters_and_no_grad_updates():
 
 
 # --- the GIL -------------------------------------------------------------------
+
 
 def test_kernels_release_the_gil():
     """While one thread is inside a large kernel, another runs Python code.
@@ -187,8 +187,10 @@ def test_kernels_release_the_gil():
     for t0, t1 in calls:
         d = t1 - t0
         inside.append(sum(t0 + 0.2 * d < s < t1 - 0.2 * d for s in stamps))
-    print(f"\nkernel calls (ms): {[round((b - a) * 1e3, 1) for a, b in calls]}, "
-          f"other thread's stamps inside each: {inside}")
+    print(
+        f"\nkernel calls (ms): {[round((b - a) * 1e3, 1) for a, b in calls]}, "
+        f"other thread's stamps inside each: {inside}"
+    )
     assert max(inside) > 0
 
 
@@ -218,8 +220,10 @@ def test_two_threads_of_elementwise_work_faster_than_serial():
         _in_threads(lambda i: _big_work(xs[i]), n=2)
         best_parallel = min(best_parallel, time.perf_counter() - t0)
     ratio = best_parallel / best_serial
-    print(f"\nserial {best_serial * 1e3:.1f} ms, two threads "
-          f"{best_parallel * 1e3:.1f} ms, ratio {ratio:.2f}")
+    print(
+        f"\nserial {best_serial * 1e3:.1f} ms, two threads "
+        f"{best_parallel * 1e3:.1f} ms, ratio {ratio:.2f}"
+    )
     assert ratio < 2.0
 
 
@@ -237,7 +241,7 @@ def test_threads_hammering_one_tensor_read_only_is_safe(dtype):
 
     res = _in_threads(work)
     for i, g in enumerate(res):
-        want = np.exp(np.linspace(0, 1, 30000) * 2 * i) * (
-            np.linspace(0, 1, 30000) * 2)
-        np.testing.assert_allclose(g, want.astype(dtype), rtol=1e-5 if
-                                   dtype == "float32" else 1e-12)
+        want = np.exp(np.linspace(0, 1, 30000) * 2 * i) * (np.linspace(0, 1, 30000) * 2)
+        np.testing.assert_allclose(
+            g, want.astype(dtype), rtol=1e-5 if dtype == "float32" else 1e-12
+        )
