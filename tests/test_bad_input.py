@@ -836,3 +836,25 @@ def test_load_round_trip_still_works(tmp_path):
     back = _load()(p)
     np.testing.assert_array_equal(back["w"].numpy(), w.numpy())
     assert back["n"] == 3 and back["l"] == [1.5, None, "s"]
+
+
+def test_maximum_minimum_with_nan_pass_gradient_to_both_sides_as_torch():
+    """Regression: with a NaN operand no comparison holds; torch gives both
+    sides the full gradient (cygrad used to give both zero)."""
+    a = cygrad.tensor([1.0, 2.0], dtype=cygrad.float64, requires_grad=True)
+    n = cygrad.tensor(float("nan"), dtype=cygrad.float64, requires_grad=True)
+    (cygrad.maximum(a, n) + cygrad.minimum(n, a)).sum().backward()
+    np.testing.assert_array_equal(a.grad.numpy(), [2.0, 2.0])
+    assert n.grad.item() == 4.0
+
+
+def test_zero_dim_leaf_gets_zero_dim_grad():
+    """Regression: a gradient reduced to a 0-d leaf had shape (1,), and two
+    contributions summed into a NumPy scalar that crashed the engine."""
+    c = cygrad.tensor(1.5, dtype=cygrad.float64, requires_grad=True)
+    a = cygrad.tensor([0.5, -1.0, 2.0], dtype=cygrad.float64)
+    c.grad = cygrad.tensor(10.0, dtype=cygrad.float64)
+    c2 = c * 1
+    ((c2 * a).sum() * (c2.expand(3) * a).sum()).backward()
+    assert c.grad.shape == ()
+    assert c.grad.item() == 10.0 + 2 * 1.5 * 1.5**2
