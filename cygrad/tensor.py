@@ -505,6 +505,25 @@ def _canon_dim(dim, ndim):
     return dim % n
 
 
+def _float_formatter(arr):
+    """torch's choice of float format: integers as ``3.``, else 4 decimals,
+    scientific when the magnitudes span more than 1e3 or leave [1e-4, 1e8)."""
+    finite = arr[np.isfinite(arr)]
+    nonzero = np.abs(finite[finite != 0]).astype(np.float64)
+    if finite.size and np.all(finite == np.round(finite)) and (
+            not nonzero.size or nonzero.max() < 1e8):
+        def fmt(v):
+            return f"{v:.0f}." if np.isfinite(v) else f"{v}"
+    elif nonzero.size and (nonzero.max() / nonzero.min() > 1e3 or
+                           nonzero.max() >= 1e8 or nonzero.min() < 1e-4):
+        def fmt(v):
+            return f"{v:.4e}" if np.isfinite(v) else f"{v}"
+    else:
+        def fmt(v):
+            return f"{v:.4f}" if np.isfinite(v) else f"{v}"
+    return fmt
+
+
 def _format_tensor(t):
     arr = t._arr
     extras = []
@@ -517,20 +536,24 @@ def _format_tensor(t):
         extras.append("requires_grad=True")
     if arr.size == 0:
         body = f"[], size={tuple(arr.shape)}" if arr.ndim > 1 else "[]"
-    elif arr.dtype.kind == "f":
-        body = np.array2string(
-            arr, separator=", ", prefix="tensor(", precision=4,
-            floatmode="maxprec_equal" if arr.size > 1 else "maxprec",
-            suppress_small=False, threshold=1000,
-            formatter=None)
-        if arr.ndim == 0 and "." not in body and "e" not in body and \
-                "n" not in body:
-            body += "."
     else:
-        body = np.array2string(arr, separator=", ", prefix="tensor(",
-                               threshold=1000)
-        if arr.dtype == np.bool_:
-            body = body.replace("True", "True").replace("False", "False")
+        # Summarised like torch above 1000 elements; every element padded to
+        # the widest one (torch aligns columns the same way).
+        if arr.dtype.kind == "f":
+            fmt = _float_formatter(arr)
+        elif arr.dtype == np.bool_:
+            def fmt(v):
+                return "True" if v else "False"
+        else:
+            def fmt(v):
+                return str(int(v))
+        sample = arr if arr.size <= 1000 else np.concatenate(
+            [arr.ravel()[:3], arr.ravel()[-3:]])
+        width = max(len(fmt(v)) for v in np.ravel(sample))
+        body = np.array2string(
+            arr, separator=", ", prefix="tensor(", threshold=1000, edgeitems=3,
+            max_line_width=80,
+            formatter={"all": lambda v: fmt(v).rjust(width)})
     if extras:
         return f"tensor({body}, {', '.join(extras)})"
     return f"tensor({body})"

@@ -933,6 +933,14 @@ cdef object _binary(int op, object a, object b):
         typenum = _promote_scalar(cnp.PyArray_TYPE(ab), a)
     else:
         return NotImplemented
+    if op == OP_SUB and (
+            (ta is not None and cnp.PyArray_TYPE(aa) == cnp.NPY_BOOL) or
+            (tb is not None and cnp.PyArray_TYPE(ab) == cnp.NPY_BOOL) or
+            _scalar_category(a) == 0 or _scalar_category(b) == 0):
+        raise RuntimeError(
+            "Subtraction, the `-` operator, with a bool tensor is not supported. "
+            "If you are trying to invert a mask, use the `~` or `logical_not()` "
+            "operator instead.")
     if op == OP_DIV and _category(typenum) < 2:
         typenum = _default_float
     if op == OP_POW and _category(typenum) < 2:
@@ -1080,7 +1088,9 @@ cdef object _unary(int op, TensorBase t):
         if op == OP_NEG:
             if typenum == cnp.NPY_BOOL:
                 raise RuntimeError(
-                    "Negation, the `-` operator, on a bool tensor is not supported.")
+                    "Negation, the `-` operator, on a bool tensor is not supported. "
+                    "If you are trying to invert a mask, use the `~` or "
+                    "`logical_not()` operator instead.")
             return _new_tensor(np.negative(x))
         x = x.astype(cnp.PyArray_DescrFromType(_default_float))
         typenum = _default_float
