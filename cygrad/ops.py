@@ -1042,11 +1042,7 @@ absolute = abs
 
 # --- row reductions: softmax, log_softmax, logsumexp, var, max/min -------------------------
 
-def _prod(shape):
-    n = 1
-    for s in shape:
-        n *= s
-    return n
+_prod = math.prod
 
 
 def _to_rows(arr, axes):

@@ -6,6 +6,7 @@ math methods (``exp``, ``sum``, ...) are attached from the op registry in
 points and ``repr``.  It never loops over elements.
 """
 
+import math
 import warnings
 import weakref
 
@@ -489,10 +490,7 @@ class Size(tuple):
         return f"cygrad.Size({list(self)})"
 
     def numel(self):
-        n = 1
-        for s in self:
-            n *= s
-        return n
+        return math.prod(self)
 
 
 def _canon_dim(dim, ndim):

@@ -19,6 +19,15 @@ class _GradModeContext:
 
     _mode = True
 
+    def __new__(cls, fn=None):
+        # ``@no_grad`` without parentheses: decorate ``fn`` directly.
+        if callable(fn) and not isinstance(fn, _GradModeContext):
+            return cls()(fn)
+        return super().__new__(cls)
+
+    def __init__(self, fn=None):
+        pass
+
     def __enter__(self):
         self._prev = _set_grad_mode(self._mode)
         return self
@@ -63,27 +72,11 @@ class no_grad(_GradModeContext):
 
     _mode = False
 
-    def __new__(cls, fn=None):
-        if callable(fn) and not isinstance(fn, _GradModeContext):
-            return cls()(fn)
-        return super().__new__(cls)
-
-    def __init__(self, fn=None):
-        pass
-
 
 class enable_grad(_GradModeContext):
     """Enable gradient recording (e.g. inside ``no_grad``)."""
 
     _mode = True
-
-    def __new__(cls, fn=None):
-        if callable(fn) and not isinstance(fn, _GradModeContext):
-            return cls()(fn)
-        return super().__new__(cls)
-
-    def __init__(self, fn=None):
-        pass
 
 
 class set_grad_enabled(_GradModeContext):
@@ -105,8 +98,7 @@ class set_grad_enabled(_GradModeContext):
         return False
 
     def clone(self):
-        obj = object.__new__(set_grad_enabled)
-        obj._mode = self._mode
+        # A decorated function's calls must not re-apply the plain-call effect.
         return _Scoped(self._mode)
 
     def __call__(self, fn):
