@@ -335,10 +335,16 @@ def test_operators_with_unsupported_operands_raise_type_error(other):
 
 
 def test_numpy_array_with_a_tensor_that_requires_grad():
-    """NumPy must not silently compute on a tensor and drop its graph."""
+    """NumPy must not silently compute on a tensor and drop its graph.
+
+    An array operand of a tensor operator is taken as a tensor (as torch
+    does), so the graph is kept; a NumPy ufunc applied to a tensor that
+    requires grad is refused."""
     x = cygrad.ones(2, requires_grad=True)
-    with pytest.raises((TypeError, RuntimeError)):
-        x + np.ones(2)
+    y = x + np.full(2, 3.0, np.float32)
+    assert isinstance(y, cygrad.Tensor) and y.grad_fn is not None
+    (y * np.array([1.0, 2.0], np.float32)).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [1.0, 2.0])
     with pytest.raises((TypeError, RuntimeError)):
         np.exp(x)
     np.testing.assert_array_equal(np.asarray(x.detach()), [1, 1])

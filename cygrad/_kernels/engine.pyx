@@ -925,10 +925,15 @@ cdef object _binary(int op, object a, object b):
             t_a, cnp.PyArray_NDIM(aa), t_b, cnp.PyArray_NDIM(ab))
     elif ta is not None:
         if _scalar_category(b) < 0:
+            if isinstance(b, np.ndarray) and b.dtype.kind in "biuf":
+                # torch treats an array operand as a tensor (no gradient).
+                return _binary(op, a, _new_tensor(b))
             return NotImplemented
         typenum = _promote_scalar(cnp.PyArray_TYPE(aa), b)
     elif tb is not None:
         if _scalar_category(a) < 0:
+            if isinstance(a, np.ndarray) and a.dtype.kind in "biuf":
+                return _binary(op, _new_tensor(a), b)
             return NotImplemented
         typenum = _promote_scalar(cnp.PyArray_TYPE(ab), a)
     else:
