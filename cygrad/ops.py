@@ -2037,8 +2037,9 @@ def _internal_overlap(arr):
 
     An empty array has no elements to share (NumPy gives its copies 0 strides).
     """
-    return arr.size > 1 and any(st == 0 and n > 1
-                                for st, n in zip(arr.strides, arr.shape))
+    if arr.size <= 1 or arr.flags.c_contiguous:     # the common case, cheaply
+        return False
+    return any(st == 0 and n > 1 for st, n in zip(arr.strides, arr.shape))
 
 
 def _check_overlap(t):
@@ -2058,7 +2059,8 @@ def _through_view(self, other):
 
 
 def _after_inplace(self):
-    if "_views" in self.__dict__ and self._requires_grad and is_grad_enabled():
+    # Cheap tests first: optimizer updates run under no_grad on plain leaves.
+    if self._requires_grad and is_grad_enabled() and "_views" in self.__dict__:
         _regenerate_views(self)
 
 

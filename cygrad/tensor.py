@@ -322,6 +322,13 @@ class Tensor(TensorBase):
     def backward(self, gradient=None, retain_graph=None, create_graph=False,
                  inputs=None):
         """Accumulate d(self)/d(leaf) into ``.grad`` of the leaves that need it."""
+        arr = self._arr
+        if (gradient is None and inputs is None and not create_graph
+                and self._requires_grad and arr.size == 1 and arr.dtype.kind == "f"):
+            # The training-loop case (a scalar loss): straight to the engine.
+            _engine.run_backward((self,), (np.ones(arr.shape, arr.dtype),),
+                                 bool(retain_graph), False, None, True)
+            return
         from cygrad.autograd.functional import backward as _backward
         _backward((self,), None if gradient is None else (gradient,),
                   retain_graph=retain_graph, create_graph=create_graph,
