@@ -204,6 +204,26 @@ def _reduce(loss, reduction):
 
 
 # ---------------------------------------------------------------------------
+# pointwise losses (MSE, BCE with logits): one kernel call per direction
+
+
+def _pointwise_loss_forward(ctx, input, target, reduction, kernel, name):
+    """Per-element loss by ``kernel`` (which also returns the double sum),
+    then the reduction; saves what both backwards read."""
+    x = _real(input, name)
+    y = np.ascontiguousarray(target._arr, dtype=x.dtype)
+    per = np.empty(x.size, dtype=x.dtype)
+    total = kernel(x.reshape(-1), y.reshape(-1), per)
+    ctx.save_for_backward(input, target)
+    ctx.reduction = reduction
+    if reduction == "none":
+        return cygrad.from_numpy(per.reshape(x.shape))
+    if reduction == "sum":
+        return _scalar(total, x.dtype)
+    return _scalar(_mean(total, x.size), x.dtype)
+
+
+# ---------------------------------------------------------------------------
 # mean squared error
 
 
@@ -214,17 +234,8 @@ class _MSELoss(Function):
 
     @staticmethod
     def forward(ctx, input, target, reduction):
-        x = _real(input, "mse_loss")
-        y = np.ascontiguousarray(target._arr, dtype=x.dtype)
-        per = np.empty(x.size, dtype=x.dtype)
-        total = _k.mse_fwd(x.reshape(-1), y.reshape(-1), per)
-        ctx.save_for_backward(input, target)
-        ctx.reduction = reduction
-        if reduction == "none":
-            return cygrad.from_numpy(per.reshape(x.shape))
-        if reduction == "sum":
-            return _scalar(total, x.dtype)
-        return _scalar(_mean(total, x.size), x.dtype)
+        return _pointwise_loss_forward(ctx, input, target, reduction, _k.mse_fwd,
+                                       "mse_loss")
 
     @staticmethod
     def backward(ctx, grad):
@@ -309,17 +320,9 @@ class _BCEWithLogits(Function):
 
     @staticmethod
     def forward(ctx, input, target, reduction):
-        x = _real(input, "binary_cross_entropy_with_logits")
-        y = np.ascontiguousarray(target._arr, dtype=x.dtype)
-        per = np.empty(x.size, dtype=x.dtype)
-        total = _k.bce_logits_fwd(x.reshape(-1), y.reshape(-1), per)
-        ctx.save_for_backward(input, target)
-        ctx.reduction = reduction
-        if reduction == "none":
-            return cygrad.from_numpy(per.reshape(x.shape))
-        if reduction == "sum":
-            return _scalar(total, x.dtype)
-        return _scalar(_mean(total, x.size), x.dtype)
+        return _pointwise_loss_forward(ctx, input, target, reduction,
+                                       _k.bce_logits_fwd,
+                                       "binary_cross_entropy_with_logits")
 
     @staticmethod
     def backward(ctx, grad):
