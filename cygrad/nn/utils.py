@@ -4,7 +4,7 @@ import math
 
 import numpy as np
 
-from cygrad._kernels import optim as _k
+from cygrad.optim._kernels import k as _k
 from cygrad.creation import tensor
 from cygrad.tensor import Tensor
 

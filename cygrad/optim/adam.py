@@ -1,6 +1,6 @@
 """Adam, with L2 or decoupled (AdamW) weight decay and AMSGrad."""
 
-from cygrad._kernels import optim as _k
+from cygrad.optim._kernels import k as _k
 
 from .optimizer import (
     Optimizer,

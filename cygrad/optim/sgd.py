@@ -1,6 +1,6 @@
 """Stochastic gradient descent, with momentum, Nesterov and weight decay."""
 
-from cygrad._kernels import optim as _k
+from cygrad.optim._kernels import k as _k
 
 from .optimizer import (
     Optimizer,

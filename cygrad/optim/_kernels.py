@@ -1,0 +1,25 @@
+"""The optimizer kernels: the AVX2 build when this CPU has AVX2.
+
+``CYGRAD_NO_AVX2=1`` forces the baseline build (both give the same bits).
+"""
+
+import os
+
+
+def _cpu_has_avx2():
+    try:
+        from numpy._core._multiarray_umath import __cpu_features__ as feats
+    except ImportError:  # NumPy < 2
+        try:
+            from numpy.core._multiarray_umath import __cpu_features__ as feats
+        except ImportError:
+            return False
+    return bool(feats.get("AVX2", False))
+
+
+if _cpu_has_avx2() and os.environ.get("CYGRAD_NO_AVX2", "0") == "0":
+    from cygrad._kernels import optim_avx2 as k
+else:
+    from cygrad._kernels import optim as k
+
+__all__ = ["k"]
