@@ -1,6 +1,5 @@
 """cygrad: automatic differentiation with PyTorch's API and compiled kernels."""
 
-from cygrad import dtypes as _dtypes
 from cygrad.dtypes import (  # noqa: F401
     bool, double, float, float16, float32, float64, half, int8, int16, int32, int64,
     long, uint8,
