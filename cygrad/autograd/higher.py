@@ -471,19 +471,27 @@ def hessian(func, inputs, create_graph=False, strict=False, vectorize=False,
     return _tuple_postprocess(res, (is_in_tuple, is_in_tuple))
 
 
+def _hessian_setup(func, inputs, v, create_graph, strict, name):
+    """Shared start of vhp/hvp: inputs, vectors, the scalar output and its
+    gradient recorded for a second differentiation (call under enable_grad)."""
+    ins, is_in_tuple = _as_tuple(inputs, "inputs", name)
+    ins = _preprocess(ins, create_graph, True)
+    vs = _hessian_v(v, ins, is_in_tuple, name)
+    out = _scalar_output(func(*ins), name)
+    _check_requires_grad((out,), "outputs", strict)
+    jac = _autograd_grad((out,), ins, create_graph=True)
+    _check_requires_grad(jac, "jacobian", strict)
+    return ins, is_in_tuple, vs, out, jac
+
+
 def vhp(func, inputs, v=None, create_graph=False, strict=False):
     """Vector-Hessian product ``v^T H`` of a scalar ``func``.
 
     Returns ``(func_output, vhp)`` with ``vhp`` shaped like ``inputs``.
     """
     with enable_grad():
-        ins, is_in_tuple = _as_tuple(inputs, "inputs", "vhp")
-        ins = _preprocess(ins, create_graph, True)
-        vs = _hessian_v(v, ins, is_in_tuple, "vhp")
-        out = _scalar_output(func(*ins), "vhp")
-        _check_requires_grad((out,), "outputs", strict)
-        jac = _autograd_grad((out,), ins, create_graph=True)
-        _check_requires_grad(jac, "jacobian", strict)
+        ins, is_in_tuple, vs, out, jac = _hessian_setup(
+            func, inputs, v, create_graph, strict, "vhp")
         used = [(g, s) for g, s in zip(jac, vs) if g is not None and g._requires_grad]
         if used:
             res = _grad(tuple(x[0] for x in used), ins, tuple(x[1] for x in used),
@@ -502,13 +510,8 @@ def hvp(func, inputs, v=None, create_graph=False, strict=False):
     Returns ``(func_output, hvp)`` with ``hvp`` shaped like ``inputs``.
     """
     with enable_grad():
-        ins, is_in_tuple = _as_tuple(inputs, "inputs", "hvp")
-        ins = _preprocess(ins, create_graph, True)
-        vs = _hessian_v(v, ins, is_in_tuple, "hvp")
-        out = _scalar_output(func(*ins), "hvp")
-        _check_requires_grad((out,), "outputs", strict)
-        jac = _autograd_grad((out,), ins, create_graph=True)
-        _check_requires_grad(jac, "jacobian", strict)
+        ins, is_in_tuple, vs, out, jac = _hessian_setup(
+            func, inputs, v, create_graph, strict, "hvp")
         # u: dummy cotangent of the gradient; w(u) = H^T u, then vjp with v.
         us = tuple(_engine._wrap(np.zeros(x._arr.shape, x._arr.dtype), True)
                    for x in ins)
