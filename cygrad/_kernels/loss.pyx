@@ -5,13 +5,20 @@ Layout: every array is C-contiguous.  Cross-entropy takes logits of shape
 take flat arrays of equal length (the caller flattens).
 
 Dtypes: ``real_t`` (float32 or float64) for values; int64 for class indices.
-All arithmetic inside a row and every reduction runs in double, so float32
-sums do not lose digits; results are rounded to ``real_t`` once when stored.
+Every reduction runs in double, so float32 sums do not lose digits; results
+are rounded to ``real_t`` once when stored.
 
 Stability: cross-entropy subtracts the row maximum before ``exp`` (one pass
 for the max, one for the sum of exponentials, so logits of 1e4 neither
 overflow nor lose the answer); BCE uses ``max(x, 0) - x*y + log1p(exp(-|x|))``
 and a two-branch sigmoid; neither ever evaluates ``exp`` of a positive number.
+
+Speed: cross-entropy's row passes (max, sum of exps, scaled exps) are the
+vectorized row helpers of ``reductions.pyx`` (cimported through
+``reductions.pxd``: one exp for all of cygrad, max relative error about 1e-7
+in float32 and 2e-16 in float64), computed in the input's dtype; libm's
+``exp``, a call per element in double, made cross-entropy 4.6x torch.  A row
+is read from memory once (by the max); the later passes hit L1.
 
 Aliasing: outputs must not alias inputs.  Threading: each ``def`` wrapper
 validates its arguments (shapes, label ranges) while holding the GIL, then
@@ -28,6 +35,7 @@ from libc.math cimport exp, log, log1p, fabs
 from libc.stdint cimport int64_t
 
 from cygrad._kernels._types cimport real_t
+from cygrad._kernels.reductions cimport exp_axpy, exp_sum, row_max
 
 
 # --------------------------------------------------------------------------
@@ -154,22 +162,18 @@ cdef void _cross_entropy_fwd(
     Py_ssize_t ignore_index, Py_ssize_t n, Py_ssize_t c,
     real_t* out, real_t* lse, double* total, double* wsum,
 ) noexcept nogil:
-    cdef Py_ssize_t i, j
+    cdef Py_ssize_t i
     cdef const real_t* row
-    cdef double m, s, row_lse, w, loss
+    cdef real_t m
+    cdef double row_lse, w, loss
     cdef int64_t t
     total[0] = 0.0
     wsum[0] = 0.0
     for i in range(n):
         row = x + i * c
-        m = row[0]
-        for j in range(1, c):
-            if row[j] > m:
-                m = row[j]
-        s = 0.0
-        for j in range(c):
-            s += exp(<double>row[j] - m)
-        row_lse = m + log(s)
+        # A NaN or +inf maximum makes the sum NaN, and so the loss (torch).
+        m = row_max(row, c)
+        row_lse = <double>m + log(exp_sum(row, m, NULL, c))
         lse[i] = <real_t>row_lse
         t = target[i]
         if t == ignore_index:
@@ -187,26 +191,24 @@ cdef void _cross_entropy_bwd(
     Py_ssize_t ignore_index, const real_t* lse, const real_t* grad,
     Py_ssize_t gstride, Py_ssize_t n, Py_ssize_t c, real_t* gx,
 ) noexcept nogil:
+    # softmax(x) = exp(x - lse): lse >= the row max, so every exponent is
+    # <= 0, as the exp helper wants.
     cdef Py_ssize_t i, j
-    cdef const real_t* row
     cdef real_t* grow
-    cdef double g, row_lse
+    cdef real_t g
     cdef int64_t t
     for i in range(n):
-        row = x + i * c
         grow = gx + i * c
         t = target[i]
         if t == ignore_index:
             for j in range(c):
                 grow[j] = 0
             continue
-        g = <double>grad[i * gstride]
+        g = grad[i * gstride]
         if weight != NULL:
-            g *= weight[t]
-        row_lse = lse[i]
-        for j in range(c):
-            grow[j] = <real_t>(g * exp(<double>row[j] - row_lse))
-        grow[t] = <real_t>(<double>grow[t] - g)
+            g = g * weight[t]
+        exp_axpy(x + i * c, lse[i], g, NULL, grow, c)
+        grow[t] = grow[t] - g
 
 
 # --------------------------------------------------------------------------

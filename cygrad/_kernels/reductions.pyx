@@ -6,24 +6,27 @@ tensor to the end (a copy only when they are not already there) and reshapes
 to two dimensions.  Per-row results have shape ``(rows,)``.
 
 Dtypes: ``real_t`` (float32 or float64).  Sums and means accumulate in double
-(four independent accumulators), so float32 keeps its digits; results are
-rounded to ``real_t`` once when stored.
+(eight independent lanes), so float32 keeps its digits; results are rounded
+to ``real_t`` once when stored.
 
 Stability: softmax, log_softmax and logsumexp subtract the row maximum before
 ``exp``, so every argument of ``exp`` is <= 0: nothing overflows, and logits of
 1e4 give the right answer.  ``var`` is two-pass (mean, then squared
 deviations), never ``E[x^2] - E[x]^2``.
 
-Speed: ``exp`` of a non-positive argument is the C helper ``cg_exp_shift``
-below, a range-reduced polynomial (Cody-Waite split of ln 2, degree 7 for
-float, degree 13 for double; max relative error about 1e-7 and 2e-16
-against libm) written without branches so that GCC vectorizes the loop with
-the baseline SSE2 instruction set.  libm's ``exp`` is a call per element and
-costs 5-7x more; the whole point of a compiled softmax is this loop.
+Speed: ``exp`` of a non-positive argument is the C helper ``cg_expf_le0`` /
+``cg_exp_le0`` below, a range-reduced polynomial (max relative error about
+1e-7 and 2e-16 against libm) written without branches, so that the row
+helpers built on it (max, sum of exps, scaled exps) vectorize; each helper
+is compiled for AVX2+FMA and for the baseline, and picked at load.  libm's
+``exp`` is a call per element and costs 5-7x more; the whole point of a
+compiled softmax is this loop.  Each row (a few KB) is read from memory once,
+by the max, and every later pass over it hits L1.  The row helpers are
+exported to ``loss.pyx`` through ``reductions.pxd`` (one exp, not two).
 
 NaN propagates as in torch (a NaN in a row makes that row's softmax NaN); a
 row of all ``-inf`` gives NaN softmax, as torch.  (max/min with indices use
-NumPy's SIMD argmax/argmin, which measured faster than a scalar scan here.)
+NumPy's SIMD argmax/argmin in ``cygrad.ops``.)
 
 Aliasing: outputs must not alias inputs.
 Threading: each ``def`` wrapper checks shapes with the GIL held, then
@@ -36,85 +39,143 @@ from cygrad._kernels._types cimport real_t
 
 cdef extern from *:
     """
+    #include <math.h>
     #include <stdint.h>
     #include <string.h>
-    /* y[i] = exp(x[i] - shift) for x[i] - shift <= 0 (the only use here).
-       Cody-Waite reduction x = k ln2 + r, |r| <= ln2/2, Taylor polynomial in
-       r, 2^k built in the exponent bits.  Rounding k uses the 1.5*2^23
-       (1.5*2^52) trick so that everything stays in SIMD registers; the
-       bit casts go through memcpy (no aliasing UB).  Results below the
-       smallest normal number are flushed to 0. */
-    /* Compiled twice, for AVX2+FMA and for the baseline; the loader picks
-       one per machine (GCC target_clones, an ifunc), so the wheel stays
-       portable (no -march flag) and AVX2 machines get 8 floats per op. */
+    /* Every helper below is compiled twice, for x86-64-v3 (AVX2 + FMA) and
+       for the baseline; the loader picks one per machine (GCC target_clones,
+       an ifunc), so the wheel stays portable (no -march flag) and AVX2
+       machines get 8 floats per instruction.  GCC < 12 has no x86-64-v3
+       clone, so it gets AVX2 without FMA. */
     #if defined(__GNUC__) && defined(__x86_64__) && !defined(__clang__)
-    #define CG_CLONES __attribute__((target_clones("avx2,fma", "default")))
+    #if __GNUC__ >= 12
+    #define CG_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
+    #else
+    #define CG_CLONES __attribute__((target_clones("avx2", "default")))
+    #endif
     #else
     #define CG_CLONES
     #endif
-    CG_CLONES
-    static void cg_exp_shift_f(const float *x, float shift, float *y,
-                               Py_ssize_t n) {
+
+    /* exp(v) for v <= 0 (every caller subtracts a row maximum or a
+       log-sum-exp first).  Cody-Waite reduction v = k ln2 + r, |r| <= ln2/2,
+       Taylor polynomial in r (degree 7 for float, 13 for double: truncation
+       below half an ulp), 2^k built in the exponent bits.  k is rounded by
+       adding 1.5 * 2^p (p = mantissa bits), whose low bits then hold k, so
+       everything stays in SIMD registers; bit casts go through memcpy (no
+       aliasing UB).  Below the smallest normal result the answer is 0 (also
+       for -inf), applied as a bit mask: a ?: here would stop GCC from
+       vectorizing the loops that call these.  NaN stays NaN. */
+    static inline float cg_expf_le0(float v) {
         const float magic = 12582912.0f;
-        uint32_t mb;
-        memcpy(&mb, &magic, 4);
-        for (Py_ssize_t i = 0; i < n; i++) {
-            float v = x[i] - shift;
-            float t = v * 1.44269504088896341f + magic;
-            float k = t - magic;
-            float r = v - k * 0.693359375f;
-            r = r - k * -2.12194440e-4f;
-            float p = 1.0f + r * (1.0f + r * (0.5f + r * (1.66666667e-1f
-                      + r * (4.16666667e-2f + r * (8.33333333e-3f
-                      + r * (1.38888889e-3f + r * 1.98412698e-4f))))));
-            uint32_t tb, sb, yb, keep;
-            float s, out;
-            memcpy(&tb, &t, 4);
-            sb = (tb - mb + 127u) << 23;
-            memcpy(&s, &sb, 4);
-            out = p * s;
-            memcpy(&yb, &out, 4);
-            keep = (uint32_t)(v < -87.33654f) - 1u;
-            yb &= keep;
-            memcpy(&out, &yb, 4);
-            y[i] = out;
-        }
+        const uint32_t mb = 0x4b400000u;
+        float t = v * 1.44269504088896341f + magic;
+        float k = t - magic;
+        float r = v - k * 0.693359375f;
+        r = r - k * -2.12194440e-4f;
+        float p = 1.0f + r * (1.0f + r * (0.5f + r * (1.66666667e-1f
+                  + r * (4.16666667e-2f + r * (8.33333333e-3f
+                  + r * (1.38888889e-3f + r * 1.98412698e-4f))))));
+        uint32_t tb, sb, yb, keep;
+        float s, y;
+        memcpy(&tb, &t, 4);
+        sb = (tb - mb + 127u) << 23;
+        memcpy(&s, &sb, 4);
+        y = p * s;
+        memcpy(&yb, &y, 4);
+        keep = (uint32_t)(v < -87.33654f) - 1u;
+        yb &= keep;
+        memcpy(&y, &yb, 4);
+        return y;
     }
-    CG_CLONES
-    static void cg_exp_shift_d(const double *x, double shift, double *y,
-                               Py_ssize_t n) {
+    static inline double cg_exp_le0(double v) {
         const double magic = 6755399441055744.0;
-        uint64_t mb;
-        memcpy(&mb, &magic, 8);
-        for (Py_ssize_t i = 0; i < n; i++) {
-            double v = x[i] - shift;
-            double t = v * 1.4426950408889634074 + magic;
-            double k = t - magic;
-            double r = v - k * 6.93147180369123816490e-01;
-            r = r - k * 1.90821492927058770002e-10;
-            double p = 1.0 + r * (1.0 + r * (1.0 / 2 + r * (1.0 / 6
-                + r * (1.0 / 24 + r * (1.0 / 120 + r * (1.0 / 720
-                + r * (1.0 / 5040 + r * (1.0 / 40320 + r * (1.0 / 362880
-                + r * (1.0 / 3628800 + r * (1.0 / 39916800
-                + r * (1.0 / 479001600 + r * (1.0 / 6227020800.0)))))))))))));
-            uint64_t tb, sb;
-            double s;
-            memcpy(&tb, &t, 8);
-            sb = (tb - mb + 1023u) << 52;
-            memcpy(&s, &sb, 8);
-            y[i] = p * s;
-        }
-        /* SSE2 has no 64-bit compare to build a mask, so the underflow
-           flush is a second (rarely taken) pass. */
-        for (Py_ssize_t i = 0; i < n; i++) {
-            if (x[i] - shift < -708.3964185322641) y[i] = 0.0;
-        }
+        const uint64_t mb = 0x4338000000000000ull;
+        double t = v * 1.4426950408889634074 + magic;
+        double k = t - magic;
+        double r = v - k * 6.93147180369123816490e-01;
+        r = r - k * 1.90821492927058770002e-10;
+        double p = 1.0 + r * (1.0 + r * (1.0 / 2 + r * (1.0 / 6
+            + r * (1.0 / 24 + r * (1.0 / 120 + r * (1.0 / 720
+            + r * (1.0 / 5040 + r * (1.0 / 40320 + r * (1.0 / 362880
+            + r * (1.0 / 3628800 + r * (1.0 / 39916800
+            + r * (1.0 / 479001600 + r * (1.0 / 6227020800.0)))))))))))));
+        uint64_t tb, sb, yb, keep;
+        double s, y;
+        memcpy(&tb, &t, 8);
+        sb = (tb - mb + 1023u) << 52;
+        memcpy(&s, &sb, 8);
+        y = p * s;
+        memcpy(&yb, &y, 8);
+        keep = (uint64_t)(v < -708.3964185322641) - 1u;
+        yb &= keep;
+        memcpy(&y, &yb, 8);
+        return y;
     }
-    /* Sums and dot products in double with 8 independent lanes: each lane
-       is a plain sequential sum (no reassociation, so no -ffast-math), and
-       the fixed lane loop vectorizes, 4 doubles per AVX2 register. */
-    #define CG_LANES(NAME, T)                                                \
-    CG_CLONES static double NAME(const T *x, const T *y, Py_ssize_t n) {     \
+
+    /* 16-byte vectors (GCC/clang vector extensions): plain SSE2 in the
+       baseline clone, VEX-encoded in the AVX2 one.  The row max reads each
+       row from memory, so the narrower vector does not limit it. */
+    typedef float cg_v4f __attribute__((vector_size(16)));
+    typedef int32_t cg_v4i __attribute__((vector_size(16)));
+    typedef double cg_v2d __attribute__((vector_size(16)));
+    typedef int64_t cg_v2l __attribute__((vector_size(16)));
+    /* max(a, v) lane by lane, a where either is NaN (a bitwise select: C
+       has no ?: on vectors). */
+    #define CG_VMAX(VT, VI, a, v) \
+        ((VT)((((VI)(v)) & ((v) > (a))) | (((VI)(a)) & ~((v) > (a)))))
+
+    /* Row helpers, one set per dtype (S: suffix, T: type, VT/VI: float and
+       int vectors of T's width, EXP: the exp above).  Sums keep 8
+       independent double lanes, each a plain sequential sum (no
+       reassociation, so no -ffast-math): the fixed lane loop vectorizes,
+       and float32 keeps its digits.
+       cg_max: max(x), NaN if x holds one (torch); 4 vector accumulators.
+       cg_lanes: sum(x) (y == NULL) or dot(x, y).
+       cg_exp_sum: sum(exp(x - shift)); also stores each exp in y unless y is
+       NULL (summed while still in registers).
+       cg_exp_axpy: y = a * exp(x - shift) + b (b == NULL: no addend); y may
+       alias b.
+       cg_scale, cg_sub2, cg_mul_sub: y = x * a, (x - a) - b, x * (g - d),
+       elementwise (y may alias x). */
+    #define CG_ROW_HELPERS(S, T, VT, VI, EXP)                                \
+    CG_CLONES static T cg_max_##S(const T *x, Py_ssize_t n) {                \
+        const Py_ssize_t L = sizeof(VT) / sizeof(T);                         \
+        VT a0, a1, a2, a3, v0, v1, v2, v3;                                   \
+        VI bad = {0};                                                        \
+        Py_ssize_t i = 0;                                                    \
+        T m = x[0];                                                          \
+        int k, anybad = 0;                                                   \
+        if (n >= 4 * L) {                                                    \
+            memcpy(&a0, x, sizeof(VT));                                      \
+            a1 = a2 = a3 = a0;                                               \
+            for (; i + 4 * L <= n; i += 4 * L) {                             \
+                memcpy(&v0, x + i, sizeof(VT));                              \
+                memcpy(&v1, x + i + L, sizeof(VT));                          \
+                memcpy(&v2, x + i + 2 * L, sizeof(VT));                      \
+                memcpy(&v3, x + i + 3 * L, sizeof(VT));                      \
+                a0 = CG_VMAX(VT, VI, a0, v0);                                \
+                a1 = CG_VMAX(VT, VI, a1, v1);                                \
+                a2 = CG_VMAX(VT, VI, a2, v2);                                \
+                a3 = CG_VMAX(VT, VI, a3, v3);                                \
+                bad |= (v0 != v0) | (v1 != v1) | (v2 != v2) | (v3 != v3);    \
+            }                                                                \
+            a0 = CG_VMAX(VT, VI, a0, a1);                                    \
+            a2 = CG_VMAX(VT, VI, a2, a3);                                    \
+            a0 = CG_VMAX(VT, VI, a0, a2);                                    \
+            for (k = 0; k < L; k++) {                                        \
+                m = a0[k] > m ? a0[k] : m;                                   \
+                anybad |= bad[k] != 0;                                       \
+            }                                                                \
+        }                                                                    \
+        for (; i < n; i++) {                                                 \
+            m = x[i] > m ? x[i] : m;                                         \
+            anybad |= x[i] != x[i];                                          \
+        }                                                                    \
+        return anybad ? (T)NAN : m;                                          \
+    }                                                                        \
+    CG_CLONES static double cg_lanes_##S(const T *x, const T *y,             \
+                                         Py_ssize_t n) {                     \
         double acc[8] = {0, 0, 0, 0, 0, 0, 0, 0}, s;                        \
         Py_ssize_t i = 0;                                                    \
         int k;                                                               \
@@ -131,71 +192,150 @@ cdef extern from *:
         for (; i < n; i++)                                                   \
             s += y == NULL ? (double)x[i] : (double)x[i] * (double)y[i];     \
         return s;                                                            \
+    }                                                                        \
+    CG_CLONES static double cg_exp_sum_##S(const T *x, T shift, T *y,        \
+                                           Py_ssize_t n) {                   \
+        double acc[8] = {0, 0, 0, 0, 0, 0, 0, 0}, s;                        \
+        Py_ssize_t i = 0;                                                    \
+        int k;                                                               \
+        T e;                                                                 \
+        if (y == NULL) {                                                     \
+            for (; i + 8 <= n; i += 8)                                       \
+                for (k = 0; k < 8; k++)                                      \
+                    acc[k] += (double)EXP(x[i + k] - shift);                 \
+        } else {                                                             \
+            for (; i + 8 <= n; i += 8)                                       \
+                for (k = 0; k < 8; k++) {                                    \
+                    e = EXP(x[i + k] - shift);                               \
+                    y[i + k] = e;                                            \
+                    acc[k] += (double)e;                                     \
+                }                                                            \
+        }                                                                    \
+        s = ((acc[0] + acc[1]) + (acc[2] + acc[3]))                          \
+            + ((acc[4] + acc[5]) + (acc[6] + acc[7]));                       \
+        for (; i < n; i++) {                                                 \
+            e = EXP(x[i] - shift);                                           \
+            if (y != NULL) y[i] = e;                                         \
+            s += (double)e;                                                  \
+        }                                                                    \
+        return s;                                                            \
+    }                                                                        \
+    CG_CLONES static void cg_exp_axpy_##S(const T *x, T shift, T a,          \
+                                          const T *b, T *y, Py_ssize_t n) {  \
+        Py_ssize_t i;                                                        \
+        if (b == NULL)                                                       \
+            for (i = 0; i < n; i++) y[i] = a * EXP(x[i] - shift);            \
+        else                                                                 \
+            for (i = 0; i < n; i++) y[i] = b[i] + a * EXP(x[i] - shift);     \
+    }                                                                        \
+    CG_CLONES static void cg_scale_##S(const T *x, T a, T *y, Py_ssize_t n) {\
+        Py_ssize_t i;                                                        \
+        for (i = 0; i < n; i++) y[i] = x[i] * a;                             \
+    }                                                                        \
+    CG_CLONES static void cg_sub2_##S(const T *x, T a, T b, T *y,            \
+                                      Py_ssize_t n) {                        \
+        Py_ssize_t i;                                                        \
+        for (i = 0; i < n; i++) y[i] = (x[i] - a) - b;                       \
+    }                                                                        \
+    CG_CLONES static void cg_mul_sub_##S(const T *x, const T *g, T d, T *y,  \
+                                         Py_ssize_t n) {                     \
+        Py_ssize_t i;                                                        \
+        for (i = 0; i < n; i++) y[i] = x[i] * (g[i] - d);                    \
     }
-    CG_LANES(cg_lanes_f, float)
-    CG_LANES(cg_lanes_d, double)
+    CG_ROW_HELPERS(f, float, cg_v4f, cg_v4i, cg_expf_le0)
+    CG_ROW_HELPERS(d, double, cg_v2d, cg_v2l, cg_exp_le0)
     """
+    float cg_max_f(const float* x, Py_ssize_t n) noexcept nogil
+    double cg_max_d(const double* x, Py_ssize_t n) noexcept nogil
     double cg_lanes_f(const float* x, const float* y, Py_ssize_t n) noexcept nogil
     double cg_lanes_d(const double* x, const double* y,
                       Py_ssize_t n) noexcept nogil
-    void cg_exp_shift_f(const float* x, float shift, float* y,
+    double cg_exp_sum_f(const float* x, float shift, float* y,
                         Py_ssize_t n) noexcept nogil
-    void cg_exp_shift_d(const double* x, double shift, double* y,
+    double cg_exp_sum_d(const double* x, double shift, double* y,
                         Py_ssize_t n) noexcept nogil
+    void cg_exp_axpy_f(const float* x, float shift, float a, const float* b,
+                       float* y, Py_ssize_t n) noexcept nogil
+    void cg_exp_axpy_d(const double* x, double shift, double a, const double* b,
+                       double* y, Py_ssize_t n) noexcept nogil
+    void cg_scale_f(const float* x, float a, float* y, Py_ssize_t n) noexcept nogil
+    void cg_scale_d(const double* x, double a, double* y, Py_ssize_t n) noexcept nogil
+    void cg_sub2_f(const float* x, float a, float b, float* y,
+                   Py_ssize_t n) noexcept nogil
+    void cg_sub2_d(const double* x, double a, double b, double* y,
+                   Py_ssize_t n) noexcept nogil
+    void cg_mul_sub_f(const float* x, const float* g, float d, float* y,
+                      Py_ssize_t n) noexcept nogil
+    void cg_mul_sub_d(const double* x, const double* g, double d, double* y,
+                      Py_ssize_t n) noexcept nogil
 
 
-# --- scalar building blocks ---------------------------------------------------
+# --- row helpers (declared in reductions.pxd, used by loss.pyx too) --------------
 
-cdef inline void _exp_shift(const real_t* x, real_t shift, real_t* y,
-                            Py_ssize_t n) noexcept nogil:
+cdef real_t row_max(const real_t* x, Py_ssize_t n) noexcept nogil:
     if real_t is float:
-        cg_exp_shift_f(x, shift, y, n)
+        return cg_max_f(x, n)
     else:
-        cg_exp_shift_d(x, shift, y, n)
+        return cg_max_d(x, n)
 
 
-cdef inline real_t _row_max(const real_t* x, Py_ssize_t n) noexcept nogil:
-    # Four running maxima; a NaN anywhere makes the result NaN (torch).
-    cdef real_t m0 = x[0], m1 = x[0], m2 = x[0], m3 = x[0]
-    cdef Py_ssize_t i = 0
-    cdef bint nan = False
-    while i + 4 <= n:
-        m0 = x[i] if x[i] > m0 else m0
-        m1 = x[i + 1] if x[i + 1] > m1 else m1
-        m2 = x[i + 2] if x[i + 2] > m2 else m2
-        m3 = x[i + 3] if x[i + 3] > m3 else m3
-        nan = nan | (x[i] != x[i]) | (x[i + 1] != x[i + 1]) | (
-            x[i + 2] != x[i + 2]) | (x[i + 3] != x[i + 3])
-        i += 4
-    while i < n:
-        m0 = x[i] if x[i] > m0 else m0
-        nan = nan | (x[i] != x[i])
-        i += 1
-    if nan:
-        return _nan(x[0])
-    m0 = m1 if m1 > m0 else m0
-    m2 = m3 if m3 > m2 else m2
-    return m2 if m2 > m0 else m0
-
-
-cdef inline real_t _nan(real_t like) noexcept nogil:
-    cdef double z = 0.0
-    return <real_t>(z / z)
-
-
-cdef inline double _row_sum(const real_t* x, Py_ssize_t n) noexcept nogil:
+cdef double row_sum(const real_t* x, Py_ssize_t n) noexcept nogil:
     if real_t is float:
         return cg_lanes_f(x, NULL, n)
     else:
         return cg_lanes_d(x, NULL, n)
 
 
-cdef inline double _row_dot(const real_t* x, const real_t* y,
-                            Py_ssize_t n) noexcept nogil:
+cdef double row_dot(const real_t* x, const real_t* y, Py_ssize_t n) noexcept nogil:
     if real_t is float:
         return cg_lanes_f(x, y, n)
     else:
         return cg_lanes_d(x, y, n)
+
+
+cdef double exp_sum(const real_t* x, real_t shift, real_t* y,
+                    Py_ssize_t n) noexcept nogil:
+    if real_t is float:
+        return cg_exp_sum_f(x, shift, y, n)
+    else:
+        return cg_exp_sum_d(x, shift, y, n)
+
+
+cdef void exp_axpy(const real_t* x, real_t shift, real_t a, const real_t* b,
+                   real_t* y, Py_ssize_t n) noexcept nogil:
+    if real_t is float:
+        cg_exp_axpy_f(x, shift, a, b, y, n)
+    else:
+        cg_exp_axpy_d(x, shift, a, b, y, n)
+
+
+cdef inline void _scale(const real_t* x, real_t a, real_t* y,
+                        Py_ssize_t n) noexcept nogil:
+    if real_t is float:
+        cg_scale_f(x, a, y, n)
+    else:
+        cg_scale_d(x, a, y, n)
+
+
+cdef inline void _sub2(const real_t* x, real_t a, real_t b, real_t* y,
+                       Py_ssize_t n) noexcept nogil:
+    if real_t is float:
+        cg_sub2_f(x, a, b, y, n)
+    else:
+        cg_sub2_d(x, a, b, y, n)
+
+
+cdef inline void _mul_sub(const real_t* x, const real_t* g, real_t d, real_t* y,
+                          Py_ssize_t n) noexcept nogil:
+    if real_t is float:
+        cg_mul_sub_f(x, g, d, y, n)
+    else:
+        cg_mul_sub_d(x, g, d, y, n)
+
+
+cdef inline real_t _nan(real_t like) noexcept nogil:
+    cdef double z = 0.0
+    return <real_t>(z / z)
 
 
 cdef inline double _row_sqdev(const real_t* x, double mean,
@@ -225,36 +365,21 @@ cdef void _check_rows(Py_ssize_t r0, Py_ssize_t n0, Py_ssize_t r1, Py_ssize_t n1
         raise ValueError(f"{name}: shapes [{r0}, {n0}] and [{r1}, {n1}] differ")
 
 
-DEF CHUNK = 512
-
-
 # --- softmax and log_softmax ------------------------------------------------------
 
 cdef void _softmax_rows(const real_t* x, const real_t* rowmax, real_t* y,
                         Py_ssize_t rows, Py_ssize_t n, bint take_log) noexcept nogil:
-    cdef Py_ssize_t i, r
-    cdef real_t m, shift
-    cdef double s
-    cdef real_t inv
+    cdef Py_ssize_t r
+    cdef real_t m
     for r in range(rows):
-        m = rowmax[r] if rowmax != NULL else _row_max(x, n)
+        m = rowmax[r] if rowmax != NULL else row_max(x, n)
         if take_log:
-            # exp is only summed: stage it in an L1-sized buffer, so y is
-            # written once.
-            s = _exp_sum(x, m, n)
-        else:
-            _exp_shift(x, m, y, n)
-            s = _row_sum(y, n)
-        if take_log:
+            # exp is only summed, never stored: y is written once.  Then
             # (x - m) - log(s), in this order, as torch: x - m is exact
             # near the maximum, so entries close to 0 keep their digits.
-            shift = <real_t>log(s)
-            for i in range(n):
-                y[i] = (x[i] - m) - shift
+            _sub2(x, m, <real_t>log(exp_sum(x, m, NULL, n)), y, n)
         else:
-            inv = <real_t>(1.0 / s)
-            for i in range(n):
-                y[i] = y[i] * inv
+            _scale(y, <real_t>(1.0 / exp_sum(x, m, y, n)), y, n)
         x += n
         y += n
 
@@ -265,9 +390,8 @@ def softmax_fwd(const real_t[:, ::1] x,     # in  (rows, n)
                 const real_t[::1] rowmax=None):  # in  (rows,) or None
     """out = softmax(x) (or log_softmax when ``take_log``) along each row.
 
-    ``rowmax``, when given, is each row's maximum (NaN if the row has one):
-    the caller may compute it with NumPy's SIMD max, which beats the
-    portable scalar scan of this module.
+    ``rowmax``, when given, is each row's maximum (NaN if the row has one);
+    without it the kernel finds it, reading each row from memory once.
     """
     cdef Py_ssize_t rows = x.shape[0], n = x.shape[1]
     _check_rows(x.shape[0], x.shape[1], out.shape[0], out.shape[1], "softmax_fwd")
@@ -284,12 +408,8 @@ def softmax_fwd(const real_t[:, ::1] x,     # in  (rows, n)
 cdef void _softmax_bwd_rows(const real_t* y, const real_t* g, real_t* out,
                             Py_ssize_t rows, Py_ssize_t n) noexcept nogil:
     # grad_x = y * (g - sum(g * y))
-    cdef Py_ssize_t i
-    cdef real_t d
     for _ in range(rows):
-        d = <real_t>_row_dot(g, y, n)
-        for i in range(n):
-            out[i] = y[i] * (g[i] - d)
+        _mul_sub(y, g, <real_t>row_dot(g, y, n), out, n)
         y += n
         g += n
         out += n
@@ -298,13 +418,8 @@ cdef void _softmax_bwd_rows(const real_t* y, const real_t* g, real_t* out,
 cdef void _log_softmax_bwd_rows(const real_t* y, const real_t* g, real_t* out,
                                 Py_ssize_t rows, Py_ssize_t n) noexcept nogil:
     # grad_x = g - exp(y) * sum(g);  y = log_softmax(x) <= 0.
-    cdef Py_ssize_t i
-    cdef real_t sg
     for _ in range(rows):
-        sg = <real_t>_row_sum(g, n)
-        _exp_shift(y, 0, out, n)
-        for i in range(n):
-            out[i] = g[i] - out[i] * sg
+        exp_axpy(y, 0, -<real_t>row_sum(g, n), g, out, n)
         y += n
         g += n
         out += n
@@ -329,31 +444,18 @@ def softmax_bwd(const real_t[:, ::1] y,     # in  (rows, n) softmax output
 
 # --- logsumexp ---------------------------------------------------------------------
 
-cdef double _exp_sum(const real_t* x, real_t m, Py_ssize_t n) noexcept nogil:
-    # sum(exp(x - m)) in double, through a stack buffer of CHUNK elements.
-    cdef real_t buf[CHUNK]
-    cdef Py_ssize_t j = 0, m_len
-    cdef double s = 0
-    while j < n:
-        m_len = n - j if n - j < CHUNK else CHUNK
-        _exp_shift(x + j, m, buf, m_len)
-        s += _row_sum(buf, m_len)
-        j += m_len
-    return s
-
-
 cdef void _logsumexp_rows(const real_t* x, const real_t* rowmax, real_t* out,
                           Py_ssize_t rows, Py_ssize_t n) noexcept nogil:
     cdef Py_ssize_t r
     cdef real_t m
     for r in range(rows):
-        m = rowmax[r] if rowmax != NULL else _row_max(x, n)
+        m = rowmax[r] if rowmax != NULL else row_max(x, n)
         if m - m != 0:
             # +-inf or NaN maximum: exp(x - m) would be NaN; torch gives m.
             out[r] = m
             x += n
             continue
-        out[r] = <real_t>(m + log(_exp_sum(x, m, n)))
+        out[r] = <real_t>(m + log(exp_sum(x, m, NULL, n)))
         x += n
 
 
@@ -380,13 +482,9 @@ cdef void _logsumexp_bwd_rows(const real_t* x, const real_t* lse, const real_t* 
                               real_t* out, Py_ssize_t rows,
                               Py_ssize_t n) noexcept nogil:
     # grad_x = g * exp(x - lse), every exponent <= 0.
-    cdef Py_ssize_t r, i
-    cdef real_t gr
+    cdef Py_ssize_t r
     for r in range(rows):
-        gr = g[r]
-        _exp_shift(x, lse[r], out, n)
-        for i in range(n):
-            out[i] = out[i] * gr
+        exp_axpy(x, lse[r], g[r], NULL, out, n)
         x += n
         out += n
 
@@ -430,7 +528,7 @@ def var_fwd(const real_t[:, ::1] x,     # in  (rows, n)
                 mu = 0.0
                 ss = 0.0
             else:
-                mu = _row_sum(&x[r, 0], n) / n
+                mu = row_sum(&x[r, 0], n) / n
                 ss = _row_sqdev(&x[r, 0], mu, n)
             mean[r] = <real_t>mu
             out[r] = <real_t>(ss / denom) if denom > 0 else <real_t>(

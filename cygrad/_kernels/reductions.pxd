@@ -1,0 +1,22 @@
+# Row helpers of reductions.pyx that other kernel modules cimport (loss.pyx),
+# so that there is one vectorized exp in cygrad.  Every pointer is a
+# contiguous row of n elements; sums run in double.
+
+from cygrad._kernels._types cimport real_t
+
+
+# max(x[:n]), NaN if the row holds one; n >= 1.
+cdef real_t row_max(const real_t* x, Py_ssize_t n) noexcept nogil
+
+# sum(x[:n]) and dot(x[:n], y[:n]).
+cdef double row_sum(const real_t* x, Py_ssize_t n) noexcept nogil
+cdef double row_dot(const real_t* x, const real_t* y, Py_ssize_t n) noexcept nogil
+
+# sum(exp(x - shift)); also writes each exp to y unless y is NULL.
+# Every x - shift must be <= 0 (or NaN).
+cdef double exp_sum(const real_t* x, real_t shift, real_t* y,
+                    Py_ssize_t n) noexcept nogil
+
+# y = a * exp(x - shift) + b, b NULL for none (y may alias b); x - shift <= 0.
+cdef void exp_axpy(const real_t* x, real_t shift, real_t a, const real_t* b,
+                   real_t* y, Py_ssize_t n) noexcept nogil

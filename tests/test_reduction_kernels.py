@@ -1,0 +1,197 @@
+"""The row kernels of reductions.pyx and cross-entropy of loss.pyx against NumPy.
+
+The kernels run vectorized helpers (a polynomial exp, 8-lane sums, a 4-vector
+max) whose main loops take blocks of 8 or 16 elements and leave a scalar
+tail, so every check runs on row lengths around those block sizes as well as
+on long rows, in float32 and float64, against float64 NumPy references.
+"""
+
+import numpy as np
+import pytest
+
+from cygrad._kernels import loss as L
+from cygrad._kernels import reductions as R
+
+DTYPES = [np.float32, np.float64]
+TOL = {
+    np.float32: {"rtol": 1e-5, "atol": 1e-6},
+    np.float64: {"rtol": 1e-12, "atol": 1e-14},
+}
+# around the block sizes of the helpers: 8 (sums, exp), 16 (float max)
+LENGTHS = [1, 2, 3, 7, 8, 9, 15, 16, 17, 31, 33, 100, 1000]
+
+
+def _rows(dtype, n, rows=5, scale=3.0, seed=0):
+    rng = np.random.default_rng(seed + n)
+    return (scale * rng.standard_normal((rows, n))).astype(dtype)
+
+
+def _softmax64(x):
+    x = x.astype(np.float64)
+    e = np.exp(x - x.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def _lse64(x):
+    x = x.astype(np.float64)
+    m = x.max(axis=1, keepdims=True)
+    return (m + np.log(np.exp(x - m).sum(axis=1, keepdims=True)))[:, 0]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_exp_accuracy_over_the_whole_range(dtype):
+    # logsumexp_bwd with lse = 0 and g = 1 is exp(x) itself, for x <= 0.
+    lo = -87.0 if dtype == np.float32 else -708.0
+    x = np.linspace(lo, 0.0, 100_003).astype(dtype)[None, :]
+    out = np.empty_like(x)
+    R.logsumexp_bwd(x, np.zeros(1, dtype), np.ones(1, dtype), out)
+    want = np.exp(x.astype(np.float64))
+    rel = np.abs(out - want) / want
+    assert rel.max() < (4e-7 if dtype == np.float32 else 1e-15)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_exp_underflow_is_zero_and_nan_stays(dtype):
+    x = np.array(
+        [[-1e30, -np.inf, -800.0, -100.0, -90.0, np.nan, 0.0, -1.0, -np.inf]], dtype
+    )
+    out = np.empty_like(x)
+    R.logsumexp_bwd(x, np.zeros(1, dtype), np.ones(1, dtype), out)
+    want = np.exp(x.astype(np.float64)).astype(dtype)
+    small = np.finfo(dtype).tiny
+    # below the smallest normal number the result is flushed to 0
+    np.testing.assert_array_equal(out[0, :3], 0)
+    assert np.isnan(out[0, 5]) and out[0, 6] == 1 and out[0, 8] == 0
+    for got, w in zip(out[0, 3:5], want[0, 3:5]):
+        assert got == 0 if w < small else abs(got - w) <= 1e-6 * w
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("n", LENGTHS)
+@pytest.mark.parametrize("given_max", [False, True])
+def test_softmax_and_log_softmax_rows(dtype, n, given_max):
+    x = _rows(dtype, n)
+    rowmax = x.max(axis=1) if given_max else None
+    y = np.empty_like(x)
+    R.softmax_fwd(x, y, False, rowmax)
+    np.testing.assert_allclose(y, _softmax64(x), **TOL[dtype])
+    ly = np.empty_like(x)
+    R.softmax_fwd(x, ly, True, rowmax)
+    np.testing.assert_allclose(ly, np.log(_softmax64(x)), **TOL[dtype])
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("n", LENGTHS)
+def test_softmax_backward_rows(dtype, n):
+    x = _rows(dtype, n)
+    g = _rows(dtype, n, seed=1)
+    p = _softmax64(x)
+    g64 = g.astype(np.float64)
+    y = p.astype(dtype)
+    out = np.empty_like(x)
+    R.softmax_bwd(y, g, out, False)
+    want = p * (g64 - (g64 * p).sum(axis=1, keepdims=True))
+    np.testing.assert_allclose(out, want, **TOL[dtype])
+    R.softmax_bwd(np.log(p).astype(dtype), g, out, True)
+    want = g64 - p * g64.sum(axis=1, keepdims=True)
+    np.testing.assert_allclose(out, want, **TOL[dtype])
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("n", LENGTHS)
+def test_logsumexp_rows(dtype, n):
+    x = _rows(dtype, n)
+    out = np.empty(x.shape[0], dtype)
+    R.logsumexp_fwd(x, out, None)
+    np.testing.assert_allclose(out, _lse64(x), **TOL[dtype])
+    g = _rows(dtype, x.shape[0], rows=1, seed=2)[0]
+    grad = np.empty_like(x)
+    R.logsumexp_bwd(x, out, g, grad)
+    want = g[:, None].astype(np.float64) * _softmax64(x)
+    np.testing.assert_allclose(grad, want, **TOL[dtype])
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("n", [1, 5, 16, 17, 40])
+@pytest.mark.parametrize("where", [0, "mid", -1])
+def test_nan_anywhere_in_a_row_gives_nan(dtype, n, where):
+    x = _rows(dtype, n, rows=3)
+    pos = n // 2 if where == "mid" else where
+    x[1, pos] = np.nan
+    y = np.empty_like(x)
+    R.softmax_fwd(x, y, False, None)
+    assert np.isnan(y[1]).all()
+    assert not np.isnan(y[[0, 2]]).any()
+    lse = np.empty(3, dtype)
+    R.logsumexp_fwd(x, lse, None)
+    assert np.isnan(lse[1]) and not np.isnan(lse[[0, 2]]).any()
+    per = np.empty(3, dtype)
+    L.cross_entropy_fwd(x, np.zeros(3, np.int64), np.empty(0, dtype), -100, per, lse)
+    assert np.isnan(per[1]) and not np.isnan(per[[0, 2]]).any()
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_infinite_entries(dtype):
+    inf = np.inf
+    x = np.array(
+        [
+            [-inf, 0.0, 1.0] + [-inf] * 20,  # -inf entries get exactly 0
+            [1e4, 0.0, -1e4] + [0.0] * 20,  # huge logits stay finite
+        ],
+        dtype,
+    )
+    y = np.empty_like(x)
+    R.softmax_fwd(x, y, False, None)
+    assert (y[0, 3:] == 0).all() and y[0, 0] == 0
+    np.testing.assert_allclose(y, _softmax64(x), **TOL[dtype])
+    lse = np.empty(2, dtype)
+    R.logsumexp_fwd(x, lse, None)
+    np.testing.assert_allclose(lse, _lse64(x), **TOL[dtype])
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("c", [1, 2, 7, 8, 9, 16, 17, 100, 1000])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_cross_entropy_rows(dtype, c, weighted):
+    n = 6
+    rng = np.random.default_rng(c)
+    x = (2 * rng.standard_normal((n, c))).astype(dtype)
+    t = rng.integers(0, c, n).astype(np.int64)
+    t[2] = -100  # ignored row
+    w = rng.uniform(0.5, 2.0, c).astype(dtype) if weighted else np.empty(0, dtype)
+    per = np.empty(n, dtype)
+    lse = np.empty(n, dtype)
+    total, wsum = L.cross_entropy_fwd(x, t, w, -100, per, lse)
+    keep = t != -100
+    ts = np.where(keep, t, 0)
+    wr = np.where(keep, w.astype(np.float64)[ts] if weighted else 1.0, 0.0)
+    want_lse = _lse64(x)
+    want = wr * (want_lse - x.astype(np.float64)[np.arange(n), ts])
+    np.testing.assert_allclose(lse, want_lse, **TOL[dtype])
+    np.testing.assert_allclose(per, want, **TOL[dtype])
+    np.testing.assert_allclose(total, want.sum(), **TOL[dtype])
+    assert wsum == pytest.approx(wr.sum(), rel=1e-6)
+    grad = np.full((n, c), np.nan, dtype)
+    g = np.array([0.25], dtype)
+    L.cross_entropy_bwd(x, t, w, -100, lse, g, grad)
+    onehot = np.zeros((n, c))
+    onehot[np.arange(n), ts] = 1
+    want_grad = 0.25 * wr[:, None] * (_softmax64(x) - onehot)
+    np.testing.assert_allclose(grad, want_grad, **TOL[dtype])
+    assert (grad[2] == 0).all()
+
+
+def test_cross_entropy_huge_logits_do_not_overflow():
+    x = np.array([[1e4, 0.0, -1e4], [-1e4, 1e4, 1e4]], np.float32)
+    t = np.array([0, 2], np.int64)
+    per = np.empty(2, np.float32)
+    lse = np.empty(2, np.float32)
+    L.cross_entropy_fwd(x, t, np.empty(0, np.float32), -100, per, lse)
+    np.testing.assert_allclose(per, [0.0, np.log(2.0)], atol=1e-6)
+    grad = np.empty_like(x)
+    L.cross_entropy_bwd(
+        x, t, np.empty(0, np.float32), -100, lse, np.ones(1, np.float32), grad
+    )
+    # lse is kept in the input's dtype: float32's ulp at 1e4 is 1e-3, which
+    # bounds the error of exp(x - lse) here (torch's is smaller).
+    np.testing.assert_allclose(grad, [[0, 0, 0], [0, 0.5, -0.5]], atol=1e-3)
