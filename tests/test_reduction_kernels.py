@@ -195,3 +195,61 @@ def test_cross_entropy_huge_logits_do_not_overflow():
     # lse is kept in the input's dtype: float32's ulp at 1e4 is 1e-3, which
     # bounds the error of exp(x - lse) here (torch's is smaller).
     np.testing.assert_allclose(grad, [[0, 0, 0], [0, 0.5, -0.5]], atol=1e-3)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("n", [0, *LENGTHS])
+def test_sum_rows(dtype, n):
+    x = _rows(dtype, n)
+    out = np.empty(x.shape[0], dtype)
+    R.sum_fwd(x, out)
+    np.testing.assert_allclose(out, x.astype(np.float64).sum(axis=1), **TOL[dtype])
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("n", LENGTHS)
+@pytest.mark.parametrize("is_min", [False, True])
+def test_extreme_rows_match_numpy(dtype, n, is_min):
+    # small integers: many ties, and the first index of a tie must win
+    x = np.random.default_rng(n).integers(-3, 4, (7, n)).astype(dtype)
+    vals = np.empty(7, dtype)
+    idx = np.empty(7, np.int64)
+    R.extreme_dim_fwd(x, vals, idx, is_min)
+    want = x.argmin(axis=1) if is_min else x.argmax(axis=1)
+    np.testing.assert_array_equal(idx, want)
+    np.testing.assert_array_equal(vals, x[np.arange(7), want])
+    g = np.arange(1, 8, dtype=dtype)
+    out = np.full_like(x, np.nan)
+    R.extreme_dim_bwd(idx, g, out)
+    expect = np.zeros_like(x)
+    expect[np.arange(7), want] = g
+    np.testing.assert_array_equal(out, expect)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("n", [1, 5, 16, 17, 40])
+@pytest.mark.parametrize("is_min", [False, True])
+def test_extreme_rows_nan_and_inf(dtype, n, is_min):
+    x = _rows(dtype, n, rows=4)
+    x[0, n // 2] = np.nan  # the first NaN wins (torch)
+    x[0, n - 1] = np.nan
+    x[1, n - 1] = np.inf
+    x[2, 0] = -np.inf
+    x[3, :] = -np.inf
+    vals = np.empty(4, dtype)
+    idx = np.empty(4, np.int64)
+    R.extreme_dim_fwd(x, vals, idx, is_min)
+    assert np.isnan(vals[0]) and idx[0] == n // 2
+    want = x[1:].argmin(axis=1) if is_min else x[1:].argmax(axis=1)
+    np.testing.assert_array_equal(idx[1:], want)
+    np.testing.assert_array_equal(vals[1:], x[np.arange(1, 4), want])
+
+
+def test_extreme_rows_reject_bad_input():
+    x = np.zeros((2, 0), np.float32)
+    with pytest.raises(ValueError):
+        R.extreme_dim_fwd(x, np.empty(2, np.float32), np.empty(2, np.int64))
+    with pytest.raises(IndexError):
+        R.extreme_dim_bwd(
+            np.array([0, 3]), np.ones(2, np.float32), np.empty((2, 3), np.float32)
+        )

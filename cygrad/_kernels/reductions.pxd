@@ -17,6 +17,7 @@ cdef double row_dot(const real_t* x, const real_t* y, Py_ssize_t n) noexcept nog
 cdef double exp_sum(const real_t* x, real_t shift, real_t* y,
                     Py_ssize_t n) noexcept nogil
 
-# y = a * exp(x - shift) + b, b NULL for none (y may alias b); x - shift <= 0.
+# y = a * exp(x - shift) + b, b NULL for none; x - shift <= 0.  y must not
+# alias x or b.
 cdef void exp_axpy(const real_t* x, real_t shift, real_t a, const real_t* b,
                    real_t* y, Py_ssize_t n) noexcept nogil
