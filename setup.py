@@ -4,6 +4,10 @@ Every ``cygrad/_kernels/*.pyx`` becomes an extension; ``*.pyx.tp`` Tempita
 templates are expanded to ``.pyx`` first.  Cython directives are set once,
 here.  ``CYGRAD_DEBUG=1`` builds with bounds/wraparound checks and ``-O0 -g``.
 ``CYGRAD_ONLY=name1,name2`` restricts the build to some modules (development).
+Kernels are compiled and linked with OpenMP (``-fopenmp``: large elementwise
+kernels and sums split across threads, see ``cygrad/_kernels/threads.pyx``);
+``CYGRAD_OPENMP=0`` builds without it, for a compiler that lacks OpenMP (the
+kernels then run serially and the thread count is only recorded).
 """
 
 import glob
@@ -24,6 +28,7 @@ DIRECTIVES = dict(
     cdivision=True,
     embedsignature=True,
 )
+OPENMP = os.environ.get("CYGRAD_OPENMP", "1") != "0"
 HERE = os.path.dirname(os.path.abspath(__file__))
 KERNELS = os.path.join("cygrad", "_kernels")
 
@@ -48,6 +53,10 @@ def extensions():
     else:
         cflags = ["-O3"]
     cflags += ["-Wno-unused-function", "-Wno-unreachable-code"]
+    ldflags = []
+    if OPENMP:
+        cflags.append("-fopenmp")
+        ldflags.append("-fopenmp")
     exts = []
     for pyx in sorted(glob.glob(os.path.join(KERNELS, "*.pyx"))):
         name = os.path.splitext(os.path.basename(pyx))[0]
@@ -60,6 +69,7 @@ def extensions():
                 include_dirs=[np.get_include(), KERNELS],
                 define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
                 extra_compile_args=cflags,
+                extra_link_args=ldflags,
                 libraries=["m"],
             )
         )

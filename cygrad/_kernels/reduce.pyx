@@ -4,15 +4,24 @@ Layout: inputs are any NumPy arrays of float32/float64; outputs are freshly
 allocated.  float32 sums accumulate in double (``sum_all``) or use NumPy's
 pairwise summation (axis reductions), both far more accurate than a naive
 float32 running sum.  No aliasing: outputs never share memory with inputs.
-Threading: the contiguous full sum releases the GIL.
+Threading: the compiled sums release the GIL and, above the threshold of
+``threads.threads_for``, cut the data into one block per configured thread
+(``threads.run_blocks`` runs them): each block sums into its own double
+partial and the partials are added in block order, so a given thread count
+always gives the same bits (different counts may differ in the last place,
+as any change of summation order does).
 """
 
 cimport numpy as cnp
 import numpy as np
 
 from cygrad._kernels._types cimport real_t
+from cygrad._kernels.threads cimport run_blocks, threads_for
 
 cnp.import_array()
+
+# Most partial sums a parallel reduction keeps (threads beyond it idle).
+DEF MAX_PARTS = 64
 
 
 cdef double _sum_contig(const real_t* x, Py_ssize_t n) noexcept nogil:
@@ -32,6 +41,52 @@ cdef double _sum_contig(const real_t* x, Py_ssize_t n) noexcept nogil:
     return (s0 + s1) + (s2 + s3)
 
 
+cdef struct _SumJob:
+    # One of xf / xd is set (the input's dtype); blocks of ``chunk``.
+    const float* xf
+    const double* xd
+    Py_ssize_t n, chunk
+    double* part
+
+
+cdef void _sum_block(void* job, Py_ssize_t c) noexcept nogil:
+    # part[c] = the sum of block c.
+    cdef _SumJob* j = <_SumJob*>job
+    cdef Py_ssize_t start = c * j.chunk, stop = min(j.n, (c + 1) * j.chunk)
+    if start >= stop:
+        j.part[c] = 0.0
+    elif j.xf != NULL:
+        j.part[c] = _sum_contig(j.xf + start, stop - start)
+    else:
+        j.part[c] = _sum_contig(j.xd + start, stop - start)
+
+
+cdef double _sum_threads(const real_t* x, Py_ssize_t n) noexcept nogil:
+    # Blocks and their order depend only on n and the thread count.
+    cdef int t = threads_for(n)
+    cdef double part[MAX_PARTS]
+    cdef double s = 0
+    cdef Py_ssize_t c
+    cdef _SumJob j
+    if t <= 1:
+        return _sum_contig(x, n)
+    if t > MAX_PARTS:
+        t = MAX_PARTS
+    j.xf = NULL
+    j.xd = NULL
+    if real_t is float:
+        j.xf = x
+    else:
+        j.xd = x
+    j.n = n
+    j.chunk = ((n + t - 1) // t + 15) & ~(<Py_ssize_t>15)
+    j.part = part
+    run_blocks(_sum_block, &j, t)
+    for c in range(t):
+        s += part[c]
+    return s
+
+
 def sum_all(cnp.ndarray x):
     """Sum of every element as a 0-d array of x's dtype (float32/float64)."""
     cdef Py_ssize_t n = cnp.PyArray_SIZE(x)
@@ -41,10 +96,10 @@ def sum_all(cnp.ndarray x):
         x = np.ascontiguousarray(x)
     if typenum == cnp.NPY_FLOAT:
         with nogil:
-            s = _sum_contig(<const float*>cnp.PyArray_DATA(x), n)
+            s = _sum_threads(<const float*>cnp.PyArray_DATA(x), n)
     elif typenum == cnp.NPY_DOUBLE:
         with nogil:
-            s = _sum_contig(<const double*>cnp.PyArray_DATA(x), n)
+            s = _sum_threads(<const double*>cnp.PyArray_DATA(x), n)
     else:
         raise NotImplementedError(f"sum_all: no kernel for dtype {x.dtype}")
     cdef cnp.ndarray out = cnp.PyArray_EMPTY(0, NULL, typenum, 0)
@@ -52,6 +107,127 @@ def sum_all(cnp.ndarray x):
         (<float*>cnp.PyArray_DATA(out))[0] = <float>s
     else:
         (<double*>cnp.PyArray_DATA(out))[0] = s
+    return out
+
+
+cdef void _akb(const real_t* x, Py_ssize_t K, Py_ssize_t B, Py_ssize_t a0,
+               Py_ssize_t a1, Py_ssize_t k0, Py_ssize_t k1,
+               double* acc) noexcept nogil:
+    # acc[k] += sum of x[a, k, :] over a in [a0, a1), for k in [k0, k1);
+    # x is C-contiguous of shape (A, K, B).
+    cdef Py_ssize_t a, k
+    cdef const real_t* row
+    for a in range(a0, a1):
+        row = x + a * K * B
+        if B == 1:
+            for k in range(k0, k1):
+                acc[k] += row[k]
+        else:
+            for k in range(k0, k1):
+                acc[k] += _sum_contig(row + k * B, B)
+
+
+cdef struct _AkbJob:
+    const float* xf
+    const double* xd
+    Py_ssize_t A, K, B, chunk
+    bint split_a
+    double* acc
+
+
+cdef void _akb_block(void* job, Py_ssize_t c) noexcept nogil:
+    # split_a: block c of a, into its own partials acc[c * K:(c + 1) * K];
+    # otherwise block c of k (16 doubles at least: no shared cache line).
+    cdef _AkbJob* j = <_AkbJob*>job
+    cdef Py_ssize_t a0 = 0, a1 = j.A, k0 = 0, k1 = j.K
+    cdef double* acc = j.acc
+    if j.split_a:
+        a0 = c * j.chunk
+        a1 = min(j.A, a0 + j.chunk)
+        acc = j.acc + c * j.K
+    else:
+        k0 = c * j.chunk
+        k1 = min(j.K, k0 + j.chunk)
+    if j.xf != NULL:
+        _akb(j.xf, j.K, j.B, a0, a1, k0, k1, acc)
+    else:
+        _akb(j.xd, j.K, j.B, a0, a1, k0, k1, acc)
+
+
+cdef void _sum_akb(const real_t* x, Py_ssize_t A, Py_ssize_t K, Py_ssize_t B,
+                   int t, bint split_a, double* acc, real_t* out) noexcept nogil:
+    # out[k] = sum over a, b of x[a, k, b], in t blocks.  split_a: partials
+    # per block of a, added in block order after; otherwise the blocks own
+    # disjoint runs of k (no partials, the same bits for any thread count).
+    cdef Py_ssize_t c, k
+    cdef double s
+    cdef _AkbJob j
+    j.xf = NULL
+    j.xd = NULL
+    if real_t is float:
+        j.xf = x
+    else:
+        j.xd = x
+    j.A = A
+    j.K = K
+    j.B = B
+    j.split_a = split_a
+    j.acc = acc
+    if t <= 1:
+        _akb(x, K, B, 0, A, 0, K, acc)
+    elif split_a:
+        j.chunk = (A + t - 1) // t
+        run_blocks(_akb_block, &j, t)
+        for k in range(K):
+            s = acc[k]
+            for c in range(1, t):
+                s = s + acc[c * K + k]
+            acc[k] = s
+    else:
+        j.chunk = ((K + t - 1) // t + 15) & ~(<Py_ssize_t>15)
+        run_blocks(_akb_block, &j, t)
+    for k in range(K):
+        out[k] = <real_t>acc[k]
+
+
+cdef object _sum_kept(cnp.ndarray x, list groups, tuple shape):
+    """The compiled sum_to_shape for C-contiguous float arrays, or None.
+
+    ``groups`` lists x's axes of size > 1, merged into runs of (reduced,
+    size): reducing (A, K, B), a kept run between two reduced ones (any may
+    be absent), covers bias gradients (N, C) -> (C,), per-channel ones
+    (N, C, H, W) -> (C, 1, 1) and row sums (M, N) -> (M, 1).
+    """
+    cdef Py_ssize_t A = 1, K = 1, B = 1, i = 0, ng = len(groups)
+    cdef int t
+    cdef bint split_a
+    cdef int typenum = cnp.PyArray_TYPE(x)
+    cdef cnp.ndarray acc, out
+    if i < ng and groups[i][0]:
+        A = groups[i][1]
+        i += 1
+    if i < ng and not groups[i][0]:
+        K = groups[i][1]
+        i += 1
+    if i < ng and groups[i][0]:
+        B = groups[i][1]
+        i += 1
+    if i != ng:
+        return None
+    t = threads_for(A * K * B)
+    split_a = A >= t and not (A < 4 * t and K >= 64 * t)
+    if t > 1 and not split_a and K < t:
+        t = 1
+    acc = np.zeros(K * t if split_a else K, dtype=np.float64)
+    out = np.empty(shape, dtype=x.dtype)
+    if typenum == cnp.NPY_FLOAT:
+        with nogil:
+            _sum_akb(<const float*>cnp.PyArray_DATA(x), A, K, B, t, split_a,
+                     <double*>cnp.PyArray_DATA(acc), <float*>cnp.PyArray_DATA(out))
+    else:
+        with nogil:
+            _sum_akb(<const double*>cnp.PyArray_DATA(x), A, K, B, t, split_a,
+                     <double*>cnp.PyArray_DATA(acc), <double*>cnp.PyArray_DATA(out))
     return out
 
 
@@ -82,6 +258,22 @@ def sum_to_shape(x, tuple shape):
         if shape[d] != 1:
             raise ValueError(f"cannot sum shape {list(xs)} to shape {list(shape)}")
         axes.append(lead + d)
+    if (type(x) is np.ndarray and x.dtype.kind == "f"
+            and (cnp.PyArray_TYPE(x) == cnp.NPY_FLOAT
+                 or cnp.PyArray_TYPE(x) == cnp.NPY_DOUBLE)
+            and cnp.PyArray_IS_C_CONTIGUOUS(x) and cnp.PyArray_ISALIGNED(x)):
+        groups = []
+        for d in range(nx):
+            if xs[d] == 1:
+                continue
+            red = d < lead or shape[d - lead] == 1
+            if groups and groups[len(groups) - 1][0] == red:
+                groups[len(groups) - 1][1] *= xs[d]
+            else:
+                groups.append([red, xs[d]])
+        out = _sum_kept(x, groups, shape)
+        if out is not None:
+            return out
     out = np.add.reduce(x, axis=tuple(axes), keepdims=True) if axes else x
     if lead:
         out = out.reshape(shape)
