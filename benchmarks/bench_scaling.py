@@ -12,6 +12,13 @@ show the per-op overhead floor at the left and the bandwidth / BLAS ceiling at
 the right; they are what a threading threshold is chosen from.  Graphs: the
 backward of an n-op chain on a 0-d tensor, n = 10 .. 10^6.
 
+Threads (family ``threads``): cygrad alone at 1 and at 2 threads
+(``cygrad.set_num_threads``) on ``mul``, ``exp`` and ``sum`` forward, 10^3 ..
+10^7 elements: below the kernels' threshold both lines coincide (kernels stay
+serial), above it the 2-thread line sits below while the other core is free;
+``extra_info["thread_stats"]`` counts the parallel regions that ran, those
+slower than serial (which start a serial back-off) and those skipped.
+
 Every benchmark records ``series``, ``family`` and ``n`` in ``extra_info``;
 ``python -m benchmarks.report`` draws one curve per library and series.
 The fast mode keeps only the tiny sizes.
@@ -28,6 +35,8 @@ PER_DECADE = 2
 SIZES = pick(log_sizes(1, 10**7, PER_DECADE), [1, 10])
 MATMUL_SIZES = pick(log_sizes(1, 10**6, PER_DECADE), [1, 16])
 GRAPH_LENGTHS = pick(log_sizes(10, 10**6, 1), [10, 100])
+THREAD_SIZES = pick(log_sizes(10**3, 10**7, 1), [10**3])
+THREAD_COUNTS = (1, 2)
 
 
 def _np_op(op, xs, g):
@@ -131,3 +140,50 @@ def test_graph_scaling(benchmark, n, lib):
     )
     # rounds: enough for a stable median, few for the 10^6 graph
     run(benchmark, step, setup=setup, rounds=int(min(100, max(3, 3e5 / n))))
+
+
+THREAD_CASES = [
+    (op, n, t)
+    for op in ("mul", "exp", "sum")
+    for n in THREAD_SIZES
+    for t in THREAD_COUNTS
+]
+
+
+@pytest.mark.parametrize(
+    "op,n,threads_", THREAD_CASES, ids=[f"{op}-{n}-t{t}" for op, n, t in THREAD_CASES]
+)
+def test_thread_scaling(benchmark, op, n, threads_):
+    cg = need("cygrad", "set_num_threads", "get_num_threads")
+    rng = np.random.default_rng(7)
+    a, b = (cg.tensor(rng.standard_normal(n).astype(F32)) for _ in range(2))
+    step = {"mul": lambda: a * b, "exp": lambda: a.exp(), "sum": lambda: a.sum()}[op]
+    label = f"cygrad {threads_} thread" + ("s" if threads_ > 1 else "")
+    tag(
+        benchmark,
+        f"threads-{op}-n={n}",
+        label,
+        series=f"{op}-fwd",
+        family="threads",
+        n=n,
+        threads=threads_,
+    )
+    stats = getattr(getattr(cg, "_kernels", None), "threads", None)
+    stats = getattr(stats, "thread_stats", None)
+    before = cg.get_num_threads()
+    cg.set_num_threads(threads_)
+    if stats:
+        stats(reset=True)
+    try:
+        out = run(benchmark, step)
+    finally:
+        cg.set_num_threads(before)
+    if stats:
+        # parallel regions run / too slow (then a serial back-off) / skipped
+        benchmark.extra_info["thread_stats"] = stats(reset=True)
+    want = {
+        "mul": lambda: a.numpy() * b.numpy(),
+        "exp": lambda: np.exp(a.numpy()),
+        "sum": lambda: a.numpy().astype(np.float64).sum(),
+    }[op]()
+    np.testing.assert_allclose(out.numpy(), want, rtol=1e-5, atol=1e-5)

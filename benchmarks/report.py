@@ -327,6 +327,24 @@ def scaling_series(entries):
     return out
 
 
+def md_variants(fam, name, table, ns):
+    """A scaling table whose columns are variants of one library (the thread
+    counts of cygrad), with each variant's time over the first one's."""
+    cols = sorted(table, key=_lib_key)
+    first = cols[0]
+    head = " | ".join(cols)
+    ratios = " | ".join(f"{c} / {first}" for c in cols[1:])
+    rule = "---:|" * (2 * len(cols))
+    out = [f"#### {fam}: {name}\n\n| n | {head} | {ratios} |\n|{rule}\n"]
+    for n in ns:
+        times = [table[c].get(n) for c in cols]
+        cells = " | ".join(fmt_time(t) for t in times)
+        rs = " | ".join(fmt_ratio(ratio(t, times[0])) for t in times[1:])
+        out.append(f"| {n:,} | {cells} | {rs} |\n")
+    out.append("\n")
+    return "".join(out)
+
+
 def md_scaling(series):
     parts = []
     for fam in sorted(series):
@@ -334,6 +352,9 @@ def md_scaling(series):
             libs = series[fam][name]
             ns = sorted({n for pts in libs.values() for n, _ in pts})
             table = {lib: dict(pts) for lib, pts in libs.items()}
+            if not set(table) <= set(LIB_ORDER):
+                parts.append(md_variants(fam, name, table, ns))
+                continue
             parts.append(
                 f"#### {fam}: {name}\n\n| n | cygrad | NumPy | torch | cygrad/torch "
                 "| cygrad/NumPy |\n|---:|---:|---:|---:|---:|---:|\n"
@@ -509,7 +530,8 @@ def render(runs, entries, plots, stat="min", notes=None):
             "faster). NumPy is a hand-written "
             "forward and backward of the same math (no autograd overhead). "
             f"BLAS: {blas_label(data)}; threads per library: "
-            f"{cb.get('requested', '?')}.\n\n"
+            f"{cb.get('requested', '?')} (cygrad reports {cb.get('cygrad', '?')}, "
+            f"torch {cb.get('torch', '?')}).\n\n"
         ),
         "## Machine\n\n",
         machine,
