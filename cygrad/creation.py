@@ -35,45 +35,56 @@ def set_default_dtype(d):
 
 
 def _infer_dtype(obj):
-    """torch's inference for Python data: bool -> bool, int -> int64, else float."""
-    kind = None
+    """torch's inference for nested data.
+
+    Python bools give bool, ints int64, floats the default dtype; NumPy
+    scalars, arrays and tensors inside the data keep their own dtype.  The
+    result promotes them all: any float wins over ints, ints over bools
+    (``[np.float64(1), 2.0]`` is float64, ``[np.int32(1), 2]`` int64).
+    """
+    floats, ints, any_bool = [], [], False
     stack = [obj]
     while stack:
         x = stack.pop()
         if isinstance(x, TensorBase):
-            k = x._arr.dtype.kind
-            if k == "f":
-                return _default_dtype
-            kind = "i" if k in "iu" else (kind or "b")
-            continue
-        if isinstance(x, np.ndarray):
-            if x.dtype.kind not in "biuf":
+            x = x._arr
+        if isinstance(x, (np.ndarray, np.generic)):
+            k = x.dtype.kind
+            if k not in "biuf":
                 # else an object array [1, None] nested in a list became bool
                 raise TypeError(f"can't convert np.ndarray of type {x.dtype} "
                                 "inside tensor() data")
-            if x.dtype.kind == "f":
-                return _default_dtype
-            kind = "i" if x.dtype.kind in "iu" else (kind or "b")
+            if k == "f":
+                floats.append(x.dtype)
+            elif k in "iu":
+                ints.append(x.dtype)
+            else:
+                any_bool = True
             continue
         if isinstance(x, (list, tuple)):
             stack.extend(x)
             continue
-        if isinstance(x, (bool, np.bool_)):
-            kind = kind or "b"
+        if isinstance(x, bool):
+            any_bool = True
             continue
         if isinstance(x, numbers.Integral):
-            kind = "i"
+            ints.append(_dt.int64)
             continue
         if isinstance(x, numbers.Real):
-            return _default_dtype
+            floats.append(_default_dtype)
+            continue
         if isinstance(x, numbers.Complex):
             raise TypeError("cygrad does not support complex numbers in tensor()")
         raise TypeError(
             f"Could not infer dtype of {type(x).__name__}: tensor() takes numbers, "
             "(nested) lists or tuples of numbers, NumPy arrays or tensors")
-    if kind is None:             # no element at all: torch.tensor([]) is float
-        return _default_dtype
-    return _dt.int64 if kind == "i" else _dt.bool
+    if floats:
+        return np.result_type(*floats)
+    if ints:
+        return np.result_type(*ints)
+    if any_bool:
+        return _dt.bool
+    return _default_dtype        # no element at all: torch.tensor([]) is float
 
 
 def _unwrap_nested(obj):
@@ -90,6 +101,8 @@ def _to_array(data, dtype=None):
         arr = data._arr
         d = arr.dtype if dtype is None else _dt.to_numpy(dtype)
         return np.array(arr, dtype=d, order="C", copy=True)
+    if isinstance(data, np.generic):
+        data = np.asarray(data)      # a NumPy scalar keeps its dtype (torch)
     if isinstance(data, np.ndarray):
         if data.dtype.kind not in "biuf":
             raise TypeError(

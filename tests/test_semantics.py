@@ -353,6 +353,30 @@ def test_dtype_inference():
     assert cg.tensor([1, 2.5]).dtype == cg.float32
 
 
+# NumPy scalars, arrays and tensors inside tensor() data keep their dtype and
+# promote with the Python numbers around them (torch 2.13, observed).
+NUMPY_DATA = [
+    (np.float64(0.5), "float64"),
+    (np.float32(0.5), "float32"),
+    (np.int32(3), "int32"),
+    (np.bool_(True), "bool"),
+    ([np.float64(0.5)], "float64"),
+    ([np.int32(3), 5], "int64"),
+    ([np.float16(1), 2.0], "float32"),
+    ([1, np.float32(2)], "float32"),
+    ([np.int64(1), 2.0], "float32"),
+    ([1.0, np.float64(2)], "float64"),
+    ([np.array([1.0, 2.0]), np.array([3.0, 4.0])], "float64"),
+]
+
+
+@pytest.mark.parametrize("data, want", NUMPY_DATA, ids=[w for _, w in NUMPY_DATA])
+def test_dtype_inference_with_numpy_values(data, want):
+    assert cg.tensor(data).dtype == np.dtype(want)
+    torch = pytest.importorskip("torch")
+    assert str(torch.tensor(data).dtype) == f"torch.{want}"
+
+
 def test_promotion():
     f32 = cg.ones(2)
     f64 = cg.ones(2, dtype=cg.float64)
