@@ -253,3 +253,40 @@ def test_extreme_rows_reject_bad_input():
         R.extreme_dim_bwd(
             np.array([0, 3]), np.ones(2, np.float32), np.empty((2, 3), np.float32)
         )
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("n", [1, 7, 8, 9, 1023, 1024, 1025, 3000])
+def test_bce_and_mse_kernels_across_chunks(dtype, n):
+    # the kernels run 1024-element chunks; logits span the whole range
+    rng = np.random.default_rng(n)
+    x = np.concatenate(
+        [[-100.0, -30.0, -1e-8, 0.0, 1e-8, 30.0, 100.0], 8 * rng.standard_normal(n)]
+    )[:n].astype(dtype)
+    y = rng.uniform(0, 1, n).astype(dtype)
+    x64, y64 = x.astype(np.float64), y.astype(np.float64)
+    out = np.empty(n, dtype)
+    total = L.bce_logits_fwd(x, y, out)
+    want = np.maximum(x64, 0) - x64 * y64 + np.log1p(np.exp(-np.abs(x64)))
+    np.testing.assert_allclose(out, want, **TOL[dtype])
+    assert total == pytest.approx(want.sum(), rel=TOL[dtype]["rtol"])
+    for g in (np.array([0.5], dtype), rng.standard_normal(n).astype(dtype)):
+        gx = np.empty(n, dtype)
+        L.bce_logits_bwd(x, y, g, gx)
+        sig = 0.5 * (1 + np.tanh(x64 / 2))
+        np.testing.assert_allclose(gx, g * (sig - y64), **TOL[dtype])
+        L.mse_bwd(x, y, g, gx)
+        np.testing.assert_allclose(gx, 2 * g * (x64 - y64), **TOL[dtype])
+    total = L.mse_fwd(x, y, out)
+    np.testing.assert_allclose(out, (x64 - y64) ** 2, **TOL[dtype])
+    assert total == pytest.approx(((x64 - y64) ** 2).sum(), rel=TOL[dtype]["rtol"])
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_bce_kernels_at_infinities_and_nan(dtype):
+    x = np.array([-np.inf, np.inf, np.nan, 0.0], dtype)
+    y = np.array([0.0, 1.0, 0.5, 0.5], dtype)
+    gx = np.empty(4, dtype)
+    L.bce_logits_bwd(x, y, np.ones(1, dtype), gx)
+    np.testing.assert_array_equal(gx[[0, 1, 3]], [0.0, 0.0, 0.0])
+    assert np.isnan(gx[2])

@@ -21,3 +21,7 @@ cdef double exp_sum(const real_t* x, real_t shift, real_t* y,
 # alias x or b.
 cdef void exp_axpy(const real_t* x, real_t shift, real_t a, const real_t* b,
                    real_t* y, Py_ssize_t n) noexcept nogil
+
+# y = log1p(exp(-|x|)) and y = sigmoid(x), elementwise; y must not alias x.
+cdef void softplus_neg_abs(const real_t* x, real_t* y, Py_ssize_t n) noexcept nogil
+cdef void sigmoid(const real_t* x, real_t* y, Py_ssize_t n) noexcept nogil

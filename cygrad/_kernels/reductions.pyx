@@ -117,6 +117,27 @@ cdef extern from *:
         return y;
     }
 
+    /* log1p(u) for 0 <= u <= 1 (u = exp(-|x|) in the logistic losses), as
+       2 atanh(s) with s = u / (2 + u) <= 1/3: an odd series in s, whose
+       truncation after s^15 (float) or s^33 (double) is below half an ulp.
+       No cancellation for small u (s ~ u/2), no branch. */
+    static inline float cg_log1pf_01(float u) {
+        float s = u / (2.0f + u), z = s * s;
+        float p = 1.0f / 13 + z * (1.0f / 15);
+        p = 1.0f / 11 + z * p;
+        p = 1.0f / 9 + z * p;
+        p = 1.0f / 7 + z * p;
+        p = 1.0f / 5 + z * p;
+        p = 1.0f / 3 + z * p;
+        return 2.0f * s * (1.0f + z * p);
+    }
+    static inline double cg_log1p_01(double u) {
+        double s = u / (2.0 + u), z = s * s, p = 1.0 / 33;
+        int k;
+        for (k = 31; k >= 3; k -= 2) p = 1.0 / k + z * p;
+        return 2.0 * s * (1.0 + z * p);
+    }
+
     /* 16-byte vectors (GCC/clang vector extensions): plain SSE2 in the
        baseline clone, VEX-encoded in the AVX2 one.  The row max reads each
        row from memory, so the narrower vector does not limit it. */
@@ -141,11 +162,11 @@ cdef extern from *:
         } while (0)
 
     /* Row helpers, one set per dtype (S: suffix, T: type, VT/VI: float and
-       int vectors of T's width, EXP: the exp above).  Sums keep independent
-       double lanes (16 in cg_lanes, whose loop is short enough for the add
-       latency to bound it; 8 elsewhere), each a plain sequential sum (no
-       reassociation, so no -ffast-math): the fixed lane loop vectorizes,
-       and float32 keeps its digits.
+       int vectors of T's width, EXP, LOG1P: the exp and log1p above).  Sums
+       keep independent double lanes (16 in cg_lanes, whose loop is short
+       enough for the add latency to bound it; 8 elsewhere), each a plain
+       sequential sum (no reassociation, so no -ffast-math): the fixed lane
+       loop vectorizes, and float32 keeps its digits.
        cg_max, cg_min: max(x), min(x), NaN if x holds one (torch); 4 vector
        accumulators.  cg_find: the first i with x[i] == m (x[i] NaN when m
        is), 0 if none.
@@ -158,8 +179,11 @@ cdef extern from *:
        must not alias x or b (restrict: no run-time overlap checks).
        cg_scale, cg_sub2, cg_mul_sub, cg_sub_mul: y = x * a, (x - a) - b,
        x * (g - d), c * (x - a), elementwise (y may alias x).
-       cg_sqdev: sum((x - mean)^2), the second pass of var. */
-    #define CG_ROW_HELPERS(S, T, VT, VI, EXP)                                \
+       cg_sqdev: sum((x - mean)^2), the second pass of var.
+       cg_softplus, cg_sigmoid: y = log1p(exp(-|x|)) and 1 / (1 + exp(-x))
+       (as e / (1 + e) for x < 0), the logistic losses' elementwise parts;
+       exp only ever sees -|x| <= 0.  y must not alias x. */
+    #define CG_ROW_HELPERS(S, T, VT, VI, EXP, LOG1P)                                \
     static inline T cg_extreme_##S(const T *x, Py_ssize_t n, int is_min) {   \
         const Py_ssize_t L = sizeof(VT) / sizeof(T);                         \
         VT a0, a1, a2, a3, v0, v1, v2, v3;                                   \
@@ -330,9 +354,27 @@ cdef extern from *:
             s += d * d;                                                      \
         }                                                                    \
         return s;                                                            \
+    }                                                                        \
+    CG_CLONES static void cg_softplus_##S(const T *restrict x,               \
+                                          T *restrict y, Py_ssize_t n) {     \
+        Py_ssize_t i;                                                        \
+        for (i = 0; i < n; i++) {                                            \
+            T a = x[i] < 0 ? -x[i] : x[i];                                   \
+            y[i] = LOG1P(EXP(-a));                                           \
+        }                                                                    \
+    }                                                                        \
+    CG_CLONES static void cg_sigmoid_##S(const T *restrict x,                \
+                                         T *restrict y, Py_ssize_t n) {      \
+        Py_ssize_t i;                                                        \
+        for (i = 0; i < n; i++) {                                            \
+            T a = x[i] < 0 ? -x[i] : x[i];                                   \
+            T e = EXP(-a);                                                   \
+            T top = x[i] >= 0 ? (T)1 : e;                                    \
+            y[i] = top / (1 + e);                                            \
+        }                                                                    \
     }
-    CG_ROW_HELPERS(f, float, cg_v4f, cg_v4i, cg_expf_le0)
-    CG_ROW_HELPERS(d, double, cg_v2d, cg_v2l, cg_exp_le0)
+    CG_ROW_HELPERS(f, float, cg_v4f, cg_v4i, cg_expf_le0, cg_log1pf_01)
+    CG_ROW_HELPERS(d, double, cg_v2d, cg_v2l, cg_exp_le0, cg_log1p_01)
     """
     float cg_max_f(const float* x, Py_ssize_t n) noexcept nogil
     double cg_max_d(const double* x, Py_ssize_t n) noexcept nogil
@@ -367,6 +409,10 @@ cdef extern from *:
                       Py_ssize_t n) noexcept nogil
     double cg_sqdev_f(const float* x, double mean, Py_ssize_t n) noexcept nogil
     double cg_sqdev_d(const double* x, double mean, Py_ssize_t n) noexcept nogil
+    void cg_softplus_f(const float* x, float* y, Py_ssize_t n) noexcept nogil
+    void cg_softplus_d(const double* x, double* y, Py_ssize_t n) noexcept nogil
+    void cg_sigmoid_f(const float* x, float* y, Py_ssize_t n) noexcept nogil
+    void cg_sigmoid_d(const double* x, double* y, Py_ssize_t n) noexcept nogil
 
 
 # --- row helpers (declared in reductions.pxd, used by loss.pyx too) --------------
@@ -406,6 +452,20 @@ cdef void exp_axpy(const real_t* x, real_t shift, real_t a, const real_t* b,
         cg_exp_axpy_f(x, shift, a, b, y, n)
     else:
         cg_exp_axpy_d(x, shift, a, b, y, n)
+
+
+cdef void softplus_neg_abs(const real_t* x, real_t* y, Py_ssize_t n) noexcept nogil:
+    if real_t is float:
+        cg_softplus_f(x, y, n)
+    else:
+        cg_softplus_d(x, y, n)
+
+
+cdef void sigmoid(const real_t* x, real_t* y, Py_ssize_t n) noexcept nogil:
+    if real_t is float:
+        cg_sigmoid_f(x, y, n)
+    else:
+        cg_sigmoid_d(x, y, n)
 
 
 cdef inline void _scale(const real_t* x, real_t a, real_t* y,
