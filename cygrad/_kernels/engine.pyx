@@ -916,6 +916,45 @@ cdef int _run_kernel(row_fn fn, int nargs, cnp.ndarray out, list args) except -1
     return 0
 
 
+cdef int _run_like(row_fn fn, int nargs, cnp.ndarray out, object a1, object a2=None,
+                   object a3=None, object a4=None) except -1:
+    """``_run_kernel(fn, nargs, out, [a1, ...])``, as one flat row when it can.
+
+    The flat call (no list, no stride bookkeeping) needs every input that is
+    not None to have ``out``'s shape and dtype, C-contiguous and aligned: the
+    backward of a same-shape op, the common case (and every 0-d one).
+    """
+    cdef PyObject* args[4]            # borrowed: the caller holds them
+    cdef char* ptrs[5]
+    cdef Py_ssize_t st[5]
+    cdef Py_ssize_t n = cnp.PyArray_SIZE(out)
+    cdef int k, typenum = cnp.PyArray_TYPE(out)
+    cdef cnp.ndarray a
+    args[0] = <PyObject*>a1
+    args[1] = <PyObject*>a2
+    args[2] = <PyObject*>a3
+    args[3] = <PyObject*>a4
+    ptrs[0] = <char*>cnp.PyArray_DATA(out)
+    st[0] = 1
+    for k in range(nargs - 1):
+        if <object>args[k] is None:
+            ptrs[k + 1] = NULL
+            st[k + 1] = 0
+            continue
+        a = <cnp.ndarray>args[k]
+        if not (cnp.PyArray_TYPE(a) == typenum and cnp.PyArray_IS_C_CONTIGUOUS(a)
+                and cnp.PyArray_ISALIGNED(a) and _same_shape(a, out)):
+            return _run_kernel(fn, nargs, out, [a1, a2, a3, a4][:nargs - 1])
+        ptrs[k + 1] = <char*>cnp.PyArray_DATA(a)
+        st[k + 1] = 1
+    if n >= GIL_RELEASE_MIN:
+        with nogil:
+            fn(n, ptrs, st)
+    elif n > 0:
+        fn(n, ptrs, st)
+    return 0
+
+
 cdef inline bint _same_shape(cnp.ndarray a, cnp.ndarray b) noexcept:
     cdef int nd = cnp.PyArray_NDIM(a), d
     if nd != cnp.PyArray_NDIM(b):
@@ -1630,21 +1669,21 @@ cdef class EWNode(Node):
 
     cdef object apply(self, object grads, bint graph):
         cdef cnp.ndarray g, ga, gb
-        cdef int dt, ident
+        cdef int dt, ident, typenum
         if self._freed:
             raise _freed_error(self, grads)
         self._check()
         if graph:
             return self._apply_graph(grads)
         g = <cnp.ndarray>grads
-        dt = _dt_index(cnp.PyArray_TYPE(g))
+        typenum = cnp.PyArray_TYPE(g)
+        dt = _dt_index(typenum)
         if not self.binary:
+            ga = _empty_nd(cnp.PyArray_NDIM(g), cnp.PyArray_DIMS(g), typenum)
             if self.op == OP_NEG:
-                ga = _empty_like_shape((<object>g).shape, cnp.PyArray_TYPE(g))
-                _run_kernel(unary_fwd(OP_NEG, dt), 2, ga, [g])
-                return (ga,)
-            ga = _empty_like_shape((<object>g).shape, cnp.PyArray_TYPE(g))
-            _run_kernel(unary_bwd(self.op, dt), 4, ga, [g, self.sa, self.sy])
+                _run_like(unary_fwd(OP_NEG, dt), 2, ga, g)
+            else:
+                _run_like(unary_bwd(self.op, dt), 4, ga, g, self.sa, self.sy)
             return (ga,)
         ga = gb = None
         if self._next[0] is not None:
@@ -1652,20 +1691,20 @@ cdef class EWNode(Node):
             if ident == 1:
                 ga = g
             else:
-                ga = _empty_like_shape((<object>g).shape, cnp.PyArray_TYPE(g))
-                _run_kernel(binary_bwd(self.op, 0, dt), 5, ga,
-                            [g, self.sa, self.sb, self.sy])
+                ga = _empty_nd(cnp.PyArray_NDIM(g), cnp.PyArray_DIMS(g), typenum)
+                _run_like(binary_bwd(self.op, 0, dt), 5, ga, g, self.sa, self.sb,
+                          self.sy)
         if self._next[1] is not None:
             ident = BINARY_IDENT_B[self.op]
             if ident == 1:
                 gb = g
             elif ident == 2:
-                gb = _empty_like_shape((<object>g).shape, cnp.PyArray_TYPE(g))
-                _run_kernel(unary_fwd(OP_NEG, dt), 2, gb, [g])
+                gb = _empty_nd(cnp.PyArray_NDIM(g), cnp.PyArray_DIMS(g), typenum)
+                _run_like(unary_fwd(OP_NEG, dt), 2, gb, g)
             else:
-                gb = _empty_like_shape((<object>g).shape, cnp.PyArray_TYPE(g))
-                _run_kernel(binary_bwd(self.op, 1, dt), 5, gb,
-                            [g, self.sa, self.sb, self.sy])
+                gb = _empty_nd(cnp.PyArray_NDIM(g), cnp.PyArray_DIMS(g), typenum)
+                _run_like(binary_bwd(self.op, 1, dt), 5, gb, g, self.sa, self.sb,
+                          self.sy)
         return (ga, gb)
 
     cdef object _saved_tensor(self, TensorBase t, object arr):
@@ -2057,12 +2096,13 @@ cdef inline object _add_values(object a, object b, bint graph):
     """a + b for two gradient values; in place into ``a`` when it is ours."""
     if graph:
         return a + b
+    cdef int typenum = cnp.PyArray_TYPE(<cnp.ndarray>a)
     if (Py_REFCNT(a) <= 2 and cnp.PyArray_CHKFLAGS(<cnp.ndarray>a, cnp.NPY_ARRAY_OWNDATA)
-            and (<cnp.ndarray>a).shape == (<cnp.ndarray>b).shape
-            and (<cnp.ndarray>a).dtype == (<cnp.ndarray>b).dtype
+            and (typenum == cnp.NPY_FLOAT or typenum == cnp.NPY_DOUBLE)
+            and cnp.PyArray_TYPE(<cnp.ndarray>b) == typenum
+            and _same_shape(<cnp.ndarray>a, <cnp.ndarray>b)
             and cnp.PyArray_ISWRITEABLE(<cnp.ndarray>a)):
-        _run_kernel(binary_fwd(OP_ADD, _dt_index(cnp.PyArray_TYPE(<cnp.ndarray>a))), 3,
-                    <cnp.ndarray>a, [a, b])
+        _run_like(binary_fwd(OP_ADD, _dt_index(typenum)), 3, <cnp.ndarray>a, a, b)
         return a
     # asarray: np.add of two 0-d arrays returns a NumPy scalar, which the
     # unchecked <ndarray> casts downstream read as an array (segfault).
@@ -2231,7 +2271,7 @@ def _run_backward(tuple roots, tuple root_grads, bint keep_graph, bint create_gr
     cdef Node node, child
     cdef TensorBase t
     cdef list stack, ready, visited, leaf_work
-    cdef Py_ssize_t i, nr, n_next
+    cdef Py_ssize_t i, nr, n_next, sp, rp
     cdef dict capture = None
     cdef bint graph = create_graph
     cdef int prev_mode = cygrad_grad_mode
@@ -2266,8 +2306,9 @@ def _run_backward(tuple roots, tuple root_grads, bint keep_graph, bint create_gr
 
     # Count dependencies with an explicit stack (no recursion).
     stack = list(root_nodes)
-    while stack:
-        node = <Node>stack.pop()
+    sp = len(stack)
+    while sp > 0:
+        node = <Node>_pop(stack, &sp)
         if node._next is None:
             continue
         for child in node._next:
@@ -2279,7 +2320,7 @@ def _run_backward(tuple roots, tuple root_grads, bint keep_graph, bint create_gr
                 child._buf = None if child._n_out == 1 else [None] * child._n_out
                 child._needed = False
                 visited.append(child)
-                stack.append(child)
+                _push(stack, &sp, child)
             child._deps += 1
 
     # Capture targets: inputs of autograd.grad / backward(inputs=...).
@@ -2299,15 +2340,16 @@ def _run_backward(tuple roots, tuple root_grads, bint keep_graph, bint create_gr
 
     leaf_work = []
     ready = [n for n in root_nodes if (<Node>n)._deps == 0]
+    rp = len(ready)
     cygrad_grad_mode = 1 if create_graph else 0
     try:
-        while ready:
-            node = <Node>ready.pop()
+        while rp > 0:
+            node = <Node>_pop(ready, &rp)
             buf = node._buf
             node._buf = None
             if capture is not None and not node._needed:
                 # Not on a path to a requested input: skip, but release deps.
-                _release_children(node, ready, run)
+                _release_children(node, ready, &rp)
                 continue
             if node._pre_hooks or node._retained:
                 buf = _run_pre_hooks(node, buf, graph)
@@ -2331,7 +2373,7 @@ def _run_backward(tuple roots, tuple root_grads, bint keep_graph, bint create_gr
                 continue
             if capture is not None and not accumulate and node in capture and \
                     not _any_child_needed(node):
-                _release_children(node, ready, run)
+                _release_children(node, ready, &rp)
                 continue
             if node._n_out == 1:
                 has_grad = buf is not None
@@ -2366,7 +2408,7 @@ def _run_backward(tuple roots, tuple root_grads, bint keep_graph, bint create_gr
                         g = None
                 child._deps -= 1
                 if child._deps == 0:
-                    ready.append(child)
+                    _push(ready, &rp, child)
             results = None
         # Leaves last, all or nothing: hooks first (they may raise), then sums.
         finals = []
@@ -2414,14 +2456,32 @@ cdef bint _any_child_needed(Node node):
     return False
 
 
-cdef void _release_children(Node node, list ready, long long run):
+cdef void _release_children(Node node, list ready, Py_ssize_t* rp) except *:
     cdef Node child
     for child in node._next:
         if child is None:
             continue
         child._deps -= 1
         if child._deps == 0:
-            ready.append(child)
+            _push(ready, rp, child)
+
+
+# The engine's stacks are lists used up to a height ``sp``: list.pop() and
+# append() on a list that keeps emptying and refilling reallocate it each time
+# (~950 instructions per node of a chain, callgrind).
+cdef inline void _push(list st, Py_ssize_t* sp, object x) except *:
+    if sp[0] < len(st):
+        st[sp[0]] = x
+    else:
+        st.append(x)
+    sp[0] += 1
+
+
+cdef inline object _pop(list st, Py_ssize_t* sp):
+    sp[0] -= 1
+    x = st[sp[0]]
+    st[sp[0]] = None        # hold no reference past the pop
+    return x
 
 
 cdef void _mark_needed(list visited, dict capture, long long run) except *:
