@@ -453,6 +453,9 @@ def _dims(dim, ndim):
     return (_canon_dim(dim, ndim),)
 
 
+_KERNEL_FLOATS = (np.float32, np.float64)   # dtypes of the compiled row kernels
+
+
 def _kept_shape(shape, axes):
     return tuple(1 if i in axes else s for i, s in enumerate(shape))
 
@@ -471,6 +474,13 @@ class Sum(Function):
             return _wrap(_sum_all(arr))
         if arr.dtype.kind != "f":
             arr = arr.astype(np.int64)
+        elif (arr.dtype.type in _KERNEL_FLOATS and arr.flags.c_contiguous and axes
+                and axes == tuple(range(arr.ndim - len(axes), arr.ndim))):
+            # Trailing axes of a contiguous array: compiled row sums.
+            x2 = arr.reshape(-1, _prod(arr.shape[d] for d in axes))
+            out = np.empty(x2.shape[0], arr.dtype)
+            _R.sum_fwd(x2, out)
+            return _wrap(out.reshape(ctx.kept if keepdim else arr.shape[:-len(axes)]))
         return _wrap(np.asarray(np.sum(arr, axis=axes, keepdims=keepdim)))
 
     @staticmethod
@@ -1116,8 +1126,8 @@ class Softmax(Function):
         else:
             x2, perm = _to_rows(arr, (dim,))
             y2, full = _rows_out(x2, perm, arr.shape)
-            # NumPy's SIMD row max (NaN-propagating) feeds the kernel.
-            _R.softmax_fwd(x2, y2, take_log, x2.max(axis=1) if x2.size else None)
+            # The kernel finds each row's max itself, keeping the row in cache.
+            _R.softmax_fwd(x2, y2, take_log)
             y = _from_rows(y2, perm, arr.shape, full)
         out = _wrap(y)
         ctx.save_for_backward(out)
@@ -1198,7 +1208,7 @@ class LogSumExp(Function):
         ctx.kept = _kept_shape(arr.shape, axes)
         x2, _ = _to_rows(arr, axes)
         lse = np.empty(x2.shape[0], arr.dtype)
-        _R.logsumexp_fwd(x2, lse, x2.max(axis=1) if x2.size else None)
+        _R.logsumexp_fwd(x2, lse)
         out = _wrap(lse.reshape(ctx.kept if keepdim else tuple(
             s for i, s in enumerate(arr.shape) if i not in axes)))
         ctx.save_for_backward(x, out)
@@ -1342,11 +1352,22 @@ class _ExtremeDim(Function):
         ctx.in_shape = arr.shape
         kept = _kept_shape(arr.shape, (dim,))
         shape = kept if keepdim else arr.shape[:dim] + arr.shape[dim + 1:]
-        # NumPy's argmax/argmin are SIMD and return the first NaN, as torch;
-        # a compiled scalar scan measured 5-10x slower here.
-        idx = (np.argmin if is_min else np.argmax)(arr, axis=dim)
-        idx = np.expand_dims(idx.astype(np.int64, copy=False), dim)
-        vals = np.take_along_axis(arr, idx, axis=dim)
+        ctx.rows = None
+        if (dim == arr.ndim - 1 and arr.size and arr.flags.c_contiguous
+                and arr.dtype.type in _KERNEL_FLOATS):
+            # The last dim of a contiguous array: a compiled vectorised max
+            # and first-index search per row (first NaN wins, as torch).
+            x2 = arr.reshape(-1, arr.shape[-1])
+            vals = np.empty(x2.shape[0], arr.dtype)
+            idx = np.empty(x2.shape[0], np.int64)
+            _R.extreme_dim_fwd(x2, vals, idx, is_min)
+            ctx.rows = x2.shape
+            idx = idx.reshape(kept)
+        else:
+            # NumPy's argmax/argmin are SIMD and return the first NaN, as torch.
+            idx = (np.argmin if is_min else np.argmax)(arr, axis=dim)
+            idx = np.expand_dims(idx.astype(np.int64, copy=False), dim)
+            vals = np.take_along_axis(arr, idx, axis=dim)
         ctx.idx = idx
         ctx.kept = kept
         values = _wrap(vals.reshape(shape))
@@ -1357,6 +1378,12 @@ class _ExtremeDim(Function):
     @staticmethod
     def backward(ctx, g, g_idx):
         if not is_grad_enabled():
+            if ctx.rows is not None and g._arr.dtype.type in _KERNEL_FLOATS:
+                out = np.empty(ctx.in_shape, g._arr.dtype)
+                _R.extreme_dim_bwd(ctx.idx.reshape(-1),
+                                   np.ascontiguousarray(g._arr).reshape(-1),
+                                   out.reshape(ctx.rows))
+                return _wrap(out), None, None, None
             out = np.zeros(ctx.in_shape, g._arr.dtype)
             np.put_along_axis(out, ctx.idx, g._arr.reshape(ctx.kept), axis=ctx.dim)
             return _wrap(out), None, None, None
