@@ -548,8 +548,6 @@ def _alias(TensorBase src, arr=None, bint share_version=True):
     return t
 
 
-
-
 cdef inline void _untrack(tuple edges) noexcept:
     """Hide a node's edge tuple from the cyclic GC.
 
