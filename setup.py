@@ -52,7 +52,9 @@ def extensions():
         cflags = ["-O0", "-g"]
     else:
         cflags = ["-O3"]
-    cflags += ["-Wno-unused-function", "-Wno-unreachable-code"]
+    # -fno-math-errno: no kernel reads errno, and with it sqrt becomes one
+    # vector instruction instead of a call that may set errno.
+    cflags += ["-fno-math-errno", "-Wno-unused-function", "-Wno-unreachable-code"]
     ldflags = []
     if OPENMP:
         cflags.append("-fopenmp")

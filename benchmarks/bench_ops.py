@@ -14,12 +14,48 @@ from benchmarks import LIBS, need, pick, run, tag, to_numpy
 
 F32 = np.float32
 SHAPE = pick((4000, 1000), (8, 16))
-OPS = ["clamp", "var", "max_dim", "max_all", "logsumexp", "softmax", "log_softmax"]
+OPS = ["clamp", "var", "max_dim", "max_all", "logsumexp", "softmax", "log_softmax",
+       "sqrt", "abs", "sin", "cos", "maximum", "minimum", "where", "pow"]
+ELEMENTWISE = ("clamp", "softmax", "log_softmax", "sqrt", "abs", "sin", "cos",
+               "maximum", "minimum", "where", "pow")
+POSITIVE = ("sqrt", "pow")   # inputs moved to [0.5, inf)
+
+
+def _other(x):
+    """The second operand of the binary ops (no gradient), from ``x``."""
+    return np.roll(x, 1, axis=1) * F32(0.5) + F32(0.25)
 
 
 def _numpy_step(op, x, g):
     n = x.shape[1]
-    if op == "clamp":
+    z = _other(x)
+    if op == "sqrt":
+        def step():
+            y = np.sqrt(x)
+            return y, g * (F32(0.5) / y)
+    elif op == "abs":
+        def step():
+            return np.abs(x), g * np.sign(x)
+    elif op == "sin":
+        def step():
+            return np.sin(x), g * np.cos(x)
+    elif op == "cos":
+        def step():
+            return np.cos(x), -g * np.sin(x)
+    elif op in ("maximum", "minimum"):
+        f = np.maximum if op == "maximum" else np.minimum
+        def step():
+            y = f(x, z)
+            return y, g * (y == x)
+    elif op == "where":
+        def step():
+            c = x > 0
+            return np.where(c, x, z), g * c
+    elif op == "pow":
+        def step():
+            y = x ** z
+            return y, g * z * (y / x)
+    elif op == "clamp":
         def step():
             y = np.clip(x, -0.5, 0.5)
             return y, g * ((x >= -0.5) & (x <= 0.5))
@@ -59,7 +95,13 @@ def _numpy_step(op, x, g):
     return step
 
 
-def _call(T, op, x):
+def _call(T, op, x, z):
+    if op in ("maximum", "minimum", "pow"):
+        return getattr(T, op)(x, z)
+    if op == "where":
+        return T.where(x > 0, x, z)
+    if op in ("sqrt", "abs", "sin", "cos"):
+        return getattr(T, op)(x)
     if op == "clamp":
         return T.clamp(x, -0.5, 0.5)
     if op == "var":
@@ -74,7 +116,9 @@ def _call(T, op, x):
 def case(lib, op):
     rng = np.random.default_rng(7)
     x0 = rng.standard_normal(SHAPE).astype(F32)
-    if op in ("clamp", "softmax", "log_softmax"):
+    if op in POSITIVE:
+        x0 = np.abs(x0) + F32(0.5)
+    if op in ELEMENTWISE:
         gshape = SHAPE
     elif op == "max_all":
         gshape = ()
@@ -85,10 +129,11 @@ def case(lib, op):
         return _numpy_step(op, x0, g0)
     T = need(lib, "max", "clamp", "logsumexp", "softmax", "log_softmax")
     x = T.tensor(x0, requires_grad=True)
+    z = T.tensor(_other(x0))
     g = T.tensor(g0)
 
     def step():
-        y = _call(T, op, x)
+        y = _call(T, op, x, z)
         y.backward(g)
         gx = x.grad
         x.grad = None
