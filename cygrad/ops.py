@@ -894,7 +894,9 @@ class Where(Function):
         xp = _ns()
         c = ctx.cond if xp is _NumpyNS else _wrap(ctx.cond)
         gv = xp.val(g)
-        zero = gv * 0
+        # torch's where(cond, grad, 0): an exact zero, even where grad is
+        # inf or NaN; on arrays a scalar (no 4M-element zero array to fill).
+        zero = gv.dtype.type(0) if xp is _NumpyNS else gv * 0
         gx = xp.out(_select(xp, c, gv, zero)) if ctx.needs_input_grad[1] else None
         gy = xp.out(_select(xp, c, zero, gv)) if ctx.needs_input_grad[2] else None
         return None, gx, gy

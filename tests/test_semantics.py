@@ -437,3 +437,14 @@ def test_inplace_shape_mismatch_leaves_tensor():
     with pytest.raises(RuntimeError, match="doesn't match the broadcast shape"):
         a += cg.ones(3, 2)
     assert a._version == 0 and a.tolist() == [1.0, 1.0]
+
+
+def test_where_backward_gives_exact_zeros_beside_inf_and_nan():
+    # torch: grad_x = where(cond, grad, 0), so an inf or NaN upstream gradient
+    # never leaks into the unselected side (g * 0 would give NaN there).
+    x = cg.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    y = cg.tensor([0.0, 0.0, 0.0], requires_grad=True)
+    cond = cg.tensor([True, False, True])
+    cg.where(cond, x, y).backward(cg.tensor([float("inf"), float("nan"), 2.0]))
+    np.testing.assert_array_equal(x.grad.numpy(), [np.inf, 0.0, 2.0])
+    np.testing.assert_array_equal(y.grad.numpy(), [0.0, np.nan, 0.0])
