@@ -169,6 +169,97 @@ def _pick(pool, i, floating=True):
 FLOATS = set()
 
 
+def _apply(L, pool, step, dtype):
+    """Run one program step with library L, appending its result(s) to pool."""
+    kind, i, j, arg = step
+    x = pool[i % len(pool)]
+    y = pool[j % len(pool)]
+    nd = x.dim()
+    if kind == "unary":
+        out = UNARY[arg](L, x)
+    elif kind == "binary":
+        if _bshape(x, y) is None:
+            y = x
+        out = BINARY[arg](L, x, y)
+    elif kind == "reduce":
+        op, d, keep = arg
+        if op == "sum_all" or nd == 0:
+            out = x.sum()
+        elif op == "sum":
+            out = x.sum(dim=d % nd, keepdim=keep)
+        elif op == "mean":
+            out = x.mean(dim=d % nd, keepdim=keep)
+        elif op == "softmax":
+            out = x.softmax(dim=d % nd)
+        else:
+            out = x.logsumexp(dim=d % nd, keepdim=keep)
+    elif kind == "shape":
+        op, d = arg
+        if op == "flat":
+            out = x.reshape(-1).reshape(tuple(x.shape))
+        elif op == "permute" and nd:
+            perm = list(range(nd))
+            perm = perm[d % nd :] + perm[: d % nd]
+            out = x.permute(*perm)
+        elif op == "transpose" and nd:
+            out = x.transpose(0, nd - 1)
+        elif op == "unsqueeze":
+            out = x.unsqueeze(d % (nd + 1))
+        elif op == "squeeze":
+            out = x.squeeze()
+        elif op == "expand":
+            out = x.unsqueeze(0).expand(2, *x.shape)
+        else:
+            out = x * 1.0
+    elif kind == "index":
+        if nd == 0 or x.shape[0] == 0:
+            out = x * 1.0
+        else:
+            k = x.shape[0]
+            sel = [
+                slice(None, None, -1),
+                slice(1, None),
+                arg % k,
+                [arg % k, 0, arg % k],
+            ][arg % 4]
+            out = x[sel]
+    elif kind == "matmul":
+        a = x if nd >= 1 else x.reshape(1)
+        b = L.tensor(
+            np.linspace(-1, 1, a.shape[-1] * 3)
+            .reshape(a.shape[-1], 3)
+            .astype(dtype)
+        )
+        out = a @ b
+    elif kind == "clone":
+        out = x.clone()
+    elif kind == "detach":
+        out = x.detach() * 2
+    elif kind in ("inplace", "view_inplace", "nograd_inplace"):
+        op, c = arg
+        if kind == "nograd_inplace":
+            target = x
+        else:
+            target = x.clone()
+        dst = target
+        if kind == "view_inplace" and nd:
+            dst = target.transpose(0, nd - 1) if arg[1] > 1.2 else target[0]
+        other = y if op.endswith("_t") else c
+        if op.endswith("_t"):
+            if _bshape(dst, other) != tuple(dst.shape):
+                other = c
+            op = op[:-2] + "_"
+        if kind == "nograd_inplace":
+            with L.no_grad():
+                getattr(dst, op)(other)
+        else:
+            getattr(dst, op)(other)
+        out = target
+        if dst is not target:
+            pool.append(dst)
+    pool.append(out)
+
+
 def run(L, arrays, steps, weights, dtype):
     """Run a program with library L (cygrad or torch).
 
@@ -177,93 +268,8 @@ def run(L, arrays, steps, weights, dtype):
     """
     leaves = [L.tensor(a.astype(dtype), requires_grad=True) for a in arrays]
     pool = list(leaves)
-    for kind, i, j, arg in steps:
-        x = pool[i % len(pool)]
-        y = pool[j % len(pool)]
-        nd = x.dim()
-        if kind == "unary":
-            out = UNARY[arg](L, x)
-        elif kind == "binary":
-            if _bshape(x, y) is None:
-                y = x
-            out = BINARY[arg](L, x, y)
-        elif kind == "reduce":
-            op, d, keep = arg
-            if op == "sum_all" or nd == 0:
-                out = x.sum()
-            elif op == "sum":
-                out = x.sum(dim=d % nd, keepdim=keep)
-            elif op == "mean":
-                out = x.mean(dim=d % nd, keepdim=keep)
-            elif op == "softmax":
-                out = x.softmax(dim=d % nd)
-            else:
-                out = x.logsumexp(dim=d % nd, keepdim=keep)
-        elif kind == "shape":
-            op, d = arg
-            if op == "flat":
-                out = x.reshape(-1).reshape(tuple(x.shape))
-            elif op == "permute" and nd:
-                perm = list(range(nd))
-                perm = perm[d % nd :] + perm[: d % nd]
-                out = x.permute(*perm)
-            elif op == "transpose" and nd:
-                out = x.transpose(0, nd - 1)
-            elif op == "unsqueeze":
-                out = x.unsqueeze(d % (nd + 1))
-            elif op == "squeeze":
-                out = x.squeeze()
-            elif op == "expand":
-                out = x.unsqueeze(0).expand(2, *x.shape)
-            else:
-                out = x * 1.0
-        elif kind == "index":
-            if nd == 0 or x.shape[0] == 0:
-                out = x * 1.0
-            else:
-                k = x.shape[0]
-                sel = [
-                    slice(None, None, -1),
-                    slice(1, None),
-                    arg % k,
-                    [arg % k, 0, arg % k],
-                ][arg % 4]
-                out = x[sel]
-        elif kind == "matmul":
-            a = x if nd >= 1 else x.reshape(1)
-            b = L.tensor(
-                np.linspace(-1, 1, a.shape[-1] * 3)
-                .reshape(a.shape[-1], 3)
-                .astype(dtype)
-            )
-            out = a @ b
-        elif kind == "clone":
-            out = x.clone()
-        elif kind == "detach":
-            out = x.detach() * 2
-        elif kind in ("inplace", "view_inplace", "nograd_inplace"):
-            op, c = arg
-            if kind == "nograd_inplace":
-                target = x
-            else:
-                target = x.clone()
-            dst = target
-            if kind == "view_inplace" and nd:
-                dst = target.transpose(0, nd - 1) if arg[1] > 1.2 else target[0]
-            other = y if op.endswith("_t") else c
-            if op.endswith("_t"):
-                if _bshape(dst, other) != tuple(dst.shape):
-                    other = c
-                op = op[:-2] + "_"
-            if kind == "nograd_inplace":
-                with L.no_grad():
-                    getattr(dst, op)(other)
-            else:
-                getattr(dst, op)(other)
-            out = target
-            if dst is not target:
-                pool.append(dst)
-        pool.append(out)
+    for step in steps:
+        _apply(L, pool, step, dtype)
     total = None
     for k, t in enumerate(pool):
         if not t.requires_grad or t.dtype not in FLOATS:
@@ -376,44 +382,9 @@ def test_smooth_random_graphs_match_finite_differences(prog):
 
 def _forward_only(arrays, steps, weights):
     """The loss of a smooth program as a float, without autograd."""
-    leaves = [cygrad.tensor(a) for a in arrays]
-    pool = list(leaves)
-    for kind, i, j, arg in steps:
-        x = pool[i % len(pool)]
-        y = pool[j % len(pool)]
-        nd = x.dim()
-        if kind == "unary":
-            out = UNARY[arg](cygrad, x)
-        elif kind == "binary":
-            if _bshape(x, y) is None:
-                y = x
-            out = BINARY[arg](cygrad, x, y)
-        elif kind == "reduce":
-            op, d, keep = arg
-            if op == "sum_all" or nd == 0:
-                out = x.sum()
-            elif op == "sum":
-                out = x.sum(dim=d % nd, keepdim=keep)
-            else:
-                out = x.mean(dim=d % nd, keepdim=keep)
-        else:
-            op, d = arg
-            if op == "flat":
-                out = x.reshape(-1).reshape(tuple(x.shape))
-            elif op == "permute" and nd:
-                perm = list(range(nd))
-                out = x.permute(*(perm[d % nd :] + perm[: d % nd]))
-            elif op == "transpose" and nd:
-                out = x.transpose(0, nd - 1)
-            elif op == "unsqueeze":
-                out = x.unsqueeze(d % (nd + 1))
-            elif op == "squeeze":
-                out = x.squeeze()
-            elif op == "expand":
-                out = x.unsqueeze(0).expand(2, *x.shape)
-            else:
-                out = x * 1.0
-        pool.append(out)
+    pool = [cygrad.tensor(a) for a in arrays]
+    for step in steps:
+        _apply(cygrad, pool, step, np.float64)
     total = 0.0
     for k, t in enumerate(pool):
         total += float((t * weights[k % len(weights)]).sum().item())
