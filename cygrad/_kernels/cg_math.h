@@ -1,0 +1,216 @@
+/* Vectorizable exp, log, tanh, sigmoid, sin, cos and pow for float32 kernels.
+ *
+ * libm's functions are calls the compiler cannot vectorize, so a float32
+ * kernel built on them runs one element at a time (sin was 5.5x NumPy's
+ * SIMD float32 sin).  The functions here are straight-line double
+ * arithmetic: no branches, no calls, integer work done on the bits of
+ * doubles, so a loop over them vectorizes (4 doubles per AVX2 instruction).
+ *
+ * Accuracy: each works in double and is accurate to about 1e-14 relative,
+ * so rounding its result to float gives the correctly rounded float32 value
+ * except when the exact value lies within ~1e-14 of a rounding tie: the
+ * same float32 numbers as libm in double, rounded once, to the last bit in
+ * all but rare cases.  They are NOT accurate enough for float64 results;
+ * float64 kernels keep libm.
+ *
+ * Domain: each has a cg_*_ok() predicate; outside it (huge |x|, inf, NaN,
+ * a non-positive or infinite base, a result that over- or underflows float)
+ * the fast value is garbage and the kernel must call libm instead.  The
+ * kernels test the predicate over a block and fall back to libm for the
+ * blocks that need it (see elementwise.pyx.tp).
+ *
+ * Method: exp, log, tanh and sigmoid are built on pow's exp2 and log2
+ * below (tanh near 0 by its own series).  sin/cos reduce x by multiples of pi/2 in double (pi/2 split in a
+ * 33-bit head, whose products with the quotient are exact, and a tail) and
+ * evaluate the Taylor series on [-pi/4, pi/4] (truncation < 3e-14).  pow is
+ * exp2(b * log2(a)): log2 through log(m) = 2 atanh((m - 1) / (m + 1)) on a
+ * mantissa m in [sqrt(1/2), sqrt(2)], exp2 through exp's Taylor series on
+ * [-ln2 / 2, ln2 / 2] and an exponent built from bits.
+ */
+#ifndef CG_MATH_H
+#define CG_MATH_H
+
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+/* Always inlined: an out-of-line copy is compiled for the baseline target
+   only, and a call to it from an AVX2 loop (CG_CLONES) pays an AVX-SSE
+   transition per element (measured: 290 ns per pow fallback). */
+#if defined(__GNUC__)
+#define CG_INLINE static inline __attribute__((always_inline))
+#else
+#define CG_INLINE static inline
+#endif
+
+CG_INLINE uint64_t cg_bits(double x) {
+    uint64_t u;
+    memcpy(&u, &x, 8);
+    return u;
+}
+
+CG_INLINE double cg_from_bits(uint64_t u) {
+    double x;
+    memcpy(&x, &u, 8);
+    return x;
+}
+
+/* 1.5 * 2^52: (t + CG_ROUND) - CG_ROUND is t rounded to an integer for
+   |t| < 2^51, and the low bits of t + CG_ROUND hold that integer (two's
+   complement), with no double -> int conversion (AVX2 has none). */
+#define CG_ROUND 6755399441055744.0
+
+/* ---- sin, cos -------------------------------------------------------- */
+
+#define CG_TRIG_MAX 524288.0                    /* 2^19 */
+#define CG_2_PI 0x1.45f306dc9c883p-1            /* 2 / pi */
+#define CG_PIO2_HI 0x1.921fb544p+0              /* pi/2, 33 bits */
+#define CG_PIO2_LO 0x1.0b4611a626331p-34        /* pi/2 - CG_PIO2_HI */
+
+CG_INLINE int cg_trig_ok(double x) {
+    return fabs(x) <= CG_TRIG_MAX;              /* 0 for inf and NaN */
+}
+
+/* sin(x + q * pi/2) from r = x reduced to [-pi/4, pi/4] and q mod 4. */
+CG_INLINE double cg_sin_quadrant(double r, uint64_t q) {
+    double z = r * r;
+    /* r * (1 + ...), not r + r * (...): keeps sin(-0) = -0 */
+    double s = r * (1.0 + z * (-1.0 / 6 + z * (1.0 / 120 + z * (-1.0 / 5040
+               + z * (1.0 / 362880 + z * (-1.0 / 39916800 + z * (1.0 / 6227020800)))))));
+    double c = 1.0 + z * (-0.5 + z * (1.0 / 24 + z * (-1.0 / 720
+               + z * (1.0 / 40320 + z * (-1.0 / 3628800 + z * (1.0 / 479001600
+               + z * (-1.0 / 87178291200.0)))))));
+    /* quadrant 0: s, 1: c, 2: -s, 3: -c */
+    uint64_t odd = (uint64_t)0 - (q & 1);
+    uint64_t v = (cg_bits(c) & odd) | (cg_bits(s) & ~odd);
+    return cg_from_bits(v ^ ((q & 2) << 62));
+}
+
+/* x = k * pi/2 + r: returns r, stores k mod 4 in *q. |x| <= CG_TRIG_MAX:
+   |k| < 2^19, so k * CG_PIO2_HI is exact and x - k * CG_PIO2_HI too. */
+CG_INLINE double cg_trig_reduce(double x, uint64_t* q) {
+    double km = x * CG_2_PI + CG_ROUND;
+    double k = km - CG_ROUND;
+    *q = cg_bits(km);
+    return (x - k * CG_PIO2_HI) - k * CG_PIO2_LO;
+}
+
+CG_INLINE double cg_sin_fast(double x) {
+    uint64_t q;
+    double r = cg_trig_reduce(x, &q);
+    return cg_sin_quadrant(r, q);
+}
+
+CG_INLINE double cg_cos_fast(double x) {
+    uint64_t q;
+    double r = cg_trig_reduce(x, &q);
+    return cg_sin_quadrant(r, q + 1);           /* cos x = sin(x + pi/2) */
+}
+
+/* ---- pow --------------------------------------------------------------- */
+
+#define CG_SQRT2 0x1.6a09e667f3bcdp+0
+#define CG_LN2 0x1.62e42fefa39efp-1
+#define CG_INV_LN2 0x1.71547652b82fep+0
+
+/* log2(a) for a positive, finite and normal in double (every float is). */
+CG_INLINE double cg_log2_fast(double a) {
+    /* outside the domain compute log2(1): no garbage bits downstream */
+    uint64_t in = (uint64_t)0 - (uint64_t)((a > 0) & (a < INFINITY));
+    uint64_t u = (cg_bits(a) & in) | (cg_bits(1.0) & ~in);
+    /* the biased exponent as a double, through the bits of 2^52 + e */
+    double e = cg_from_bits(0x4330000000000000ULL | (u >> 52))
+               - 4503599627370496.0 - 1023.0;
+    double m = cg_from_bits((u & 0x000fffffffffffffULL) | 0x3ff0000000000000ULL);
+    uint64_t big = (uint64_t)0 - (uint64_t)(m > CG_SQRT2);
+    m = cg_from_bits((cg_bits(m * 0.5) & big) | (cg_bits(m) & ~big));
+    e += cg_from_bits(cg_bits(1.0) & big);
+    double s = (m - 1.0) / (m + 1.0);
+    double z = s * s;
+    double ln_m = 2.0 * s * (1.0 + z * (1.0 / 3 + z * (1.0 / 5 + z * (1.0 / 7
+                  + z * (1.0 / 9 + z * (1.0 / 11 + z * (1.0 / 13 + z * (1.0 / 15
+                  + z * (1.0 / 17)))))))));
+    return e + ln_m * CG_INV_LN2;
+}
+
+/* 2^t for |t| <= 1000 (the caller keeps t where the result is a normal
+   float).  t = n + f, f in [-1/2, 1/2]; 2^f = exp(f ln2) by Taylor to
+   degree 12 (truncation < 2e-16). */
+CG_INLINE double cg_exp2_fast(double t) {
+    /* t outside [-1000, 1000] or NaN (the caller's fallback cases) is
+       replaced so that every intermediate stays a normal double: a
+       subnormal operand costs a ~100-cycle microcode assist per element. */
+    uint64_t in = (uint64_t)0 - (uint64_t)(fabs(t) <= 1000.0);
+    t = cg_from_bits(cg_bits(t) & in);
+    double nm = t + CG_ROUND;
+    double n = nm - CG_ROUND;
+    double u = (t - n) * CG_LN2;
+    double p = 1.0 + u * (1.0 + u * (1.0 / 2 + u * (1.0 / 6 + u * (1.0 / 24
+               + u * (1.0 / 120 + u * (1.0 / 720 + u * (1.0 / 5040 + u * (1.0 / 40320
+               + u * (1.0 / 362880 + u * (1.0 / 3628800 + u * (1.0 / 39916800
+               + u * (1.0 / 479001600))))))))))));
+    uint64_t scale = (cg_bits(nm) + 1023) << 52;
+    return p * cg_from_bits(scale);
+}
+
+/* The domain of cg_pow_fast: a > 0 finite, and b * log2(a) finite with
+   2^(b log2 a) a normal float (|t| < 125); 0 for a NaN anywhere. */
+CG_INLINE int cg_pow_ok(double a, double b) {
+    double t = b * cg_log2_fast(a);
+    return (a > 0) & (a <= 3.5e38) & (fabs(t) < 125.0);
+}
+
+CG_INLINE double cg_pow_fast(double a, double b) {
+    return cg_exp2_fast(b * cg_log2_fast(a));
+}
+
+/* ---- exp, log, tanh, sigmoid ----------------------------------------- */
+
+/* exp(x) = 2^(x / ln2): fast where the result is a normal float. */
+CG_INLINE int cg_exp_ok(double x) {
+    return fabs(x) < 86.0;
+}
+
+CG_INLINE double cg_exp_fast(double x) {
+    return cg_exp2_fast(x * CG_INV_LN2);
+}
+
+/* log(x) for x > 0 finite (float subnormals are normal doubles). */
+CG_INLINE int cg_log_ok(double x) {
+    return (x > 0) & (x <= 3.5e38);
+}
+
+CG_INLINE double cg_log_fast(double x) {
+    return cg_log2_fast(x) * CG_LN2;
+}
+
+/* tanh everywhere (no fallback): -expm1(-2|x|) / (2 + expm1(-2|x|)) with
+   |x| capped at 20 (tanh = 1 in double beyond), and its Taylor series
+   below 2^-10, where 1 - exp(-2|x|) would cancel.  The sign is x's: tanh(-0)
+   is -0; a NaN is returned as it came (exp2 would turn it into a number). */
+CG_INLINE double cg_tanh_fast(double x) {
+    uint64_t sign = cg_bits(x) & 0x8000000000000000ULL;
+    double ax = fabs(x);
+    uint64_t cap = (uint64_t)0 - (uint64_t)(ax > 20.0);
+    double e, z = ax * ax;
+    double small = ax * (1.0 + z * (-1.0 / 3 + z * (2.0 / 15 + z * (-17.0 / 315))));
+    uint64_t tiny = (uint64_t)0 - (uint64_t)(ax < 0x1p-10);
+    ax = cg_from_bits((cg_bits(20.0) & cap) | (cg_bits(ax) & ~cap));
+    e = cg_exp2_fast(-2.0 * CG_INV_LN2 * ax);
+    double big = (1.0 - e) / (1.0 + e);
+    uint64_t nan = (uint64_t)0 - (uint64_t)(x != x);
+    uint64_t r = ((cg_bits(small) & tiny) | (cg_bits(big) & ~tiny)) | sign;
+    return cg_from_bits((r & ~nan) | (cg_bits(x) & nan));
+}
+
+/* sigmoid(x) = 1 / (1 + exp(-x)): fast while exp(-x) is a normal float
+   (beyond, sigmoid is a float32 subnormal or 1: libm's path). */
+CG_INLINE int cg_sigmoid_ok(double x) {
+    return fabs(x) < 86.0;
+}
+
+CG_INLINE double cg_sigmoid_fast(double x) {
+    return 1.0 / (1.0 + cg_exp2_fast(-x * CG_INV_LN2));
+}
+
+#endif
