@@ -16,9 +16,9 @@ import math
 import numpy as np
 
 from cygrad import dtypes as _dt
-from cygrad._kernels import clamp as _clamp_k
 from cygrad._kernels import engine as _engine
 from cygrad._kernels import reductions as _R
+from cygrad._kernels import select as _select_k
 from cygrad._kernels.elementwise import BINARY_OPS, UNARY_OPS
 from cygrad._kernels.engine import TensorBase, _alias, _wrap, is_grad_enabled
 from cygrad._kernels.reduce import sum_all as _sum_all
@@ -1021,7 +1021,7 @@ class Clamp(Function):
         ctx.lo, ctx.hi = lo, hi
         src = np.ascontiguousarray(arr)
         out = np.empty(arr.shape, arr.dtype)
-        _clamp_k.clamp_fwd(src.reshape(-1), lo, hi, out.reshape(-1))
+        _select_k.clamp_fwd(src.reshape(-1), lo, hi, out.reshape(-1))
         ctx.save_for_backward(x)
         return _wrap(out)
 
@@ -1032,8 +1032,8 @@ class Clamp(Function):
             arr = np.ascontiguousarray(x._arr)
             garr = np.ascontiguousarray(_grad_array(g, arr.dtype))
             out = np.empty(arr.shape, arr.dtype)
-            _clamp_k.clamp_bwd(arr.reshape(-1), garr.reshape(-1), ctx.lo, ctx.hi,
-                               out.reshape(-1))
+            _select_k.clamp_bwd(arr.reshape(-1), garr.reshape(-1), ctx.lo, ctx.hi,
+                                out.reshape(-1))
             return _wrap(out), None, None
         mask = (x >= ctx.lo) & (x <= ctx.hi)
         return where(mask, g, 0.0), None, None

@@ -1,4 +1,4 @@
-"""Fused clamp with scalar bounds: one pass forward, one pass backward.
+"""Branch-free selects: fused clamp with scalar bounds, one pass each way.
 
 Why not the kernel table: ``clamp(x, min, max)`` with two numbers composes
 two table rows (clamp_min, clamp_max), i.e. two passes each way plus a
