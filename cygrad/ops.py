@@ -16,9 +16,9 @@ import math
 import numpy as np
 
 from cygrad import dtypes as _dt
-from cygrad._kernels import clamp as _clamp_k
 from cygrad._kernels import engine as _engine
 from cygrad._kernels import reductions as _R
+from cygrad._kernels import select as _select_k
 from cygrad._kernels.elementwise import BINARY_OPS, UNARY_OPS
 from cygrad._kernels.engine import TensorBase, _alias, _wrap, is_grad_enabled
 from cygrad._kernels.reduce import sum_all as _sum_all
@@ -874,15 +874,30 @@ def flatten(input, start_dim=0, end_dim=-1):
 # --- selection ---------------------------------------------------------------------------
 
 class Where(Function):
-    """out = x where cond else y; grad_x = g * cond, grad_y = g * ~cond."""
+    """out = x where cond else y; grad_x = g * cond, grad_y = g * ~cond.
+
+    The gradients are exact zeros on the unselected side, even where g is
+    inf or NaN (torch's where(cond, grad, 0)).  Float inputs of the output's
+    shape, or of one element, go through the compiled branch-free select
+    (``_kernels/select.pyx``); other broadcasting and other dtypes use
+    np.where.
+    """
 
     _node_name = "WhereBackward0"
 
     @staticmethod
     def forward(ctx, cond, x, y):
-        ctx.cond = cond._arr
+        c, a, b = cond._arr, x._arr, y._arr
+        ctx.cond = c
+        ctx.flat = None
+        if _where_fits(c, a, b):
+            ctx.flat = c.reshape(-1).view(np.uint8)
+            out = np.empty(c.shape, a.dtype)
+            _select_k.where_fwd(ctx.flat, a.reshape(-1), b.reshape(-1),
+                                out.reshape(-1))
+            return _wrap(out)
         try:
-            return _wrap(np.asarray(np.where(cond._arr, x._arr, y._arr)))
+            return _wrap(np.asarray(np.where(c, a, b)))
         except ValueError:
             raise RuntimeError(
                 f"where: the shapes of condition {list(cond._arr.shape)}, input "
@@ -892,14 +907,40 @@ class Where(Function):
     @staticmethod
     def backward(ctx, g):
         xp = _ns()
+        need_x, need_y = ctx.needs_input_grad[1], ctx.needs_input_grad[2]
+        if xp is _NumpyNS and ctx.flat is not None:
+            garr = g._arr
+            if garr.shape == ctx.cond.shape and garr.flags.c_contiguous and \
+                    garr.dtype.type in _SELECT_DTYPES:
+                gx = np.empty(garr.shape, garr.dtype) if need_x else None
+                gy = np.empty(garr.shape, garr.dtype) if need_y else None
+                _select_k.where_bwd(ctx.flat, garr.reshape(-1),
+                                    None if gx is None else gx.reshape(-1),
+                                    None if gy is None else gy.reshape(-1))
+                return None, _NumpyNS.out(gx), _NumpyNS.out(gy)
         c = ctx.cond if xp is _NumpyNS else _wrap(ctx.cond)
         gv = xp.val(g)
         # torch's where(cond, grad, 0): an exact zero, even where grad is
         # inf or NaN; on arrays a scalar (no 4M-element zero array to fill).
         zero = gv.dtype.type(0) if xp is _NumpyNS else gv * 0
-        gx = xp.out(_select(xp, c, gv, zero)) if ctx.needs_input_grad[1] else None
-        gy = xp.out(_select(xp, c, zero, gv)) if ctx.needs_input_grad[2] else None
+        gx = xp.out(_select(xp, c, gv, zero)) if need_x else None
+        gy = xp.out(_select(xp, c, zero, gv)) if need_y else None
         return None, gx, gy
+
+
+_SELECT_DTYPES = (np.float32, np.float64)   # the kernels' real_t
+
+
+def _where_fits(c, a, b):
+    """Whether the compiled select takes where(c, a, b): a C-contiguous bool
+    mask of the output's shape, float a and b of one dtype, each C-contiguous
+    with the mask's shape or a single element that does not add dimensions."""
+    if c.dtype != np.bool_ or not c.flags.c_contiguous or a.dtype != b.dtype or \
+            a.dtype.type not in _SELECT_DTYPES:
+        return False
+    shape, nd = c.shape, c.ndim
+    return all((v.shape == shape and v.flags.c_contiguous) or
+               (v.size == 1 and v.ndim <= nd) for v in (a, b))
 
 
 def _select(xp, c, a, b):
@@ -1021,7 +1062,7 @@ class Clamp(Function):
         ctx.lo, ctx.hi = lo, hi
         src = np.ascontiguousarray(arr)
         out = np.empty(arr.shape, arr.dtype)
-        _clamp_k.clamp_fwd(src.reshape(-1), lo, hi, out.reshape(-1))
+        _select_k.clamp_fwd(src.reshape(-1), lo, hi, out.reshape(-1))
         ctx.save_for_backward(x)
         return _wrap(out)
 
@@ -1032,8 +1073,8 @@ class Clamp(Function):
             arr = np.ascontiguousarray(x._arr)
             garr = np.ascontiguousarray(_grad_array(g, arr.dtype))
             out = np.empty(arr.shape, arr.dtype)
-            _clamp_k.clamp_bwd(arr.reshape(-1), garr.reshape(-1), ctx.lo, ctx.hi,
-                               out.reshape(-1))
+            _select_k.clamp_bwd(arr.reshape(-1), garr.reshape(-1), ctx.lo, ctx.hi,
+                                out.reshape(-1))
             return _wrap(out), None, None
         mask = (x >= ctx.lo) & (x <= ctx.hi)
         return where(mask, g, 0.0), None, None

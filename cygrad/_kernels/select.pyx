@@ -1,0 +1,285 @@
+"""Branch-free selects: fused clamp with scalar bounds, and where.
+
+Why not the kernel table: ``clamp(x, min, max)`` with two numbers composes
+two table rows (clamp_min, clamp_max), i.e. two passes each way plus a
+temporary; issue 3 asks for NumPy speed (np.clip is one SIMD pass), so the
+common scalar-bound case gets this kernel.  Tensor bounds still use the
+table rows.  ``where(cond, x, y)`` has a bool operand, which the table's
+float-only rows do not take, and its backward writes both gradients in one
+pass; np.where on a random mask branches and runs at ~half NumPy's speed.
+
+Layout: flat C-contiguous arrays (the caller ravels).  clamp: equal lengths.
+where: ``cond`` is the bool mask viewed as uint8 (any nonzero byte is true),
+length n; ``a`` / ``b`` have length n or 1 (1: a scalar broadcast over all
+n, e.g. ``where(x > 0, x, 0.0)``); outputs have length n.  Other
+broadcasting stays in Python (np.where).
+
+Dtypes: ``real_t``; the arithmetic stays in ``real_t`` (a compare and a
+select, no rounding).  clamp's bounds are doubles: a missing bound is -inf /
++inf.
+
+Branch-free: selects go through an integer mask (see ``cg_pick``); GCC turns
+``c ? a : b`` on floats into a jump under the default -ftrapping-math, which
+random data mispredicts half the time.  With masks the loops vectorize.
+
+NaN: clamp keeps a NaN element NaN and gives it gradient 0 (torch).  where's
+backward writes an exact +0 on the unselected side even where the incoming
+gradient is inf or NaN (torch's ``where(cond, grad, 0)``, not ``grad *
+cond``).  Aliasing: clamp's ``out`` may be ``x`` (in-place clamp_), each
+element is read before it is written; where's outputs may alias an input of
+the same length (same reason), never each other.
+
+Threading: the wrappers check lengths with the GIL, then release it.  where
+splits n >= ``threads.threads_for``'s threshold into one block per thread
+(``threads.run_blocks``); blocks are disjoint, so the bits do not depend on
+the thread count.  clamp runs serially.
+"""
+
+from cygrad._kernels._types cimport real_t
+from cygrad._kernels.threads cimport run_blocks, threads_for
+
+cdef extern from *:
+    """
+    #include <stdint.h>
+    #include <string.h>
+    static inline float cg_pickf(float a, float b, int c) {
+        uint32_t ua, ub, m = (uint32_t)0 - (uint32_t)(c != 0);
+        float r;
+        memcpy(&ua, &a, 4);
+        memcpy(&ub, &b, 4);
+        ua = (ua & m) | (ub & ~m);
+        memcpy(&r, &ua, 4);
+        return r;
+    }
+    static inline double cg_pickd(double a, double b, int c) {
+        uint64_t ua, ub, m = (uint64_t)0 - (uint64_t)(c != 0);
+        double r;
+        memcpy(&ua, &a, 8);
+        memcpy(&ub, &b, 8);
+        ua = (ua & m) | (ub & ~m);
+        memcpy(&r, &ua, 8);
+        return r;
+    }
+    """
+    float cg_pickf(float a, float b, int c) noexcept nogil
+    double cg_pickd(double a, double b, int c) noexcept nogil
+
+
+cdef inline real_t _pick(real_t a, real_t b, bint c) noexcept nogil:
+    # a where c holds, else b, without a branch.
+    if real_t is float:
+        return cg_pickf(a, b, c)
+    else:
+        return cg_pickd(a, b, c)
+
+
+cdef void _clamp_fwd(const real_t* x, real_t lo, real_t hi, real_t* out,
+                     Py_ssize_t n) noexcept nogil:
+    cdef Py_ssize_t i
+    cdef real_t v
+    for i in range(n):
+        v = x[i]
+        v = _pick(lo, v, v < lo)
+        out[i] = _pick(hi, v, v > hi)
+
+
+cdef void _clamp_bwd(const real_t* x, const real_t* g, real_t lo, real_t hi,
+                     real_t* out, Py_ssize_t n) noexcept nogil:
+    # torch's rule: the gradient passes where lo <= x <= hi (bounds included).
+    cdef Py_ssize_t i
+    cdef real_t v
+    for i in range(n):
+        v = x[i]
+        out[i] = _pick(g[i], 0, (v >= lo) & (v <= hi))
+
+
+def clamp_fwd(const real_t[::1] x,     # in
+              double lo, double hi,
+              real_t[::1] out):        # out, may be x
+    """out = min(max(x, lo), hi) elementwise (NaN stays NaN)."""
+    cdef Py_ssize_t n = x.shape[0]
+    if out.shape[0] != n:
+        raise ValueError(f"clamp_fwd: out has length {out.shape[0]}, expected {n}")
+    if n == 0:
+        return
+    with nogil:
+        _clamp_fwd(&x[0], <real_t>lo, <real_t>hi, &out[0], n)
+
+
+def clamp_bwd(const real_t[::1] x,     # in  forward input
+              const real_t[::1] g,     # in  incoming gradient
+              double lo, double hi,
+              real_t[::1] out):        # out
+    """out = g where lo <= x <= hi, else 0."""
+    cdef Py_ssize_t n = x.shape[0]
+    if g.shape[0] != n or out.shape[0] != n:
+        raise ValueError(f"clamp_bwd: lengths {g.shape[0]}/{out.shape[0]}, "
+                         f"expected {n}")
+    if n == 0:
+        return
+    with nogil:
+        _clamp_bwd(&x[0], &g[0], <real_t>lo, <real_t>hi, &out[0], n)
+
+
+# --- where -------------------------------------------------------------------
+
+cdef void _pick_vv(const unsigned char* c, const real_t* a, const real_t* b,
+                   real_t* out, Py_ssize_t n) noexcept nogil:
+    # out = a where c else b, both full length.
+    cdef Py_ssize_t i
+    for i in range(n):
+        out[i] = _pick(a[i], b[i], c[i] != 0)
+
+
+cdef void _pick_vs(const unsigned char* c, const real_t* v, real_t s, bint flip,
+                   real_t* out, Py_ssize_t n) noexcept nogil:
+    # out = v where (c xor flip) else s: where with one scalar side
+    # (where(c, s, b) = where(not c, b, s)), and a one-sided gradient (s = 0).
+    cdef Py_ssize_t i
+    for i in range(n):
+        out[i] = _pick(v[i], s, (c[i] != 0) ^ flip)
+
+
+cdef void _pick_ss(const unsigned char* c, real_t s, real_t t, real_t* out,
+                   Py_ssize_t n) noexcept nogil:
+    cdef Py_ssize_t i
+    for i in range(n):
+        out[i] = _pick(s, t, c[i] != 0)
+
+
+cdef void _split_grad(const unsigned char* c, const real_t* g, real_t* ga,
+                      real_t* gb, Py_ssize_t n) noexcept nogil:
+    # ga = g where c else +0, gb = +0 where c else g: one read of g and c.
+    cdef Py_ssize_t i
+    cdef real_t v
+    cdef bint k
+    for i in range(n):
+        v = g[i]
+        k = c[i] != 0
+        ga[i] = _pick(v, 0, k)
+        gb[i] = _pick(<real_t>0, v, k)
+
+
+# A where call, for run_blocks: pointers are real_t* cast to void*.  ``kind``
+# picks the loop; p, q are the inputs (a length-1 one is read as a scalar),
+# out, out2 the outputs.
+cdef enum:
+    VV = 0        # out = p where c else q
+    VS = 1        # out = p where c ^ flip else q[0]
+    SS = 2        # out = p[0] where c else q[0]
+    GRAD2 = 3     # out, out2 = split p by c
+
+cdef struct _Job:
+    int kind
+    bint flip, dbl
+    const unsigned char* c
+    const void* p
+    const void* q
+    void* out
+    void* out2
+    Py_ssize_t n, chunk
+
+
+cdef void _run(_Job* j, real_t* tag, Py_ssize_t start, Py_ssize_t stop) noexcept nogil:
+    # Elements [start, stop) of the job; ``tag`` only selects real_t.
+    cdef const unsigned char* c = j.c + start
+    cdef const real_t* p = <const real_t*>j.p
+    cdef const real_t* q = <const real_t*>j.q
+    cdef real_t* out = <real_t*>j.out + start
+    cdef Py_ssize_t m = stop - start
+    if m <= 0:
+        return
+    if j.kind == VV:
+        _pick_vv(c, p + start, q + start, out, m)
+    elif j.kind == VS:
+        _pick_vs(c, p + start, q[0], j.flip, out, m)
+    elif j.kind == SS:
+        _pick_ss(c, p[0], q[0], out, m)
+    else:
+        _split_grad(c, p + start, out, <real_t*>j.out2 + start, m)
+
+
+cdef void _block(void* job, Py_ssize_t k) noexcept nogil:
+    cdef _Job* j = <_Job*>job
+    cdef Py_ssize_t start = k * j.chunk, stop = min(j.n, (k + 1) * j.chunk)
+    if j.dbl:
+        _run(j, <double*>NULL, start, stop)
+    else:
+        _run(j, <float*>NULL, start, stop)
+
+
+cdef void _launch(_Job* j) noexcept nogil:
+    # Serial below the threshold; else one block per thread, rounded up to 16
+    # elements (a 64-byte line of float32) so threads rarely share a line.
+    cdef int t = threads_for(j.n)
+    if t <= 1:
+        j.chunk = j.n
+        _block(j, 0)
+        return
+    j.chunk = ((j.n + t - 1) // t + 15) & ~(<Py_ssize_t>15)
+    run_blocks(_block, j, t)
+
+
+def where_fwd(const unsigned char[::1] cond,   # in  mask, nonzero = true
+              const real_t[::1] a,             # in  length n or 1
+              const real_t[::1] b,             # in  length n or 1
+              real_t[::1] out):                # out length n, may be a or b
+    """out = a where cond else b, elementwise; a length-1 a or b is a scalar."""
+    cdef Py_ssize_t n = cond.shape[0], na = a.shape[0], nb = b.shape[0]
+    cdef _Job j
+    if out.shape[0] != n or (na != n and na != 1) or (nb != n and nb != 1):
+        raise ValueError(f"where_fwd: lengths a {na}, b {nb}, out {out.shape[0]}; "
+                         f"expected {n} (a, b may be 1)")
+    if n == 0:
+        return
+    j.c = &cond[0]
+    j.out = &out[0]
+    j.out2 = NULL
+    j.n = n
+    j.dbl = real_t is double
+    j.flip = False
+    if na == n and nb == n:
+        j.kind, j.p, j.q = VV, &a[0], &b[0]
+    elif na == n:
+        j.kind, j.p, j.q = VS, &a[0], &b[0]
+    elif nb == n:
+        j.kind, j.p, j.q, j.flip = VS, &b[0], &a[0], True
+    else:
+        j.kind, j.p, j.q = SS, &a[0], &b[0]
+    with nogil:
+        _launch(&j)
+
+
+def where_bwd(const unsigned char[::1] cond,   # in  mask of the forward
+              const real_t[::1] g,             # in  incoming gradient
+              real_t[::1] ga,                  # out g where cond else 0, or None
+              real_t[::1] gb):                 # out 0 where cond else g, or None
+    """Split g by cond: ga = where(cond, g, 0), gb = where(cond, 0, g).
+
+    The zeros are exact (+0) even where g is inf or NaN.  Either output may
+    be None when that input needs no gradient.
+    """
+    cdef Py_ssize_t n = cond.shape[0]
+    cdef real_t zero = 0
+    cdef _Job j
+    if g.shape[0] != n or (ga is not None and ga.shape[0] != n) or \
+            (gb is not None and gb.shape[0] != n):
+        raise ValueError(
+            f"where_bwd: lengths g {g.shape[0]}, "
+            f"ga {None if ga is None else ga.shape[0]}, "
+            f"gb {None if gb is None else gb.shape[0]}; expected {n}")
+    if n == 0 or (ga is None and gb is None):
+        return
+    j.c = &cond[0]
+    j.n = n
+    j.dbl = real_t is double
+    j.flip = False
+    j.out2 = NULL
+    if ga is not None and gb is not None:
+        j.kind, j.p, j.out, j.out2 = GRAD2, &g[0], &ga[0], &gb[0]
+    elif ga is not None:
+        j.kind, j.p, j.q, j.out = VS, &g[0], &zero, &ga[0]
+    else:
+        j.kind, j.p, j.q, j.out, j.flip = VS, &g[0], &zero, &gb[0], True
+    with nogil:
+        _launch(&j)
