@@ -227,7 +227,9 @@ def _sign(x):
         return _wrap(np.sign(x._arr))
 
 
-def _pow_grad_base(g, a, b):
+def _pow_grad_base(g, a, b, y):
+    # y (the forward output) serves the float32 kernel's a**b / a; the
+    # graph keeps b * a**(b - 1), differentiable in a and b.
     b_t = b if isinstance(b, TensorBase) else _wrap(np.asarray(b))
     return where(b_t == 0, 0.0, g * (b * pow(a, b - 1)))
 

