@@ -18,9 +18,10 @@ Dtypes: ``real_t``; the arithmetic stays in ``real_t`` (a compare and a
 select, no rounding).  clamp's bounds are doubles: a missing bound is -inf /
 +inf.
 
-Branch-free: selects go through an integer mask (see ``cg_pick``); GCC turns
-``c ? a : b`` on floats into a jump under the default -ftrapping-math, which
-random data mispredicts half the time.  With masks the loops vectorize.
+Branch-free: selects go through an integer mask (``cg_pick_f`` and
+``cg_pick_d`` of ``cg_math.h``); GCC turns ``c ? a : b`` on floats into a
+jump under the default -ftrapping-math, which random data mispredicts half
+the time.  With masks the loops vectorize.
 
 NaN: clamp keeps a NaN element NaN and gives it gradient 0 (torch).  where's
 backward writes an exact +0 on the unselected side even where the incoming
@@ -38,39 +39,17 @@ the thread count.  clamp runs serially.
 from cygrad._kernels._types cimport real_t
 from cygrad._kernels.threads cimport run_blocks, threads_for
 
-cdef extern from *:
-    """
-    #include <stdint.h>
-    #include <string.h>
-    static inline float cg_pickf(float a, float b, int c) {
-        uint32_t ua, ub, m = (uint32_t)0 - (uint32_t)(c != 0);
-        float r;
-        memcpy(&ua, &a, 4);
-        memcpy(&ub, &b, 4);
-        ua = (ua & m) | (ub & ~m);
-        memcpy(&r, &ua, 4);
-        return r;
-    }
-    static inline double cg_pickd(double a, double b, int c) {
-        uint64_t ua, ub, m = (uint64_t)0 - (uint64_t)(c != 0);
-        double r;
-        memcpy(&ua, &a, 8);
-        memcpy(&ub, &b, 8);
-        ua = (ua & m) | (ub & ~m);
-        memcpy(&r, &ua, 8);
-        return r;
-    }
-    """
-    float cg_pickf(float a, float b, int c) noexcept nogil
-    double cg_pickd(double a, double b, int c) noexcept nogil
+cdef extern from "cg_math.h":
+    float cg_pick_f(float a, float b, int c) noexcept nogil
+    double cg_pick_d(double a, double b, int c) noexcept nogil
 
 
 cdef inline real_t _pick(real_t a, real_t b, bint c) noexcept nogil:
     # a where c holds, else b, without a branch.
     if real_t is float:
-        return cg_pickf(a, b, c)
+        return cg_pick_f(a, b, c)
     else:
-        return cg_pickd(a, b, c)
+        return cg_pick_d(a, b, c)
 
 
 cdef void _clamp_fwd(const real_t* x, real_t lo, real_t hi, real_t* out,
