@@ -1,7 +1,8 @@
 """The two per-op savings of the compiled core must be invisible to users.
 
-- Dead tensors' 0-d float arrays are reused by later ops (a pool in
-  ``engine``): an array anyone else can still see is never reused.
+- Dead tensors' 0-d float arrays, and the 0-d gradients the backward
+  engine made and dropped, are reused by later ops (a pool in ``engine``):
+  an array anyone else can still see is never reused.
 - Tensors made by compiled ops start untracked by the cyclic collector; any
   attribute or hook that could close a cycle tracks them again, so cycles
   through tensors are still collected.
@@ -75,6 +76,58 @@ def test_an_array_still_visible_elsewhere_is_never_reused():
     assert kept == np.float32(6.0)
     assert view == np.float32(6.0)
     assert wr() is None or wr() == np.float32(10.0)
+
+
+def test_backward_hands_its_dropped_scalar_gradients_to_the_pool():
+    x = cygrad.tensor(np.float32(0.5))
+    w = cygrad.tensor(np.float32(0.8), requires_grad=True)
+    b = cygrad.tensor(np.float32(0.1), requires_grad=True)
+    y = _chain(x, w, b, 200)
+    before = engine._scalar_pool_size()[0][0]
+    y.backward()
+    assert engine._scalar_pool_size()[0][0] > before
+    want, gw, gb = _chain_numpy(0.5, 0.8, 0.1, 200)
+    assert w.grad.item() == pytest.approx(gw, rel=1e-4)
+    assert b.grad.item() == pytest.approx(gb, rel=1e-4)
+
+
+def _churn(a, n=2000):
+    """Many scalar ops and backward passes: they draw on the pool."""
+    for k in range(n):
+        (a * float(k)).tanh().backward()
+
+
+def test_gradients_users_hold_are_never_reused():
+    a = cygrad.tensor(np.float32(0.3), requires_grad=True)
+    w = cygrad.tensor(np.float32(0.8), requires_grad=True)
+    h = a * w
+    h.retain_grad()
+    m = h.tanh()
+    m.retain_grad()
+    seen = []
+    m.register_hook(lambda g: seen.append(g))          # a hook keeps g
+    z = (m * 2.0 + 1.0).sin()
+    z.backward()
+    got = [h.grad.item(), m.grad.item(), seen[0].item(), a.grad.item()]
+    grads = cygrad.autograd.grad((w * w * 3.0).tanh(), w)
+    held = grads[0].item()
+    _churn(cygrad.tensor(np.float32(1.5), requires_grad=True))
+    assert [h.grad.item(), m.grad.item(), seen[0].item(), a.grad.item()] == got
+    assert grads[0].item() == held
+    dz = np.cos(2 * np.tanh(0.24) + 1) * 2
+    assert m.grad.item() == pytest.approx(dz, rel=1e-5)
+    assert h.grad.item() == pytest.approx(dz * (1 - np.tanh(0.24) ** 2), rel=1e-5)
+
+
+def test_a_user_gradient_passed_to_backward_is_never_reused():
+    x = cygrad.tensor(np.float32(2.0), requires_grad=True)
+    g = cygrad.tensor(np.float32(3.0))
+    arr = g.numpy()
+    (x * x).backward(g)
+    (x + 1.0).backward(gradient=cygrad.tensor(np.float32(1.0)))
+    _churn(cygrad.tensor(np.float32(0.5), requires_grad=True))
+    assert arr == np.float32(3.0) and g.item() == 3.0
+    assert x.grad.item() == pytest.approx(13.0)
 
 
 def test_results_of_compiled_ops_start_untracked():
