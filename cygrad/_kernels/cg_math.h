@@ -14,18 +14,21 @@
  * all but rare cases.  They are NOT accurate enough for float64 results;
  * float64 kernels keep libm.
  *
- * Domain: each has a cg_*_ok() predicate; outside it (huge |x|, inf, NaN,
- * a non-positive or infinite base, a result that over- or underflows float)
- * the fast value is garbage and the kernel must call libm instead.  The
- * kernels test the predicate over a block and fall back to libm for the
- * blocks that need it (see elementwise.pyx.tp).
+ * Domain: each but tanh has a cg_*_ok() predicate; outside it (huge |x|,
+ * inf, NaN, a non-positive or infinite base, a result that over- or
+ * underflows float) the fast value means nothing (it is still computed
+ * without subnormal intermediates, which would cost a microcode assist per
+ * element) and the kernel must call libm instead.  The kernels test the
+ * predicate over a block and fall back to libm for the blocks that need it
+ * (see elementwise.pyx.tp).
  *
  * Method: exp, log, tanh and sigmoid are built on pow's exp2 and log2
- * below (tanh near 0 by its own series).  sin/cos reduce x by multiples of pi/2 in double (pi/2 split in a
- * 33-bit head, whose products with the quotient are exact, and a tail) and
- * evaluate the Taylor series on [-pi/4, pi/4] (truncation < 3e-14).  pow is
- * exp2(b * log2(a)): log2 through log(m) = 2 atanh((m - 1) / (m + 1)) on a
- * mantissa m in [sqrt(1/2), sqrt(2)], exp2 through exp's Taylor series on
+ * below (tanh near 0 by its own series).  sin/cos reduce x by multiples of
+ * pi/2 in double (pi/2 split in a 33-bit head, whose products with the
+ * quotient are exact, and a tail) and evaluate the Taylor series on
+ * [-pi/4, pi/4] (truncation < 3e-14).  pow is exp2(b * log2(a)): log2
+ * through log(m) = 2 atanh((m - 1) / (m + 1)) on a mantissa m in
+ * [sqrt(1/2), sqrt(2)], exp2 through exp's Taylor series on
  * [-ln2 / 2, ln2 / 2] and an exponent built from bits.
  */
 #ifndef CG_MATH_H
@@ -207,9 +210,9 @@ CG_INLINE double cg_log_fast(double x) {
     return cg_log2_fast(x) * CG_LN2;
 }
 
-/* tanh everywhere (no fallback): -expm1(-2|x|) / (2 + expm1(-2|x|)) with
-   |x| capped at 20 (tanh = 1 in double beyond), and its Taylor series
-   below 2^-10, where 1 - exp(-2|x|) would cancel.  The sign is x's: tanh(-0)
+/* tanh everywhere (no fallback): (1 - e) / (1 + e) with e = exp(-2|x|)
+   and |x| capped at 20 (tanh = 1 in double beyond), and its Taylor series
+   below 2^-10, where 1 - e would cancel.  The sign is x's: tanh(-0)
    is -0; a NaN is returned as it came (exp2 would turn it into a number). */
 CG_INLINE double cg_tanh_fast(double x) {
     uint64_t sign = cg_bits(x) & 0x8000000000000000ULL;
