@@ -1,4 +1,4 @@
-"""The two per-op savings of the compiled core must be invisible to users.
+"""The per-op savings of the compiled core must be invisible to users.
 
 - Dead tensors' 0-d float arrays, and the 0-d gradients the backward
   engine made and dropped, are reused by later ops (a pool in ``engine``):
@@ -6,6 +6,8 @@
 - Tensors made by compiled ops start untracked by the cyclic collector; any
   attribute or hook that could close a cycle tracks them again, so cycles
   through tensors are still collected.
+- Dead tensors and elementwise nodes go to free lists and come back as new
+  objects: no attribute, weak reference, hook or graph link survives reuse.
 """
 
 import gc
@@ -177,3 +179,97 @@ def test_retained_grad_cycle_is_collected():
     del t
     gc.collect()
     assert wr() is None
+
+
+# --- free lists -----------------------------------------------------------
+
+
+def _freelists_or_skip():
+    sizes = engine._freelist_sizes()
+    if -1 in sizes:
+        pytest.skip("free lists are CPython 3.11 only")
+    return sizes
+
+
+def test_dead_graphs_fill_the_free_lists_and_new_graphs_take_from_them():
+    _freelists_or_skip()
+    x, w, b = (cygrad.tensor(np.float32(v), requires_grad=r)
+               for v, r in ((0.5, False), (0.8, True), (0.1, True)))
+    _chain(x, w, b, 300)             # raises the caps (they grow on misses)
+    engine._clear_caches()
+    assert engine._freelist_sizes() == (0, 0)
+    y = _chain(x, w, b, 300)
+    del y
+    tensors, nodes = engine._freelist_sizes()
+    assert tensors >= 300 and nodes == 900
+    y = _chain(x, w, b, 300)
+    assert engine._freelist_sizes()[1] == 0      # every node came from the list
+    y.backward()
+    want, gw, gb = _chain_numpy(0.5, 0.8, 0.1, 300)
+    np.testing.assert_allclose(y.item(), want, rtol=1e-5)
+    np.testing.assert_allclose(w.grad.item(), gw, rtol=1e-4)
+    np.testing.assert_allclose(b.grad.item(), gb, rtol=1e-4)
+
+
+def test_a_reused_tensor_carries_nothing_of_its_previous_life():
+    _freelists_or_skip()
+    engine._clear_caches()
+    a = cygrad.tensor([1.0, 2.0], requires_grad=True)
+    old = a * 3
+    old.retain_grad()
+    old.note = "mine"                # an attribute in the instance dict
+    old.register_hook(lambda g: g * 2)
+    ref = weakref.ref(old)
+    old_id = id(old)
+    old.sum().backward()
+    del old
+    assert ref() is None
+    assert engine._freelist_sizes()[0] >= 1
+    five = cygrad.tensor([5.0, 6.0])
+    made = [five + 1 for _ in range(8)]
+    reused = [t for t in [five, *made] if id(t) == old_id]
+    assert reused, "the dead tensor's memory was not reused"
+    new = reused[0]
+    assert not hasattr(new, "note") and new.__dict__ == {}
+    assert new.grad_fn is None and new.grad is None
+    assert not new.requires_grad and new.is_leaf
+    assert new._version == 0
+    assert weakref.ref(new)() is new and ref() is None
+    assert new.numpy().tolist() in ([5.0, 6.0], [6.0, 7.0])
+    assert gc.is_tracked(new) is False   # as any fresh tensor
+
+
+def test_subclasses_are_never_taken_into_the_free_list():
+    _freelists_or_skip()
+
+    class MyTensor(cygrad.Tensor):
+        pass
+
+    data = cygrad.zeros(3)
+    engine._clear_caches()
+    t = MyTensor.__new__(MyTensor)
+    del t
+    p = cygrad.nn.Parameter(data)
+    del p
+    assert engine._freelist_sizes()[0] == 0
+    del data
+    assert engine._freelist_sizes()[0] == 1      # the plain tensor
+
+
+def test_a_reused_node_is_a_fresh_node():
+    _freelists_or_skip()
+    engine._clear_caches()
+    a = cygrad.tensor([1.0, -2.0], requires_grad=True)
+    y = (a * a).relu()
+    y.grad_fn.register_prehook(lambda g: None)
+    first = y.grad_fn
+    first_id, name = id(first), first.name()
+    del y, first
+    b = cygrad.tensor([3.0], requires_grad=True)
+    z = b.exp()
+    assert id(z.grad_fn) in (first_id, id(z.grad_fn))
+    assert z.grad_fn.name() == "ExpBackward0" != name
+    assert len(z.grad_fn.next_functions) == 1
+    assert z.grad_fn.next_functions[0][0].variable is b
+    z.backward()
+    np.testing.assert_allclose(b.grad.numpy(), np.exp([3.0]), rtol=1e-6)

@@ -277,6 +277,125 @@ cdef extern from *:
     """
     void cg_install_setattro(object cls)
 
+cdef extern from *:
+    """
+    /* Free lists for the two objects every op makes: the result tensor (an
+       exact cygrad.Tensor) and its backward node (an EWNode).  CPython's
+       generic allocation, GC link and free cost ~150-250 instructions per
+       object (callgrind, scalar chain), and a training loop frees one
+       iteration's graph just before building the next one of the same size.
+       Each list is installed as its type's tp_alloc/tp_free (subclasses keep
+       CPython's own: a heap type gets fresh slots).  An object is kept only
+       after its whole dealloc ran (fields cleared, weakrefs and managed dict
+       cleared, untracked), and comes back as PyType_GenericAlloc returns a
+       new one: zeroed, pre-header included, referenced once, holding its
+       type, tracked when the type is GC.  Pre-header layout (GC head, then
+       the managed-dict pointers in front of it) is CPython 3.11's; elsewhere,
+       or if the caller's measurement disagrees, the generic slots stay. */
+    #if PY_VERSION_HEX >= 0x030B0000 && PY_VERSION_HEX < 0x030C0000 && \
+        !defined(PYPY_VERSION)
+      #define CG_FREELISTS 1
+    #else
+      #define CG_FREELISTS 0
+    #endif
+    typedef struct {
+        PyTypeObject *type;
+        size_t pre;             /* bytes in front of the object */
+        int gc;
+        Py_ssize_t n, cap, max;   /* held, current cap, largest cap */
+        PyObject **objs;
+    } cg_freelist;
+    static cg_freelist cg_fl[2];    /* 0: Tensor, 1: EWNode */
+
+    static inline cg_freelist *cg_fl_of(PyTypeObject *type) {
+        if (type == cg_fl[0].type) return &cg_fl[0];
+        if (type == cg_fl[1].type) return &cg_fl[1];
+        return NULL;
+    }
+
+    static PyObject *cg_fl_alloc(PyTypeObject *type, Py_ssize_t nitems) {
+        cg_freelist *fl = cg_fl_of(type);
+        if (fl != NULL && fl->n > 0 && nitems == 0) {
+            PyObject *o = fl->objs[--fl->n];
+            memset((char *)o - fl->pre, 0, fl->pre + (size_t)_PyObject_SIZE(type));
+            PyObject_Init(o, type);
+            if (fl->gc) PyObject_GC_Track(o);
+            return o;
+        }
+        /* As the 0-d pool: hold no more than were ever asked for in vain. */
+        if (fl != NULL && fl->cap < fl->max) fl->cap++;
+        return PyType_GenericAlloc(type, nitems);
+    }
+
+    static void cg_fl_free(void *p) {
+        PyObject *o = (PyObject *)p;
+        cg_freelist *fl = cg_fl_of(Py_TYPE(o));
+        if (fl != NULL && fl->n < fl->cap
+                && !(fl->gc && PyObject_GC_IsTracked(o))) {
+            fl->objs[fl->n++] = o;
+            return;
+        }
+        if (PyType_IS_GC(Py_TYPE(o))) PyObject_GC_Del(p);
+        else PyObject_Free(p);
+    }
+
+    /* Give ``cls`` a free list of at most ``max`` objects, if its pre-header
+       is the ``pre`` bytes measured by the caller.  Returns 1 if installed. */
+    static int cg_fl_install(int slot, PyObject *cls, Py_ssize_t pre,
+                             Py_ssize_t max) {
+    #if CG_FREELISTS
+        PyTypeObject *t = (PyTypeObject *)cls;
+        cg_freelist *fl = &cg_fl[slot];
+        int gc = PyType_IS_GC(t);
+        size_t expect = (gc ? 2 * sizeof(void *) : 0)               /* GC head */
+            + ((t->tp_flags & Py_TPFLAGS_MANAGED_DICT) ? 2 * sizeof(void *) : 0);
+        if (fl->type != NULL || t->tp_itemsize != 0 || pre < 0 || max <= 0
+                || (size_t)pre != expect || t->tp_alloc != PyType_GenericAlloc
+                || t->tp_free != (gc ? PyObject_GC_Del : PyObject_Free))
+            return 0;
+        fl->objs = (PyObject **)PyMem_Malloc((size_t)max * sizeof(PyObject *));
+        if (fl->objs == NULL) return 0;
+        fl->type = t;
+        fl->pre = (size_t)pre;
+        fl->gc = gc;
+        fl->n = 0;
+        fl->cap = 0;
+        fl->max = max;
+        t->tp_alloc = cg_fl_alloc;
+        t->tp_free = cg_fl_free;
+        PyType_Modified(t);
+        return 1;
+    #else
+        return 0;
+    #endif
+    }
+
+    /* Objects held by list ``slot`` (-1: not installed). */
+    static Py_ssize_t cg_fl_size(int slot) {
+        return cg_fl[slot].type == NULL ? -1 : cg_fl[slot].n;
+    }
+
+    /* Give every held object back to the allocator. */
+    static void cg_fl_clear(void) {
+        int i;
+        for (i = 0; i < 2; i++) {
+            cg_freelist *fl = &cg_fl[i];
+            while (fl->n > 0) {
+                char *mem = (char *)fl->objs[--fl->n] - fl->pre;
+                PyObject_Free(mem);
+            }
+        }
+    }
+    """
+    int cg_fl_install(int slot, object cls, Py_ssize_t pre, Py_ssize_t max)
+
+    Py_ssize_t cg_fl_size(int slot)
+    void cg_fl_clear()
+
+# Largest free lists (objects of each type): enough for the graph of a
+# 5,000-step scalar chain, at most ~6 MB held in all.
+DEF FREELIST_MAX = 16384
+
 _NUMBER_SLOTS = ("__add__", "__sub__", "__mul__", "__truediv__", "__pow__",
                  "__neg__", "__iadd__", "__isub__", "__imul__", "__itruediv__")
 
@@ -303,6 +422,13 @@ def _install(tensor_cls, graph_unary, graph_binary, graph_sum_to, pkg_dir):
     _TensorCls = tensor_cls
     _inherit_number_slots(tensor_cls)
     cg_install_setattro(tensor_cls)
+    # Free lists (see cg_fl_install), each checked against the pre-header
+    # in front of an object as sys.getsizeof counts it.
+    for slot, cls in enumerate((tensor_cls, EWNode)):
+        probe = cls.__new__(cls)
+        cg_fl_install(slot, cls, sys.getsizeof(probe) - cls.__basicsize__,
+                      FREELIST_MAX)
+        del probe
     _graph_unary = graph_unary
     _graph_binary = graph_binary
     _graph_sum_to = graph_sum_to
@@ -1061,6 +1187,24 @@ cdef inline object _pool_pop(int typenum):
         Py_DECREF(arr)
         return arr
     return None
+
+
+def _freelist_sizes():
+    """(tensors, elementwise nodes) held by the free lists, -1 where none is
+    installed (tests)."""
+    return cg_fl_size(0), cg_fl_size(1)
+
+
+def _clear_caches():
+    """Give the memory of the free lists and of the 0-d pool back."""
+    global _n_pool_f, _n_pool_d
+    cg_fl_clear()
+    while _n_pool_f > 0:
+        _n_pool_f -= 1
+        Py_DECREF(<object>_pool_f[_n_pool_f])
+    while _n_pool_d > 0:
+        _n_pool_d -= 1
+        Py_DECREF(<object>_pool_d[_n_pool_d])
 
 
 def _scalar_pool_size():
