@@ -116,14 +116,14 @@ def scalar_chain(lib, part):
 def test_scalar_chain_forward(benchmark, lib):
     step, setup = scalar_chain(lib, "forward")
     tag(benchmark, "scalar_chain-forward", lib, ops=OPS_PER_STEP * CHAIN_STEPS)
-    run(benchmark, step, setup=setup, rounds=10)
+    run(benchmark, step, setup=setup, rounds=20)
 
 
 @pytest.mark.parametrize("lib", LIBS)
 def test_scalar_chain_backward(benchmark, lib):
     step, setup = scalar_chain(lib, "backward")
     tag(benchmark, "scalar_chain-backward", lib, ops=OPS_PER_STEP * CHAIN_STEPS)
-    run(benchmark, step, setup=setup, rounds=10)
+    run(benchmark, step, setup=setup, rounds=20)
 
 
 def test_agree_scalar_chain():
