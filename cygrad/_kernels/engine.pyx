@@ -554,6 +554,52 @@ def user_site():
     return _user_site()
 
 
+cdef extern from *:
+    """
+    /* Iterative release of node chains.  A node's two inline receivers
+       (Node._e0/_e1) would otherwise be freed from inside its dealloc, and
+       a chain of a million nodes would recurse a million levels deep (nodes
+       are no_gc, so CPython's trashcan cannot help).  A dying node hands the
+       receivers it alone holds to a stack (cg_defer); the outermost dying
+       node frees them one by one (cg_drain), and their own receivers land on
+       the same stack.  Under the GIL; a dealloc that lets another thread run
+       only adds to the stack the first thread is draining. */
+    /* Take a reference to ``o`` on the stack when the caller's is its only
+       one (the caller then drops its own); 0 when it was not taken. */
+    static PyObject **cg_pend = NULL;
+    static Py_ssize_t cg_npend = 0, cg_cappend = 0;
+    static int cg_draining = 0;
+
+    static int cg_defer(PyObject *o) {
+        if (o == NULL || o == Py_None || Py_REFCNT(o) != 1) return 0;
+        if (cg_npend == cg_cappend) {
+            Py_ssize_t cap = cg_cappend ? 2 * cg_cappend : 256;
+            PyObject **p = (PyObject **)PyMem_Realloc(cg_pend,
+                                                      cap * sizeof(PyObject *));
+            if (p == NULL) return 0;     /* then it is freed the usual way */
+            cg_pend = p;
+            cg_cappend = cap;
+        }
+        Py_INCREF(o);
+        cg_pend[cg_npend++] = o;
+        return 1;
+    }
+
+    static void cg_drain(void) {
+        PyObject *o;
+        if (cg_draining) return;
+        cg_draining = 1;
+        while (cg_npend > 0) {
+            o = cg_pend[--cg_npend];
+            Py_DECREF(o);
+        }
+        cg_draining = 0;
+    }
+    """
+    bint cg_defer(PyObject* o) noexcept
+    void cg_drain() noexcept
+
+
 # --- version counters ------------------------------------------------------------
 
 @cython.final
@@ -697,7 +743,6 @@ cdef inline Node _edge(TensorBase t):
         acc = AccumulateGrad.__new__(AccumulateGrad)
         acc._tref = weakref.ref(t)
         acc._n_out = 1
-        acc._next = ()
         t._acc = acc
     return acc
 
@@ -1381,8 +1426,11 @@ cdef void _make_binary_node(int op, TensorBase res, TensorBase ta, TensorBase tb
     node.op = op
     node.binary = True
     node._n_out = 1
-    node._next = (_edge(ta) if ga else None, _edge(tb) if gb else None)
-    _untrack(node._next)
+    node._n_in = 2
+    if ga:
+        node._e0 = _edge(ta)
+    if gb:
+        node._e1 = _edge(tb)
     if ga and ta._out_nr != 0 or gb and tb._out_nr != 0:
         node._nrs = (ta._out_nr if ga else 0, tb._out_nr if gb else 0)
     if not exact and ((ga and ((<object>aa).shape != shape or aa is not ta._arr)) or (
@@ -1470,8 +1518,8 @@ cdef void _make_unary_node(int op, TensorBase res, TensorBase t, cnp.ndarray x,
     node.op = op
     node.binary = False
     node._n_out = 1
-    node._next = (_edge(t),)
-    _untrack(node._next)
+    node._n_in = 1
+    node._e0 = _edge(t)
     if t._out_nr != 0:
         node._nrs = (t._out_nr,)
     if x is not t._arr and x.dtype != t._arr.dtype:
@@ -1609,7 +1657,12 @@ def inplace_binary(str name, TensorBase self, other, str opname):
 @cython.no_gc
 cdef class Node:
     """A backward function in the graph (``grad_fn``)."""
-    cdef tuple _next           # per input: the Node receiving its gradient, or None
+    # Per input, the Node receiving its gradient (None: no gradient).  The
+    # first two live in the node itself (no tuple per op); a node with more
+    # inputs keeps them all in ``_next``.  Read them with _child/_children.
+    cdef int _n_in             # inputs
+    cdef Node _e0, _e1
+    cdef tuple _next           # all receivers when _n_in > 2, else None
     cdef tuple _nrs            # per input: which output of that node, or None (all 0)
     cdef tuple _in_meta        # per input: (shape, dtype) to check/reduce to, or None
     cdef int _n_out
@@ -1632,6 +1685,13 @@ cdef class Node:
     def __dealloc__(self):
         if self._linked:
             _unlink(self)
+        # The receivers this node alone keeps alive die after this dealloc,
+        # not inside it: a chain of a million nodes is freed in a loop.
+        if cg_defer(<PyObject*>self._e0):
+            self._e0 = None
+        if cg_defer(<PyObject*>self._e1):
+            self._e1 = None
+        cg_drain()
 
     cdef object apply(self, object grads, bint graph):
         raise NotImplementedError
@@ -1648,11 +1708,9 @@ cdef class Node:
     @property
     def next_functions(self):
         cdef Py_ssize_t i
-        if self._next is None:
-            return ()
         return tuple(
-            (self._next[i], self._nrs[i] if self._nrs is not None else 0)
-            for i in range(len(self._next)))
+            (_child(self, i), self._nrs[i] if self._nrs is not None else 0)
+            for i in range(self._n_in))
 
     @property
     def _saved_freed(self):
@@ -1678,6 +1736,37 @@ cdef class Node:
     @property
     def metadata(self):
         return {}
+
+
+cdef inline Node _child(Node node, Py_ssize_t i):
+    """The receiver of input ``i``'s gradient (i < node._n_in), or None."""
+    if node._next is not None:
+        return <Node>node._next[i]      # holds Nodes or None: no type test
+    return node._e1 if i else node._e0
+
+
+cdef tuple _children(Node node):
+    """Every input's receiver, as a tuple (for the walks outside backward)."""
+    if node._next is not None:
+        return node._next
+    if node._n_in == 0:
+        return ()
+    if node._n_in == 1:
+        return (node._e0,)
+    return (node._e0, node._e1)
+
+
+cdef void _set_children(Node node, tuple receivers) except *:
+    cdef Py_ssize_t n = len(receivers)
+    node._n_in = n
+    if n > 2:
+        node._next = receivers
+        _untrack(receivers)
+        return
+    if n > 0:
+        node._e0 = receivers[0]
+    if n > 1:
+        node._e1 = receivers[1]
 
 
 class _HookHandle:
@@ -1846,7 +1935,7 @@ cdef class EWNode(Node):
                 _run_like(unary_bwd(self.op, dt), 4, ga, g, self.sa, self.sy)
             return (ga,)
         ga = gb = None
-        if self._next[0] is not None:
+        if self._e0 is not None:
             ident = BINARY_IDENT_A[self.op]
             if ident == 1:
                 ga = g
@@ -1854,7 +1943,7 @@ cdef class EWNode(Node):
                 ga = _empty_nd(cnp.PyArray_NDIM(g), cnp.PyArray_DIMS(g), typenum)
                 _run_like(binary_bwd(self.op, 0, dt), 5, ga, g, self.sa, self.sb,
                           self.sy)
-        if self._next[1] is not None:
+        if self._e1 is not None:
             ident = BINARY_IDENT_B[self.op]
             if ident == 1:
                 gb = g
@@ -1887,8 +1976,8 @@ cdef class EWNode(Node):
         fa, fb = _graph_binary[BINARY_NAMES[self.op]]
         a = self._saved_tensor(self.ta, self.sa)
         b = self._saved_tensor(self.tb, self.sb)
-        return (fa(g, a, b, y) if self._next[0] is not None else None,
-                fb(g, a, b, y) if self._next[1] is not None else None)
+        return (fa(g, a, b, y) if self._e0 is not None else None,
+                fb(g, a, b, y) if self._e1 is not None else None)
 
 
 cdef object _graph_expand = None      # fn(tensor, shape): differentiable expand
@@ -1948,8 +2037,8 @@ def sum_all(TensorBase t):
     if cygrad_grad_mode and t._requires_grad:
         node = SumNode.__new__(SumNode)
         node._n_out = 1
-        node._next = (_edge(t),)
-        _untrack(node._next)
+        node._n_in = 1
+        node._e0 = _edge(t)
         if t._out_nr != 0:
             node._nrs = (t._out_nr,)
         node.in_shape = t._arr.shape
@@ -2057,7 +2146,7 @@ cdef class FunctionNode(Node):
                 for s in self._saved if s is not None]
 
     cdef object apply(self, object grads, bint graph):
-        cdef Py_ssize_t i, n_args = len(self._next)
+        cdef Py_ssize_t i, n_args = self._n_in
         cdef tuple metas = self._out_meta
         if self._n_out == 1:
             grads = [grads]
@@ -2096,7 +2185,7 @@ cdef class FunctionNode(Node):
                     f"function {self.name()} returned a gradient different than "
                     f"None at position {i + 1}, but the corresponding forward input "
                     "was not a Tensor")
-            if self._next[i] is None:
+            if _child(self, i) is None:
                 out.append(None)
                 continue
             if not isinstance(r, TensorBase):
@@ -2170,8 +2259,8 @@ def function_apply(cls, node_cls, tuple args):
         return out
     non_diff = ctx._non_diff or ()
     ctx._n_out = len(outs)
-    ctx._next = tuple(_edge(<TensorBase>args[i]) if needs[i] else None
-                      for i in range(n))
+    _set_children(ctx, tuple(_edge(<TensorBase>args[i]) if needs[i] else None
+                             for i in range(n)))
     if any(needs[i] and (<TensorBase>args[i])._out_nr for i in range(n)):
         ctx._nrs = tuple((<TensorBase>args[i])._out_nr if needs[i] else 0
                          for i in range(n))
@@ -2469,13 +2558,9 @@ def _run_backward(tuple roots, tuple root_grads, bint keep_graph, bint create_gr
     sp = len(stack)
     while sp > 0:
         node = <Node>_pop(stack, &sp)
-        if node._next is None:
-            continue
-        # (unchecked casts: _next holds Nodes or None; a checked assignment
-        # cost a type test per edge)
-        n_next = len(node._next)
+        n_next = node._n_in
         for i in range(n_next):
-            child = <Node>node._next[i]
+            child = _child(node, i)
             if child is None:
                 continue
             if child._run != run:
@@ -2554,9 +2639,9 @@ def _run_backward(tuple roots, tuple root_grads, bint keep_graph, bint create_gr
                     _check_nan(node, results, graph)
             else:
                 results = None
-            n_next = len(node._next)
+            n_next = node._n_in
             for i in range(n_next):
-                child = <Node>node._next[i]
+                child = _child(node, i)
                 if child is None:
                     continue
                 if results is not None:
@@ -2618,7 +2703,7 @@ cdef void _note_root_gen(tuple roots) except *:
 
 cdef bint _any_child_needed(Node node):
     cdef Node c
-    for c in node._next:
+    for c in _children(node):
         if c is not None and c._needed:
             return True
     return False
@@ -2626,7 +2711,7 @@ cdef bint _any_child_needed(Node node):
 
 cdef void _release_children(Node node, list ready, Py_ssize_t* rp) except *:
     cdef Node child
-    for child in node._next:
+    for child in _children(node):
         if child is None:
             continue
         child._deps -= 1
@@ -2664,7 +2749,7 @@ cdef void _mark_needed(list visited, dict capture, long long run) except *:
     while ready:
         node = ready.pop()
         order.append(node)
-        for child in node._next:
+        for child in _children(node):
             if child is None:
                 continue
             deps[child] -= 1
@@ -2674,7 +2759,7 @@ cdef void _mark_needed(list visited, dict capture, long long run) except *:
         if node in capture:
             node._needed = True
             continue
-        for child in node._next:
+        for child in _children(node):
             if child is not None and child._needed:
                 node._needed = True
                 break
@@ -2699,7 +2784,7 @@ cdef void _check_nan(Node node, tuple results, bint graph) except *:
 
 def node_inputs(Node node):
     """(next nodes, output numbers) of ``node`` for graph walkers (viz, stats)."""
-    return node._next or (), node._nrs
+    return _children(node), node._nrs
 
 
 def node_is_freed(Node node):
