@@ -150,6 +150,7 @@ _REFS_U = {
     "neg": np.negative, "exp": np.exp, "log": np.log, "tanh": np.tanh,
     "sigmoid": lambda x: 1 / (1 + np.exp(-x)), "relu": lambda x: np.maximum(x, 0),
     "sqrt": np.sqrt, "abs": np.abs, "sin": np.sin, "cos": np.cos,
+    "square": np.square,
 }
 _DOMAINS_U = {"log": (0.1, 5.0), "sqrt": (0.1, 5.0)}
 _REFS_B = {
@@ -2136,21 +2137,19 @@ def _after_inplace(self):
         _regenerate_views(self)
 
 
-def _view_aware_inplace(name, opname, fast):
-    """Wrap the compiled in-place operator: writes through a view of a tensor
-    in the graph go through CopySlices; a base's other views are regenerated."""
-    def fn(self, other):
-        if not isinstance(other, (TensorBase, int, float, bool, np.number)):
-            return NotImplemented
-        _check_overlap(self)
-        if _through_view(self, other):
-            return _inplace_apply(self, lambda t: _engine.binary(name, t, other),
-                                  opname, other)
-        res = fast(self, other)
-        _after_inplace(self)
-        return res
-    fn.__name__ = f"__i{name}__"
-    return fn
+def _view_aware_inplace(name, opname, self, other):
+    """The in-place operators (``+= -= *= /=``) when the compiled one defers:
+    writes through a view of a tensor in the graph go through CopySlices; a
+    base's other views are regenerated."""
+    if not isinstance(other, (TensorBase, int, float, bool, np.number)):
+        return NotImplemented
+    _check_overlap(self)
+    if _through_view(self, other):
+        return _inplace_apply(self, lambda t: _engine.binary(name, t, other),
+                              opname, other)
+    res = _engine.inplace_binary(name, self, other, opname)
+    _after_inplace(self)
+    return res
 
 
 def _view_aware_method(name, opname, alpha):
@@ -2177,10 +2176,7 @@ def _view_aware_method(name, opname, alpha):
     return fn
 
 
-Tensor.__iadd__ = _view_aware_inplace("add", "add_", TensorBase.__iadd__)
-Tensor.__isub__ = _view_aware_inplace("sub", "sub_", TensorBase.__isub__)
-Tensor.__imul__ = _view_aware_inplace("mul", "mul_", TensorBase.__imul__)
-Tensor.__itruediv__ = _view_aware_inplace("div", "div_", TensorBase.__itruediv__)
+_engine._set_inplace_views(_view_aware_inplace)
 Tensor.add_ = _view_aware_method("add", "add_", True)
 Tensor.sub_ = _view_aware_method("sub", "sub_", True)
 Tensor.mul_ = _view_aware_method("mul", "mul_", False)

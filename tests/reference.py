@@ -70,7 +70,7 @@ def _sigmoid(x):
 REFERENCES = {
     "neg": np.negative, "exp": np.exp, "log": np.log, "tanh": np.tanh,
     "sigmoid": _sigmoid, "relu": lambda x: np.maximum(x, 0), "sqrt": np.sqrt,
-    "abs": np.abs, "sin": np.sin, "cos": np.cos,
+    "abs": np.abs, "sin": np.sin, "cos": np.cos, "square": np.square,
     "add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide,
     "pow": np.power, "maximum": np.maximum, "minimum": np.minimum,
     "clamp_min": np.maximum, "clamp_max": np.minimum,
@@ -104,11 +104,16 @@ def _binary_cases(name):
 def _all_cases():
     c = {}
     for n in ("neg", "exp", "log", "tanh", "sigmoid", "relu", "sqrt", "abs", "sin",
-              "cos"):
+              "cos", "square"):
         c[n] = _unary_cases(n)
     for n in ("add", "sub", "mul", "div", "pow", "maximum", "minimum", "clamp_min",
               "clamp_max"):
         c[n] = _binary_cases(n)
+    # x ** 2 takes square's kernels: the operator form, integer and float 2.
+    c["pow"] += [
+        Case(lambda m, a: a ** 2, ((3, 4),), np.square, ids="pow-2"),
+        Case(lambda m, a: m.pow(a, 2.0), ((5,),), np.square, ids="pow-2.0"),
+    ]
     c["add"].append(Case(lambda m, a, b: m.add(a, b, alpha=2.5), ((3, 4), (4,)),
                          lambda a, b: a + 2.5 * b, ids="alpha"))
     c["sub"].append(Case(lambda m, a, b: m.sub(a, b, alpha=-0.5), ((3, 4), (4,)),

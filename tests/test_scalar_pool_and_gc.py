@@ -197,11 +197,11 @@ def test_dead_graphs_fill_the_free_lists_and_new_graphs_take_from_them():
                for v, r in ((0.5, False), (0.8, True), (0.1, True)))
     _chain(x, w, b, 300)             # raises the caps (they grow on misses)
     engine._clear_caches()
-    assert engine._freelist_sizes() == (0, 0)
+    assert engine._freelist_sizes() == (0, 0, 0)
     y = _chain(x, w, b, 300)
     del y
-    tensors, nodes = engine._freelist_sizes()
-    assert tensors >= 300 and nodes == 900
+    tensors, nodes, versions = engine._freelist_sizes()
+    assert tensors >= 300 and nodes == 900 and versions >= 300
     y = _chain(x, w, b, 300)
     assert engine._freelist_sizes()[1] == 0      # every node came from the list
     y.backward()

@@ -208,9 +208,11 @@ cdef int OP_MUL = BINARY_OPS["mul"][0]
 cdef int OP_DIV = BINARY_OPS["div"][0]
 cdef int OP_POW = BINARY_OPS["pow"][0]
 cdef int OP_NEG = UNARY_OPS["neg"][0]
+cdef int OP_SQUARE = UNARY_OPS["square"][0]
 
 _NODE_NAMES_U = {n: n.capitalize() + "Backward0" for n in UNARY_OPS}
 _NODE_NAMES_U["abs"] = "AbsBackward0"
+_NODE_NAMES_U["square"] = "PowBackward0"    # torch: x ** 2 and square(x)
 _NODE_NAMES_B = {n: n.capitalize() + "Backward0" for n in BINARY_OPS}
 
 # Python-side hooks, installed by cygrad.tensor / cygrad.ops at import.
@@ -279,8 +281,9 @@ cdef extern from *:
 
 cdef extern from *:
     """
-    /* Free lists for the two objects every op makes: the result tensor (an
-       exact cygrad.Tensor) and its backward node (an EWNode).  CPython's
+    /* Free lists for the objects every op makes: the result tensor (an
+       exact cygrad.Tensor), its version counter and its backward node (an
+       EWNode).  CPython's
        generic allocation, GC link and free cost ~150-250 instructions per
        object (callgrind, scalar chain), and a training loop frees one
        iteration's graph just before building the next one of the same size.
@@ -305,11 +308,13 @@ cdef extern from *:
         Py_ssize_t n, cap, max;   /* held, current cap, largest cap */
         PyObject **objs;
     } cg_freelist;
-    static cg_freelist cg_fl[2];    /* 0: Tensor, 1: EWNode */
+    #define CG_NFL 3
+    static cg_freelist cg_fl[CG_NFL];   /* Tensor, EWNode, Version */
 
     static inline cg_freelist *cg_fl_of(PyTypeObject *type) {
         if (type == cg_fl[0].type) return &cg_fl[0];
         if (type == cg_fl[1].type) return &cg_fl[1];
+        if (type == cg_fl[2].type) return &cg_fl[2];
         return NULL;
     }
 
@@ -378,7 +383,7 @@ cdef extern from *:
     /* Give every held object back to the allocator. */
     static void cg_fl_clear(void) {
         int i;
-        for (i = 0; i < 2; i++) {
+        for (i = 0; i < CG_NFL; i++) {
             cg_freelist *fl = &cg_fl[i];
             while (fl->n > 0) {
                 char *mem = (char *)fl->objs[--fl->n] - fl->pre;
@@ -424,7 +429,7 @@ def _install(tensor_cls, graph_unary, graph_binary, graph_sum_to, pkg_dir):
     cg_install_setattro(tensor_cls)
     # Free lists (see cg_fl_install), each checked against the pre-header
     # in front of an object as sys.getsizeof counts it.
-    for slot, cls in enumerate((tensor_cls, EWNode)):
+    for slot, cls in enumerate((tensor_cls, EWNode, Version)):
         probe = cls.__new__(cls)
         cg_fl_install(slot, cls, sys.getsizeof(probe) - cls.__basicsize__,
                       FREELIST_MAX)
@@ -603,7 +608,6 @@ cdef extern from *:
 # --- version counters ------------------------------------------------------------
 
 @cython.final
-@cython.freelist(64)
 @cython.no_gc
 cdef class Version:
     """A version counter shared by a tensor, its views and its detached aliases."""
@@ -669,16 +673,16 @@ cdef class TensorBase:
         return _unary(OP_NEG, self)
 
     def __iadd__(self, other):
-        return _inplace_binary(OP_ADD, self, other, "add_")
+        return _inplace_operator(OP_ADD, self, other, "add_")
 
     def __isub__(self, other):
-        return _inplace_binary(OP_SUB, self, other, "sub_")
+        return _inplace_operator(OP_SUB, self, other, "sub_")
 
     def __imul__(self, other):
-        return _inplace_binary(OP_MUL, self, other, "mul_")
+        return _inplace_operator(OP_MUL, self, other, "mul_")
 
     def __itruediv__(self, other):
-        return _inplace_binary(OP_DIV, self, other, "div_")
+        return _inplace_operator(OP_DIV, self, other, "div_")
 
 
 cdef inline TensorBase _new_tensor(object arr):
@@ -1235,9 +1239,9 @@ cdef inline object _pool_pop(int typenum):
 
 
 def _freelist_sizes():
-    """(tensors, elementwise nodes) held by the free lists, -1 where none is
-    installed (tests)."""
-    return cg_fl_size(0), cg_fl_size(1)
+    """(tensors, elementwise nodes, versions) held by the free lists, -1
+    where none is installed (tests)."""
+    return cg_fl_size(0), cg_fl_size(1), cg_fl_size(2)
 
 
 def _clear_caches():
@@ -1305,6 +1309,11 @@ cdef object _binary(int op, object a, object b):
         typenum = t_a if t_a == t_b else _promote_tensors(
             t_a, cnp.PyArray_NDIM(aa), t_b, cnp.PyArray_NDIM(ab))
     elif ta is not None:
+        if op == OP_POW and (type(b) is int or type(b) is float) and b == 2 and (
+                cnp.PyArray_TYPE(aa) == cnp.NPY_FLOAT
+                or cnp.PyArray_TYPE(aa) == cnp.NPY_DOUBLE):
+            # x ** 2: torch's x * x, one rounding, and a cheaper backward.
+            return _unary(OP_SQUARE, ta)
         if _scalar_category(b) < 0:
             if isinstance(b, np.ndarray) and b.dtype.kind in "biuf":
                 # torch treats an array operand as a tensor (no gradient).
@@ -1636,6 +1645,29 @@ cdef object _inplace_binary(int op, TensorBase self, object other, str opname):
     _run_kernel(binary_fwd(op, _dt_index(typenum)), 3, arr, [arr, src])
     _note_write(self, opname)
     return self
+
+
+cdef object _inplace_views = None     # fn(name, opname, self, other): the
+                                      # operators' view-aware path (cygrad.ops)
+
+
+def _set_inplace_views(fn):
+    global _inplace_views
+    _inplace_views = fn
+
+
+cdef object _inplace_operator(int op, TensorBase self, object other, str opname):
+    """``self op= other``.  A tensor that is no view, owns a contiguous array
+    (no element shared) and is outside the graph's in-place rules (no grad
+    required, or grad mode off: an optimizer's update) goes straight to the
+    kernel; anything else takes the view-aware path in Python (rebasing a
+    view's history, regenerating views, the overlap error)."""
+    if _inplace_views is None or (
+            self._base is None
+            and not (self._requires_grad and cygrad_grad_mode)
+            and cnp.PyArray_IS_C_CONTIGUOUS(<cnp.ndarray>self._arr)):
+        return _inplace_binary(op, self, other, opname)
+    return _inplace_views(BINARY_NAMES[op], opname, self, other)
 
 
 def inplace_binary(str name, TensorBase self, other, str opname):
