@@ -439,6 +439,40 @@ def test_inplace_shape_mismatch_leaves_tensor():
     assert a._version == 0 and a.tolist() == [1.0, 1.0]
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_inplace_operators_on_plain_tensors(dtype):
+    """The compiled path of += -= *= /= (no view, no graph): values, version
+    bumps, broadcasting of one element, and operands sharing the memory."""
+    x = cg.tensor([3.0, 4.0, 5.0], dtype=dtype)
+    x += 1
+    x -= cg.tensor([1.0, 2.0, 3.0], dtype=dtype)
+    x *= cg.tensor(2.0, dtype=dtype)
+    x /= cg.tensor([4.0], dtype=dtype)
+    assert x.tolist() == [1.5, 1.5, 1.5] and x._version == 4
+    y = cg.tensor([3.0, 4.0, 5.0], dtype=dtype)
+    y -= y                                  # the same buffer: elementwise
+    assert y.tolist() == [0.0, 0.0, 0.0]
+    z = cg.tensor([3.0, 4.0, 5.0, 6.0], dtype=dtype)
+    for write in (lambda: z.__isub__(z[0]), lambda: z[1:].__iadd__(z[:3])):
+        # torch refuses an operand that partly overlaps the written tensor
+        with pytest.raises(RuntimeError, match="refer to a single memory location"):
+            write()
+        assert z.tolist() == [3.0, 4.0, 5.0, 6.0] and z._version == 0
+    w = cg.tensor([1.0, 2.0], dtype=dtype, requires_grad=True)
+    with cg.no_grad():                      # an optimizer's update
+        w -= 0.5 * cg.tensor([2.0, 2.0], dtype=dtype)
+    assert w.tolist() == [0.0, 1.0] and w.is_leaf and w.grad_fn is None
+
+
+def test_inplace_on_read_only_memory_is_refused_and_leaves_it():
+    arr = np.array([1.0, 2.0], dtype=np.float32)
+    arr.flags.writeable = False
+    t = cg.from_numpy(arr)
+    with pytest.raises(ValueError, match="read-only"):
+        t += 1
+    assert t.tolist() == [1.0, 2.0] and t._version == 0
+
+
 def test_where_backward_gives_exact_zeros_beside_inf_and_nan():
     # torch: grad_x = where(cond, grad, 0), so an inf or NaN upstream gradient
     # never leaks into the unselected side (g * 0 would give NaN there).

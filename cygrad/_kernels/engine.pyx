@@ -1593,7 +1593,7 @@ cdef object _inplace_binary(int op, TensorBase self, object other, str opname):
     cdef TensorBase res
     if to is None and _scalar_category(other) < 0:
         return NotImplemented
-    if not arr.flags.writeable:
+    if not cnp.PyArray_ISWRITEABLE(arr):
         raise ValueError(f"{opname}: the tensor's memory is read-only")
     if to is not None:
         rt = _promote_tensors(typenum, 1, cnp.PyArray_TYPE(<cnp.ndarray>to._arr), 1)
@@ -1605,12 +1605,12 @@ cdef object _inplace_binary(int op, TensorBase self, object other, str opname):
         raise RuntimeError(
             f"result type {np.dtype(cnp.PyArray_DescrFromType(rt))} can't be cast "
             f"to the desired output type {arr.dtype} ({opname})")
-    other_shape = to._arr.shape if to is not None else ()
-    bshape = _broadcast_shape((<object>arr).shape, other_shape)
-    if bshape != (<object>arr).shape:
-        raise RuntimeError(
-            f"output with shape {list((<object>arr).shape)} doesn't match the broadcast "
-            f"shape {list(bshape)} ({opname})")
+    if to is not None and not _same_shape(arr, <cnp.ndarray>to._arr):
+        bshape = _broadcast_shape((<object>arr).shape, to._arr.shape)
+        if bshape != (<object>arr).shape:
+            raise RuntimeError(
+                f"output with shape {list((<object>arr).shape)} doesn't match the "
+                f"broadcast shape {list(bshape)} ({opname})")
     _check_leaf_inplace(self, opname)
     need_grad = cygrad_grad_mode and (
         self._requires_grad or (to is not None and to._requires_grad))
@@ -1640,11 +1640,53 @@ cdef object _inplace_binary(int op, TensorBase self, object other, str opname):
         return self
     src = _as_float_array(to._arr, typenum) if to is not None else _scalar_array(
         other, typenum)
-    if np.shares_memory(arr, src) and src is not arr:
-        src = src.copy()
-    _run_kernel(binary_fwd(op, _dt_index(typenum)), 3, arr, [arr, src])
+    if (cnp.PyArray_IS_C_CONTIGUOUS(arr) and cnp.PyArray_ISALIGNED(arr)
+            and cnp.PyArray_IS_C_CONTIGUOUS(src)
+            and (cnp.PyArray_SIZE(src) == cnp.PyArray_SIZE(arr)
+                 or cnp.PyArray_SIZE(src) == 1)):
+        # One flat row (the broadcast check above makes a same-size operand
+        # the same shape): an optimizer's `p -= lr * g`, a scalar update.
+        _inplace_row(op, typenum, arr, src)
+    else:
+        if np.shares_memory(arr, src) and src is not arr:
+            src = src.copy()
+        _run_kernel(binary_fwd(op, _dt_index(typenum)), 3, arr, [arr, src])
     _note_write(self, opname)
     return self
+
+
+cdef void _inplace_row(int op, int typenum, cnp.ndarray arr,
+                       cnp.ndarray src) except *:
+    """arr = arr op src over contiguous arrays; src has arr's size or one
+    element.  An operand that overlaps arr without being arr's own buffer
+    element for element is refused, as torch refuses it (its check covers
+    dense operands; strided ones are copied by the caller)."""
+    cdef char* ptrs[3]
+    cdef Py_ssize_t st[3]
+    cdef Py_ssize_t n = cnp.PyArray_SIZE(arr)
+    cdef char* a0 = <char*>cnp.PyArray_DATA(arr)
+    cdef char* s0 = <char*>cnp.PyArray_DATA(src)
+    cdef Py_ssize_t nb = cnp.PyArray_NBYTES(arr), ns = cnp.PyArray_NBYTES(src)
+    cdef row_fn fn = binary_fwd(op, _dt_index(typenum))
+    if n == 0:
+        return
+    if s0 < a0 + nb and a0 < s0 + ns and not (s0 == a0 and ns == nb):
+        raise RuntimeError(
+            "unsupported operation: some elements of the input tensor and the "
+            "written-to tensor refer to a single memory location. Please clone() "
+            "the tensor before performing the operation.")
+    if not cnp.PyArray_ISALIGNED(src):
+        src = np.array(src)
+        s0 = <char*>cnp.PyArray_DATA(src)
+    ptrs[0] = ptrs[1] = a0
+    ptrs[2] = s0
+    st[0] = st[1] = 1
+    st[2] = 1 if cnp.PyArray_SIZE(src) == n else 0
+    if n >= GIL_RELEASE_MIN:
+        with nogil:
+            fn(n, ptrs, st)
+    else:
+        fn(n, ptrs, st)
 
 
 cdef object _inplace_views = None     # fn(name, opname, self, other): the
