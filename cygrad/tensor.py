@@ -31,10 +31,19 @@ def _grad_warning(t):
     hint = _explain_hook(t) if _explain_hook is not None else ""
     if hint:
         msg += " " + hint
-    warnings.warn(msg, UserWarning, stacklevel=3)
+    warnings.warn(msg, UserWarning, stacklevel=2)   # from compiled .grad
 
 
 _explain_hook = None     # set by cygrad.autograd.diagnostics
+
+
+def _backward(tensors, grad_tensors, **kw):
+    """Tensor.backward's general case (compiled in TensorBase.backward)."""
+    from cygrad.autograd.functional import backward
+    backward(tensors, grad_tensors, **kw)
+
+
+_engine._set_tensor_hooks(_grad_warning, _backward)
 
 
 def _set_explain_hook(fn):
@@ -72,38 +81,6 @@ class Tensor(TensorBase):
         if not isinstance(value, TensorBase):
             raise TypeError(f"data must be a Tensor, got {type(value).__name__}")
         self._arr = value._arr
-
-    @property
-    def grad(self):
-        g = self._grad
-        if g is None and self._grad_fn is not None and not self._retains_grad:
-            _grad_warning(self)
-        return g
-
-    @grad.setter
-    def grad(self, value):
-        if value is not None:
-            if not isinstance(value, TensorBase):
-                raise TypeError(
-                    f"assigned grad expected to be a Tensor or None but got grad of "
-                    f"type {type(value).__name__}")
-            if tuple(value._arr.shape) != tuple(self._arr.shape):
-                raise RuntimeError(
-                    f"attempting to assign a gradient of size "
-                    f"{list(value._arr.shape)} to a tensor of size "
-                    f"{list(self._arr.shape)}. Please ensure that the gradient and "
-                    "the tensor are the same size")
-            if value._arr.dtype != self._arr.dtype:
-                raise RuntimeError(
-                    f"attempting to assign a gradient with dtype "
-                    f"'{value._arr.dtype}' to a tensor with dtype "
-                    f"'{self._arr.dtype}'. Please ensure that the gradient and the "
-                    "tensor have the same dtype")
-        self._grad = value
-
-    @grad.deleter
-    def grad(self):
-        self._grad = None
 
     @property
     def requires_grad(self):
@@ -200,14 +177,6 @@ class Tensor(TensorBase):
         return self._arr.__array_interface__["data"][0]
 
     # --- conversion -------------------------------------------------------------
-    def item(self):
-        """The value of a one-element tensor as a Python number."""
-        if self._arr.size != 1:
-            raise RuntimeError(
-                f"a Tensor with {self._arr.size} elements cannot be converted to "
-                "Scalar (item() needs exactly one element)")
-        return self._arr.reshape(()).item()
-
     def numpy(self, force=False):
         """The underlying array (shared memory). Refused when it requires grad."""
         if self._requires_grad and not force:
@@ -319,21 +288,6 @@ class Tensor(TensorBase):
     __str__ = __repr__
 
     # --- autograd ------------------------------------------------------------------
-    def backward(self, gradient=None, retain_graph=None, create_graph=False,
-                 inputs=None):
-        """Accumulate d(self)/d(leaf) into ``.grad`` of the leaves that need it."""
-        arr = self._arr
-        if (gradient is None and inputs is None and not create_graph
-                and self._requires_grad and arr.size == 1 and arr.dtype.kind == "f"):
-            # The training-loop case (a scalar loss): straight to the engine.
-            _engine.run_backward((self,), (np.ones(arr.shape, arr.dtype),),
-                                 bool(retain_graph), False, None, True)
-            return
-        from cygrad.autograd.functional import backward as _backward
-        _backward((self,), None if gradient is None else (gradient,),
-                  retain_graph=retain_graph, create_graph=create_graph,
-                  inputs=inputs)
-
     def retain_grad(self):
         """Keep ``.grad`` for this non-leaf during backward (no-op on leaves)."""
         if not self._requires_grad:
@@ -399,10 +353,6 @@ class Tensor(TensorBase):
         return self
 
     # --- in-place basics ---------------------------------------------------------------
-    def zero_(self):
-        """Fill with zeros in place."""
-        return self.fill_(0)
-
     def fill_(self, value):
         """Fill with ``value`` in place (a number or a one-element tensor)."""
         if isinstance(value, TensorBase):

@@ -44,8 +44,9 @@ def test_rule2_grad_only_on_leaves_with_warning():
     out = h.sum()
     out.backward()
     np.testing.assert_array_equal(a.grad.numpy(), [3.0, 3.0])
-    with pytest.warns(UserWarning, match="not a leaf Tensor is being accessed"):
+    with pytest.warns(UserWarning, match="not a leaf Tensor is being accessed") as rec:
         assert h.grad is None
+    assert rec[0].filename == __file__       # points at the user's line
 
 
 def test_retain_grad_on_nonleaf():
@@ -471,6 +472,45 @@ def test_inplace_on_read_only_memory_is_refused_and_leaves_it():
     with pytest.raises(ValueError, match="read-only"):
         t += 1
     assert t.tolist() == [1.0, 2.0] and t._version == 0
+
+
+def test_zero_on_every_kind_of_tensor():
+    """zero_'s compiled path (plain contiguous tensors) and the cases it hands
+    to fill_: strided views, the graph's in-place rules, read-only memory."""
+    t = cg.tensor([[1.0, 2.0], [3.0, 4.0]])
+    assert t.zero_() is t and t.tolist() == [[0.0, 0.0], [0.0, 0.0]]
+    assert t._version == 1
+    u = cg.tensor([[1, 2], [3, 4]])
+    u.t().zero_()                                   # a strided view
+    assert u.tolist() == [[0, 0], [0, 0]] and u._version == 1
+    w = leaf([1.0, 2.0])
+    with pytest.raises(RuntimeError, match="leaf Variable that requires grad"):
+        w.zero_()
+    assert w.tolist() == [1.0, 2.0] and w._version == 0
+    with pytest.raises(RuntimeError, match="view of a leaf Variable"):
+        w[:1].zero_()
+    with cg.no_grad():
+        w.zero_()
+    assert w.tolist() == [0.0, 0.0] and w.is_leaf
+    h = leaf([1.0, 2.0]) * 2
+    h.zero_()                                       # recorded in the graph
+    h.sum().backward()
+    assert h.grad_fn is not None
+
+
+def test_grad_setter_checks_type_shape_and_dtype():
+    w = leaf([1.0, 2.0])
+    with pytest.raises(TypeError, match="expected to be a Tensor or None"):
+        w.grad = [1.0, 2.0]
+    with pytest.raises(RuntimeError, match="same size"):
+        w.grad = cg.zeros(3)
+    with pytest.raises(RuntimeError, match="same dtype"):
+        w.grad = cg.zeros(2, dtype=cg.float64)
+    assert w.grad is None
+    w.grad = cg.ones(2)
+    assert w.grad.tolist() == [1.0, 1.0]
+    del w.grad
+    assert w.grad is None
 
 
 def test_where_backward_gives_exact_zeros_beside_inf_and_nan():

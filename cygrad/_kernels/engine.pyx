@@ -27,7 +27,7 @@ a million nodes is freed.
 cimport cython
 cimport numpy as cnp
 from cpython.ref cimport PyObject, Py_DECREF, Py_INCREF, Py_REFCNT
-from libc.string cimport memcpy
+from libc.string cimport memcpy, memset
 
 from cygrad._kernels.elementwise cimport (
     row_fn, unary_fwd, unary_bwd, binary_fwd, binary_bwd, nd_apply)
@@ -217,6 +217,8 @@ _NODE_NAMES_B = {n: n.capitalize() + "Backward0" for n in BINARY_OPS}
 
 # Python-side hooks, installed by cygrad.tensor / cygrad.ops at import.
 cdef object _TensorCls = None        # the Python Tensor class
+cdef object _grad_warning = None     # fn(t): warn on a non-leaf's .grad read
+cdef object _backward_fn = None      # autograd.backward (the general case)
 cdef object _graph_unary = None      # name -> fn(g, x, y) over Tensors
 cdef object _graph_binary = None     # name -> (fn_a, fn_b)(g, a, b, y)
 cdef object _graph_sum_to = None     # fn(tensor, shape) differentiable
@@ -419,6 +421,13 @@ def _inherit_number_slots(cls):
                 break
             if name in k.__dict__:
                 break
+
+
+def _set_tensor_hooks(grad_warning, backward_fn):
+    """cygrad.tensor's non-leaf .grad warning and autograd.backward."""
+    global _grad_warning, _backward_fn
+    _grad_warning = grad_warning
+    _backward_fn = backward_fn
 
 
 def _install(tensor_cls, graph_unary, graph_binary, graph_sum_to, pkg_dir):
@@ -649,6 +658,86 @@ cdef class TensorBase:
     @property
     def _version(self):
         return self._ver.v
+
+    # The members a training loop touches every step are compiled: as Python
+    # methods and properties each cost a frame (~1-2k instructions).
+
+    @property
+    def grad(self):
+        """The accumulated gradient (leaves, and non-leaves that retain it)."""
+        if (self._grad is None and self._grad_fn is not None
+                and not self._retains_grad and _grad_warning is not None):
+            _grad_warning(self)
+        return self._grad
+
+    @grad.setter
+    def grad(self, value):
+        cdef TensorBase v
+        if value is not None:
+            if not isinstance(value, TensorBase):
+                raise TypeError(
+                    f"assigned grad expected to be a Tensor or None but got grad of "
+                    f"type {type(value).__name__}")
+            v = <TensorBase>value
+            if not _same_shape(<cnp.ndarray>v._arr, <cnp.ndarray>self._arr):
+                raise RuntimeError(
+                    f"attempting to assign a gradient of size "
+                    f"{list(v._arr.shape)} to a tensor of size "
+                    f"{list(self._arr.shape)}. Please ensure that the gradient and "
+                    "the tensor are the same size")
+            if v._arr.dtype != self._arr.dtype:
+                raise RuntimeError(
+                    f"attempting to assign a gradient with dtype "
+                    f"'{v._arr.dtype}' to a tensor with dtype "
+                    f"'{self._arr.dtype}'. Please ensure that the gradient and the "
+                    "tensor have the same dtype")
+        self._grad = value
+
+    @grad.deleter
+    def grad(self):
+        self._grad = None
+
+    def item(self):
+        """The value of a one-element tensor as a Python number."""
+        cdef cnp.ndarray arr = <cnp.ndarray>self._arr
+        if cnp.PyArray_SIZE(arr) != 1:
+            raise RuntimeError(
+                f"a Tensor with {cnp.PyArray_SIZE(arr)} elements cannot be "
+                "converted to Scalar (item() needs exactly one element)")
+        return arr.item()
+
+    def zero_(self):
+        """Fill with zeros in place."""
+        cdef cnp.ndarray arr = <cnp.ndarray>self._arr
+        if (cygrad_grad_mode and self._requires_grad) or not cnp.PyArray_ISWRITEABLE(
+                arr) or not cnp.PyArray_IS_C_CONTIGUOUS(arr):
+            return self.fill_(0)        # recorded, refused, or strided: Python
+        _check_leaf_inplace(self, "fill_")
+        memset(cnp.PyArray_DATA(arr), 0, cnp.PyArray_NBYTES(arr))
+        _note_write(self, "fill_")
+        return self
+
+    def backward(self, gradient=None, retain_graph=None, create_graph=False,
+                 inputs=None):
+        """Accumulate d(self)/d(leaf) into ``.grad`` of the leaves that need it."""
+        cdef cnp.ndarray arr = <cnp.ndarray>self._arr, seed
+        cdef int typenum = cnp.PyArray_TYPE(arr)
+        if (gradient is None and inputs is None and not create_graph
+                and self._requires_grad and cnp.PyArray_SIZE(arr) == 1
+                and (typenum == cnp.NPY_FLOAT or typenum == cnp.NPY_DOUBLE)):
+            # The training-loop case (a scalar loss): straight to the engine.
+            seed = _empty_nd(cnp.PyArray_NDIM(arr), cnp.PyArray_DIMS(arr), typenum)
+            if typenum == cnp.NPY_FLOAT:
+                (<float*>cnp.PyArray_DATA(seed))[0] = 1
+            else:
+                (<double*>cnp.PyArray_DATA(seed))[0] = 1
+            with _engine_lock:
+                _run_backward((self,), (seed,), bool(retain_graph), False, None,
+                              True)
+            return
+        _backward_fn((self,), None if gradient is None else (gradient,),
+                     retain_graph=retain_graph, create_graph=create_graph,
+                     inputs=inputs)
 
     # The binary dunders are C-level slots (c_api_binop_methods, see the file
     # header): they receive the operands in call order, whichever is a Tensor.
