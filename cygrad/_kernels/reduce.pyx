@@ -114,22 +114,38 @@ cdef double _sum_threads(const real_t* x, Py_ssize_t n) noexcept nogil:
     return s
 
 
+# Below this many elements a sum keeps the GIL (releasing it costs more).
+DEF GIL_RELEASE_MIN = 16384
+
+
 def sum_all(cnp.ndarray x):
     """Sum of every element as a 0-d array of x's dtype (float32/float64)."""
+    return _total(x, 0, NULL)
+
+
+cdef cnp.ndarray _total(cnp.ndarray x, int nd, cnp.npy_intp* dims):
+    """Sum of every element of ``x`` in a new one-element array of shape
+    ``dims`` (all ones) and x's dtype (float32/float64)."""
     cdef Py_ssize_t n = cnp.PyArray_SIZE(x)
     cdef double s
     cdef int typenum = cnp.PyArray_TYPE(x)
     if not cnp.PyArray_IS_C_CONTIGUOUS(x):
         x = np.ascontiguousarray(x)
     if typenum == cnp.NPY_FLOAT:
-        with nogil:
+        if n >= GIL_RELEASE_MIN:
+            with nogil:
+                s = _sum_threads(<const float*>cnp.PyArray_DATA(x), n)
+        else:
             s = _sum_threads(<const float*>cnp.PyArray_DATA(x), n)
     elif typenum == cnp.NPY_DOUBLE:
-        with nogil:
+        if n >= GIL_RELEASE_MIN:
+            with nogil:
+                s = _sum_threads(<const double*>cnp.PyArray_DATA(x), n)
+        else:
             s = _sum_threads(<const double*>cnp.PyArray_DATA(x), n)
     else:
         raise NotImplementedError(f"sum_all: no kernel for dtype {x.dtype}")
-    cdef cnp.ndarray out = cnp.PyArray_EMPTY(0, NULL, typenum, 0)
+    cdef cnp.ndarray out = cnp.PyArray_EMPTY(nd, dims, typenum, 0)
     if typenum == cnp.NPY_FLOAT:
         (<float*>cnp.PyArray_DATA(out))[0] = <float>s
     else:
@@ -266,6 +282,7 @@ def sum_to_shape(x, tuple shape):
     """
     cdef tuple xs = x.shape
     cdef Py_ssize_t nx = len(xs), ns = len(shape), lead = nx - ns, d
+    cdef cnp.npy_intp ones[32]
     if xs == shape:
         return x
     if lead < 0:
@@ -276,8 +293,12 @@ def sum_to_shape(x, tuple shape):
     else:
         # Down to one element (a bias, a scalar weight): the compiled full
         # sum, not a NumPy reduction over an axis tuple (~5 us per call).
-        if x.dtype.kind == "f":
-            return np.array(sum_all(x)).reshape(shape)
+        if ns <= 32 and type(x) is np.ndarray and (
+                cnp.PyArray_TYPE(x) == cnp.NPY_FLOAT
+                or cnp.PyArray_TYPE(x) == cnp.NPY_DOUBLE):
+            for d in range(ns):
+                ones[d] = 1
+            return _total(x, <int>ns, ones)
     axes = list(range(lead))
     for d in range(ns):
         if shape[d] == xs[lead + d]:
