@@ -610,6 +610,9 @@ def matmul(input, other):
     if not isinstance(other, TensorBase) or not isinstance(input, TensorBase):
         raise TypeError("matmul(): arguments must be Tensors, got "
                         f"{type(input).__name__} and {type(other).__name__}")
+    res = _engine.matmul_2d(input, other)       # 2-D floats: compiled
+    if res is not None:
+        return res
     if input._arr.dtype != other._arr.dtype:
         if input._arr.dtype.kind == "f" and other._arr.dtype.kind == "f":
             raise RuntimeError(
@@ -618,9 +621,20 @@ def matmul(input, other):
     return Matmul.apply(input, other)
 
 
+def _matmul_graph_backward(g, a, b, need_a, need_b):
+    """MatmulNode's rule over Tensors, recorded (create_graph=True)."""
+    return (matmul(g, b.t()) if need_a else None,
+            matmul(a.t(), g) if need_b else None)
+
+
+_engine._set_graph_matmul(_matmul_graph_backward)
+
+
 mm = matmul
 Tensor.mm = matmul
 Tensor.dot = matmul
+Tensor.__matmul__ = matmul
+Tensor.__rmatmul__ = lambda self, other: matmul(other, self)
 
 
 # --- shape ops ------------------------------------------------------------------------------

@@ -425,14 +425,6 @@ class Tensor(TensorBase):
     def __ne__(self, other):
         return self._compare(other, np.not_equal)
 
-    def __matmul__(self, other):
-        from cygrad import ops
-        return ops.matmul(self, other)
-
-    def __rmatmul__(self, other):
-        from cygrad import ops
-        return ops.matmul(other, self)
-
     def __abs__(self):
         return self.abs()
 

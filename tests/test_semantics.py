@@ -513,6 +513,31 @@ def test_grad_setter_checks_type_shape_and_dtype():
     assert w.grad is None
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_matrix_product_node_saves_what_torch_saves(dtype):
+    """2-D float products take the compiled node (MmBackward0): a is saved
+    only for b's gradient and b only for a's, so an in-place change of an
+    operand nothing saved is allowed, as in torch."""
+    rng = np.random.default_rng(0)
+    x0 = rng.standard_normal((3, 4)).astype(dtype)
+    b0 = rng.standard_normal((5, 4)).astype(dtype)
+    x = cg.tensor(x0, requires_grad=True)
+    h = x * 2
+    b = cg.tensor(b0)
+    out = h @ b.t()                           # a transposed (strided) operand
+    assert out.grad_fn.name() == "MmBackward0"
+    h.add_(1.0)                               # h is not saved: b needs no grad
+    out.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), 2 * np.ones((3, 5)) @ b0,
+                               rtol=1e-5)
+    with pytest.raises(RuntimeError, match="backward through the graph a second"):
+        out.sum().backward()
+    out = (x * 2) @ b.t()
+    b.add_(1.0)                               # b is saved for h's gradient
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        out.sum().backward()
+
+
 def test_where_backward_gives_exact_zeros_beside_inf_and_nan():
     # torch: grad_x = where(cond, grad, 0), so an inf or NaN upstream gradient
     # never leaks into the unselected side (g * 0 would give NaN there).

@@ -430,6 +430,12 @@ def _set_tensor_hooks(grad_warning, backward_fn):
     _backward_fn = backward_fn
 
 
+def _set_graph_matmul(fn):
+    """cygrad.ops' differentiable matmul backward (create_graph)."""
+    global _graph_matmul
+    _graph_matmul = fn
+
+
 def _install(tensor_cls, graph_unary, graph_binary, graph_sum_to, pkg_dir):
     """Called once by cygrad at import: connect the Python layer."""
     global _TensorCls, _graph_unary, _graph_binary, _graph_sum_to, _pkg_dir
@@ -2149,6 +2155,122 @@ cdef object _graph_expand = None      # fn(tensor, shape): differentiable expand
 def _set_graph_expand(fn):
     global _graph_expand
     _graph_expand = fn
+
+
+cdef extern from "numpy/arrayobject.h":
+    # NumPy's dot for arrays (BLAS gemm for float32/float64 operands whose
+    # strides BLAS accepts, transposed views included; a loop otherwise).
+    object PyArray_MatrixProduct2(object a, object b, PyObject* out)
+
+
+cdef object _graph_matmul = None     # fn(g, a, b, need_a, need_b) over Tensors
+
+
+@cython.final
+@cython.no_gc
+cdef class MatmulNode(Node):
+    """Backward of a 2-D float matrix product (torch's mm): grad_a = g @ b.T,
+    grad_b = a.T @ g.  Saves a only when b needs a gradient, b only when a
+    does, as torch."""
+    cdef object sa, sb               # saved arrays, or None
+    cdef TensorBase ta, tb           # the same as tensors (for create_graph)
+    cdef Version va, vb
+    cdef long long na, nb
+
+    def name(self):
+        return "MmBackward0"
+
+    cdef void release(self):
+        if self._has_saved:
+            self.sa = self.sb = None
+            self.ta = self.tb = None
+            self._freed = True
+
+    cpdef Py_ssize_t saved_nbytes(self):
+        cdef Py_ssize_t n = 0
+        for a in (self.sa, self.sb):
+            if a is not None:
+                n += a.nbytes
+        return n
+
+    def _saved_shapes(self):
+        return [(k, tuple(a.shape), a.nbytes) for k, a in
+                (("self", self.sa), ("mat2", self.sb)) if a is not None]
+
+    cdef object apply(self, object grads, bint graph):
+        cdef cnp.ndarray g
+        if self._freed:
+            raise _freed_error(self, grads)
+        if self.va is not None:
+            _check_version(self.va, self.na, self.sa, self, "an input")
+        if self.vb is not None:
+            _check_version(self.vb, self.nb, self.sb, self, "an input")
+        if graph:
+            return _graph_matmul(grads, self.ta, self.tb, self._e0 is not None,
+                                 self._e1 is not None)
+        g = <cnp.ndarray>grads
+        ga = gb = None
+        if self._e0 is not None:
+            ga = PyArray_MatrixProduct2(
+                g, cnp.PyArray_Transpose(<cnp.ndarray>self.sb, NULL), NULL)
+        if self._e1 is not None:
+            gb = PyArray_MatrixProduct2(
+                cnp.PyArray_Transpose(<cnp.ndarray>self.sa, NULL), g, NULL)
+        return (ga, gb)
+
+
+def matmul_2d(a, b):
+    """a @ b for two 2-D float tensors of one dtype whose inner sizes agree
+    (BLAS through NumPy's dot, a compiled node); None for anything else,
+    which cygrad.ops.matmul handles (vectors, batches, errors)."""
+    cdef TensorBase ta, tb
+    cdef cnp.ndarray x, y
+    cdef int typenum
+    cdef MatmulNode node
+    if not isinstance(a, TensorBase) or not isinstance(b, TensorBase):
+        return None
+    ta = <TensorBase>a
+    tb = <TensorBase>b
+    x = <cnp.ndarray>ta._arr
+    y = <cnp.ndarray>tb._arr
+    typenum = cnp.PyArray_TYPE(x)
+    if (cnp.PyArray_NDIM(x) != 2 or cnp.PyArray_NDIM(y) != 2
+            or cnp.PyArray_TYPE(y) != typenum
+            or (typenum != cnp.NPY_FLOAT and typenum != cnp.NPY_DOUBLE)
+            or cnp.PyArray_DIMS(x)[1] != cnp.PyArray_DIMS(y)[0]):
+        return None
+    cdef TensorBase res = _new_tensor(PyArray_MatrixProduct2(x, y, NULL))
+    if cygrad_grad_mode and (ta._requires_grad or tb._requires_grad):
+        node = MatmulNode.__new__(MatmulNode)
+        node._n_out = 1
+        node._n_in = 2
+        if ta._requires_grad:
+            node._e0 = _edge(ta)
+            node.sb = y
+            node.tb = tb
+            node.vb = tb._ver
+            node.nb = tb._ver.v
+            tb._ver.saved = True
+        if tb._requires_grad:
+            node._e1 = _edge(tb)
+            node.sa = x
+            node.ta = ta
+            node.va = ta._ver
+            node.na = ta._ver.v
+            ta._ver.saved = True
+        if ta._out_nr != 0 or tb._out_nr != 0:
+            node._nrs = (ta._out_nr, tb._out_nr)
+        node._has_saved = True
+        if _debug_level > 0:
+            _register(node)
+        res._grad_fn = node
+        res._requires_grad = True
+        if _retain_all:
+            _retain(res)
+    elif _debug_level > 0 and (ta._requires_grad or ta._origin is not None
+                               or tb._requires_grad or tb._origin is not None):
+        _note_no_grad(res, ta, tb)
+    return res
 
 
 @cython.final
