@@ -285,10 +285,10 @@ cdef extern from *:
     """
     /* Free lists for the objects every op makes: the result tensor (an
        exact cygrad.Tensor), its version counter and its backward node (an
-       EWNode).  CPython's
-       generic allocation, GC link and free cost ~150-250 instructions per
-       object (callgrind, scalar chain), and a training loop frees one
-       iteration's graph just before building the next one of the same size.
+       EWNode).  CPython's generic allocation, GC link and free cost ~150-250
+       instructions per object (callgrind, scalar chain), and a training loop
+       frees one iteration's graph just before building the next one of the
+       same size.
        Each list is installed as its type's tp_alloc/tp_free (subclasses keep
        CPython's own: a heap type gets fresh slots).  An object is kept only
        after its whole dealloc ran (fields cleared, weakrefs and managed dict
@@ -400,7 +400,8 @@ cdef extern from *:
     void cg_fl_clear()
 
 # Largest free lists (objects of each type): enough for the graph of a
-# 5,000-step scalar chain, at most ~6 MB held in all.
+# 5,000-step scalar chain, at most ~8 MB held in all (_clear_caches() gives
+# it back).
 DEF FREELIST_MAX = 16384
 
 _NUMBER_SLOTS = ("__add__", "__sub__", "__mul__", "__truediv__", "__pow__",
@@ -584,12 +585,12 @@ cdef extern from *:
        node frees them one by one (cg_drain), and their own receivers land on
        the same stack.  Under the GIL; a dealloc that lets another thread run
        only adds to the stack the first thread is draining. */
-    /* Take a reference to ``o`` on the stack when the caller's is its only
-       one (the caller then drops its own); 0 when it was not taken. */
     static PyObject **cg_pend = NULL;
     static Py_ssize_t cg_npend = 0, cg_cappend = 0;
     static int cg_draining = 0;
 
+    /* Take a reference to ``o`` on the stack when the caller's is its only
+       one (the caller then drops its own); 0 when it was not taken. */
     static int cg_defer(PyObject *o) {
         if (o == NULL || o == Py_None || Py_REFCNT(o) != 1) return 0;
         if (cg_npend == cg_cappend) {
