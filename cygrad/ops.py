@@ -506,21 +506,19 @@ def sum(input, dim=None, keepdim=False, dtype=None):  # noqa: A001 - torch's nam
 @op("mean", methods=("mean",), ref=np.mean, kind="reduce")
 def mean(input, dim=None, keepdim=False, dtype=None):
     """Mean over ``dim``: sum / count (composite)."""
-    if dim is None and dtype is None and not keepdim and input._arr.dtype.kind == "f":
-        n = input._arr.size      # the common case: a loss
-        return _engine.sum_all(input) / (n if n else float("nan"))
     if dtype is not None:
         input = input.to(dtype)
     if input._arr.dtype.kind != "f":
         raise RuntimeError(
             "mean(): could not infer output dtype. Input dtype must be either a "
             f"floating point or complex dtype. Got: {_dt.name(input._arr.dtype)}")
+    if dim is None and not keepdim:          # a loss: the compiled full sum
+        n = input._arr.size
+        return _engine.sum_all(input) / (n if n else float("nan"))
     axes = _dims(dim, input._arr.ndim)
     n = 1
     for a in axes:
         n *= input._arr.shape[a]
-    if dim is None and not keepdim:
-        return _engine.sum_all(input) / (n if n else float("nan"))
     return Sum.apply(input, axes, bool(keepdim)) / (n if n else float("nan"))
 
 
