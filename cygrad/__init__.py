@@ -4,7 +4,7 @@ from cygrad.dtypes import (  # noqa: F401
     bool, double, float, float16, float32, float64, half, int8, int16, int32, int64,
     long, uint8,
 )
-from cygrad.tensor import Size, Tensor  # noqa: F401
+from cygrad._tensor import Size, Tensor  # noqa: F401
 from cygrad import ops as _ops  # noqa: F401  (attaches Tensor methods)
 from cygrad.ops import OPS  # noqa: F401
 from cygrad.creation import (  # noqa: F401

@@ -24,7 +24,7 @@ from cygrad._kernels.engine import TensorBase, _alias, _wrap, is_grad_enabled
 from cygrad._kernels.reduce import sum_all as _sum_all
 from cygrad._kernels.reduce import sum_to_shape as _np_sum_to_shape
 from cygrad.autograd.function import Function
-from cygrad.tensor import Tensor, _canon_dim
+from cygrad._tensor import Tensor, _canon_dim
 
 # --- the registry ------------------------------------------------------------------
 

@@ -138,7 +138,7 @@ def load(f, map_location=None, weights_only=True):
 
 
 def _encode(obj, arrays, memo, depth):
-    from .tensor import Tensor
+    from ._tensor import Tensor
 
     if depth > MAX_DEPTH:
         raise ValueError(f"cygrad.save: object nested deeper than {MAX_DEPTH} levels")

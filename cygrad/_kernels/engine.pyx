@@ -215,7 +215,7 @@ _NODE_NAMES_U["abs"] = "AbsBackward0"
 _NODE_NAMES_U["square"] = "PowBackward0"    # torch: x ** 2 and square(x)
 _NODE_NAMES_B = {n: n.capitalize() + "Backward0" for n in BINARY_OPS}
 
-# Python-side hooks, installed by cygrad.tensor / cygrad.ops at import.
+# Python-side hooks, installed by cygrad._tensor / cygrad.ops at import.
 cdef object _TensorCls = None        # the Python Tensor class
 cdef object _grad_warning = None     # fn(t): warn on a non-leaf's .grad read
 cdef object _backward_fn = None      # autograd.backward (the general case)
@@ -425,7 +425,7 @@ def _inherit_number_slots(cls):
 
 
 def _set_tensor_hooks(grad_warning, backward_fn):
-    """cygrad.tensor's non-leaf .grad warning and autograd.backward."""
+    """cygrad._tensor's non-leaf .grad warning and autograd.backward."""
     global _grad_warning, _backward_fn
     _grad_warning = grad_warning
     _backward_fn = backward_fn

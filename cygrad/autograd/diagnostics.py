@@ -21,7 +21,7 @@ import sys
 import warnings
 import weakref
 
-from cygrad import tensor as _tensor_mod
+from cygrad import _tensor as _tensor_mod
 from cygrad._kernels import engine as _engine
 from cygrad._kernels.engine import TensorBase
 

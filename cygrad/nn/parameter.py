@@ -3,7 +3,7 @@
 import numpy as np
 
 from cygrad._kernels import engine as _engine
-from cygrad.tensor import Tensor
+from cygrad._tensor import Tensor
 
 __all__ = ["Parameter"]
 

@@ -6,7 +6,7 @@ import numpy as np
 
 from cygrad.optim._kernels import k as _k
 from cygrad.creation import tensor
-from cygrad.tensor import Tensor
+from cygrad._tensor import Tensor
 
 __all__ = ["clip_grad_norm_"]
 

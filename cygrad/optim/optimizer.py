@@ -15,7 +15,7 @@ import numpy as np
 from cygrad.autograd import diagnostics as _diagnostics
 from cygrad.autograd.grad_mode import enable_grad, no_grad
 from cygrad.creation import from_numpy, get_default_dtype
-from cygrad.tensor import Tensor
+from cygrad._tensor import Tensor
 
 __all__ = ["Optimizer", "required"]
 
