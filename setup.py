@@ -11,6 +11,7 @@ kernels then run serially and the thread count is only recorded).
 """
 
 import glob
+import importlib.util
 import os
 
 import numpy as np
@@ -33,14 +34,29 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 KERNELS = os.path.join("cygrad", "_kernels")
 
 
+def load_optable():
+    """The op table module, loaded from its file: importing it through the
+    package would import cygrad, which needs the modules being built."""
+    path = os.path.join(HERE, KERNELS, "optable.py")
+    spec = importlib.util.spec_from_file_location("cygrad_optable", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod, path
+
+
 def expand_templates():
-    """Write ``x.pyx`` from ``x.pyx.tp`` when the template is newer."""
+    """Write ``x.pyx`` from ``x.pyx.tp`` when the template or the op table is
+    newer.  Templates see the table's rows as ``UNARY`` and ``BINARY``."""
+    table, table_path = load_optable()
+    namespace = dict(UNARY=table.UNARY, BINARY=table.BINARY, HELPERS=table.HELPERS,
+                     cost=table.cost)
     for tp in glob.glob(os.path.join(HERE, KERNELS, "*.tp")):
         out = tp[:-3]
-        if os.path.exists(out) and os.path.getmtime(out) >= os.path.getmtime(tp):
+        newest = max(os.path.getmtime(tp), os.path.getmtime(table_path))
+        if os.path.exists(out) and os.path.getmtime(out) >= newest:
             continue
         with open(tp) as f:
-            text = Template(f.read(), name=tp).substitute()
+            text = Template(f.read(), name=tp).substitute(namespace)
         with open(out, "w") as f:
             f.write(text)
 

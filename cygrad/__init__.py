@@ -27,8 +27,9 @@ def _export_ops():
     g = globals()
     for name, spec in OPS.items():
         g.setdefault(name, spec.fn)
-    for alias in ("multiply", "divide", "true_divide", "negative", "subtract", "mm",
-                  "t", "sum_to_shape", "logical_not"):
+        for alias in spec.aliases:
+            g.setdefault(alias, spec.fn)
+    for alias in ("mm", "t", "sum_to_shape", "logical_not"):
         g.setdefault(alias, getattr(_ops, alias))
 
 

@@ -19,7 +19,7 @@ from cygrad import dtypes as _dt
 from cygrad._kernels import engine as _engine
 from cygrad._kernels import reductions as _R
 from cygrad._kernels import select as _select_k
-from cygrad._kernels.elementwise import BINARY_OPS, UNARY_OPS
+from cygrad._kernels import optable as _optable
 from cygrad._kernels.engine import TensorBase, _alias, _wrap, is_grad_enabled
 from cygrad._kernels.reduce import sum_all as _sum_all
 from cygrad._kernels.reduce import sum_to_shape as _np_sum_to_shape
@@ -31,8 +31,11 @@ from cygrad._tensor import Tensor, _canon_dim
 class OpSpec:
     """One public op: its function, Tensor method names and NumPy reference."""
 
-    def __init__(self, name, fn, methods, ref, primitive, domain, kind):
+    def __init__(self, name, fn, methods, ref, primitive, domain, kind, aliases=(),
+                 row=None):
         self.name = name
+        self.aliases = aliases
+        self.row = row      # the op-table row of an elementwise op
         self.fn = fn
         self.methods = methods
         self.ref = ref
@@ -55,10 +58,12 @@ class _Registry(dict):
 OPS = _Registry()
 
 
-def op(name, methods=(), ref=None, primitive=False, domain=None, kind="other"):
+def op(name, methods=(), ref=None, primitive=False, domain=None, kind="other",
+       aliases=(), row=None):
     """Register ``fn`` as the public op ``name`` (and as Tensor methods)."""
     def deco(fn):
-        OPS[name] = OpSpec(name, fn, tuple(methods), ref, primitive, domain, kind)
+        OPS[name] = OpSpec(name, fn, tuple(methods), ref, primitive, domain, kind,
+                           tuple(aliases), row)
         for m in methods:
             setattr(Tensor, m, fn)
         return fn
@@ -144,85 +149,36 @@ def _ns():
     return _TensorNS if is_grad_enabled() else _NumpyNS
 
 
-# --- elementwise ops from the kernel table -------------------------------------------
+# --- elementwise ops from the op table -----------------------------------------------
 
-_REFS_U = {
-    "neg": np.negative, "exp": np.exp, "log": np.log, "tanh": np.tanh,
-    "sigmoid": lambda x: 1 / (1 + np.exp(-x)), "relu": lambda x: np.maximum(x, 0),
-    "sqrt": np.sqrt, "abs": np.abs, "sin": np.sin, "cos": np.cos,
-    "square": np.square,
-}
-_DOMAINS_U = {"log": (0.1, 5.0), "sqrt": (0.1, 5.0)}
-_REFS_B = {
-    "add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide,
-    "pow": np.power, "maximum": np.maximum, "minimum": np.minimum,
-}
-_DOMAINS_B = {"div": ((-3, 3), (0.5, 3.0)), "pow": ((0.2, 3.0), (-2, 2))}
+def _table_function(row):
+    """The public function of an op-table row (compiled where it can be)."""
+    if row.arity == 1:
+        fn = _engine.unary_method(row.name)
+    elif row.alpha:
+        binary = _engine.binary
 
-
-def _make_unary(name):
-    fn = _engine.unary_method(name)
-    fn.__doc__ = (f"Elementwise {name}: out = {UNARY_OPS[name][1]}; "
-                  f"grad = {UNARY_OPS[name][2]}.")
+        def fn(input, other, *, alpha=1):
+            if alpha != 1:
+                other = other * alpha
+            return binary(row.name, input, other)
+        fn.__name__ = fn.__qualname__ = row.name
+    else:
+        fn = _engine.binary_method(row.name)
+    fn.__doc__ = row.summary()
     return fn
 
 
-def _make_binary(name):
-    binary = _engine.binary
-
-    def fn(input, other):
-        return binary(name, input, other)
-    fn.__name__ = name
-    fn.__qualname__ = name
-    fn.__doc__ = (f"Elementwise {name} with broadcasting: out = "
-                  f"{BINARY_OPS[name][1]}; grad_a = {BINARY_OPS[name][2]}, "
-                  f"grad_b = {BINARY_OPS[name][3]}.")
-    return fn
+for _row in _optable.UNARY + _optable.BINARY:
+    globals()[_row.name] = op(_row.name, methods=_row.methods + _row.aliases,
+                              ref=_row.ref, primitive=True, domain=_row.domain,
+                              kind="unary" if _row.arity == 1 else "binary",
+                              aliases=_row.aliases, row=_row)(_table_function(_row))
+    for _other in _row.aliases:
+        globals()[_other] = globals()[_row.name]
 
 
-for _name in UNARY_OPS:
-    _methods = (_name,) if _name != "neg" else ("neg", "negative")
-    globals()[_name] = op(_name, methods=_methods, ref=_REFS_U[_name], primitive=True,
-                          domain=_DOMAINS_U.get(_name), kind="unary")(
-        _make_unary(_name))
-for _name in ("mul", "div", "maximum", "minimum"):
-    globals()[_name] = op(_name, methods=(_name,), ref=_REFS_B[_name], primitive=True,
-                          domain=_DOMAINS_B.get(_name), kind="binary")(
-        _make_binary(_name))
-multiply = mul
-divide = true_divide = div
-negative = neg  # noqa: F821 - defined from the table above
-
-
-@op("add", methods=("add",), ref=np.add, primitive=True, kind="binary")
-def add(input, other, alpha=1):
-    """out = a + alpha * b (broadcasting); grad_a = g, grad_b = alpha * g."""
-    if alpha != 1:
-        other = other * alpha
-    return _engine.binary("add", input, other)
-
-
-@op("sub", methods=("sub", "subtract"), ref=np.subtract, primitive=True,
-    kind="binary")
-def sub(input, other, alpha=1):
-    """out = a - alpha * b (broadcasting); grad_a = g, grad_b = -alpha * g."""
-    if alpha != 1:
-        other = other * alpha
-    return _engine.binary("sub", input, other)
-
-
-subtract = sub
-
-
-@op("pow", methods=("pow",), ref=np.power, primitive=True,
-    domain=_DOMAINS_B["pow"], kind="binary")
-def pow(input, exponent):
-    """out = a ** b; grad_a = b * a**(b-1) (0 where b == 0), grad_b = out * log(a)
-    (0 where a == 0 and b >= 0), as PyTorch."""
-    return _engine.binary("pow", input, exponent)
-
-
-# The names the table's derivative expressions use, over Tensors.
+# The helpers the table's derivative expressions call, over Tensors.
 def _sign(x):
     with _no_grad():
         return _wrap(np.sign(x._arr))
@@ -248,26 +204,17 @@ class _no_grad:
         _engine._set_grad_mode(self._prev)
 
 
-def _graph_namespace():
-    ns = {n: globals()[n] for n in UNARY_OPS}
-    ns.update(keep=lambda g, c: where(c, g, 0.0))
-    ns.update(fabs=globals()["abs"], sign=_sign, pow=pow, maximum=maximum,
-              minimum=minimum, pow_grad_base=_pow_grad_base,
-              pow_grad_exp=_pow_grad_exp)
-    return ns
-
-
-GRAPH_NAMESPACE = _graph_namespace()
-
-
-def _compile_graph_rules():
-    unary = {}
-    for name, row in UNARY_OPS.items():
-        unary[name] = eval(f"lambda g, x, y: {row[2]}", GRAPH_NAMESPACE)
-    binary = {}
-    for name, row in BINARY_OPS.items():
-        binary[name] = (eval(f"lambda g, a, b, y: {row[2]}", GRAPH_NAMESPACE),
-                        eval(f"lambda g, a, b, y: {row[3]}", GRAPH_NAMESPACE))
+def _graph_rules():
+    """Each row's derivatives as functions over Tensors (create_graph)."""
+    ns = {r.name: globals()[r.name] for r in _optable.UNARY + _optable.BINARY}
+    ns.update(keep=lambda g, c: where(c, g, 0.0), fabs=ns["abs"], sign=_sign,
+              pow_grad_base=_pow_grad_base, pow_grad_exp=_pow_grad_exp)
+    missing = set(_optable.HELPERS) - set(ns) - {"pick"}
+    if missing:
+        raise ImportError(f"op table helpers without a Tensor form: {missing}")
+    unary = {r.name: eval(f"lambda g, x, y: {r.graph[0]}", ns) for r in _optable.UNARY}
+    binary = {r.name: tuple(eval(f"lambda g, a, b, y: {e}", ns) for e in r.graph)
+              for r in _optable.BINARY}
     return unary, binary
 
 
@@ -1016,24 +963,6 @@ def _is_int_bound(b):
         isinstance(b, bool)
 
 
-@op("clamp_min", methods=("clamp_min",), ref=np.maximum, primitive=True,
-    kind="binary")
-def clamp_min(input, min):
-    """out = max(x, min); grad_x = g * (x >= min), grad_min = g * (x < min)."""
-    if input._arr.dtype.kind != "f" and _is_int_bound(min):
-        return _int_clip(input, min, None)
-    return _engine.binary("clamp_min", input, min)
-
-
-@op("clamp_max", methods=("clamp_max",), ref=np.minimum, primitive=True,
-    kind="binary")
-def clamp_max(input, max):
-    """out = min(x, max); grad_x = g * (x <= max), grad_max = g * (x > max)."""
-    if input._arr.dtype.kind != "f" and _is_int_bound(max):
-        return _int_clip(input, None, max)
-    return _engine.binary("clamp_max", input, max)
-
-
 @op("clamp", methods=("clamp", "clip"), ref=np.clip, kind="unary")
 def clamp(input, min=None, max=None):
     """out = min(max(x, min), max); grad = g where min <= x <= max, else 0.
@@ -1060,7 +989,6 @@ def clamp(input, min=None, max=None):
 
 
 clip = clamp
-_table_abs = globals()["abs"]
 
 
 def _plain_bound(b):
@@ -1098,17 +1026,6 @@ class Clamp(Function):
         return where(mask, g, 0.0), None, None
 
 
-@op("abs", methods=("abs", "absolute"), ref=np.abs, primitive=True, kind="unary")
-def abs(input):
-    """out = |x|; grad = g * sign(x) (0 at 0, as torch).  Integers stay integers."""
-    if input._arr.dtype.kind in "iu":
-        return _wrap(np.asarray(np.abs(input._arr)))
-    if input._arr.dtype.kind == "b":
-        raise RuntimeError("abs() is not supported for bool tensors")
-    return _table_abs(input)
-
-
-absolute = abs
 
 
 # --- row reductions: softmax, log_softmax, logsumexp, var, max/min -------------------------
@@ -2201,7 +2118,7 @@ Tensor.div_ = _view_aware_method("div", "div_", False)
 # --- composites ------------------------------------------------------------------------------
 
 def _install():
-    unary, binary = _compile_graph_rules()
+    unary, binary = _graph_rules()
     import os
     pkg_dir = os.path.dirname(os.path.abspath(__file__)) + os.sep
     _engine._install(Tensor, unary, binary, sum_to_shape, pkg_dir)

@@ -5,12 +5,17 @@ Every case is one call written against a module ``m`` (``cygrad`` or
 its tensor inputs, the interval their values are drawn from (away from kinks
 and poles), and a NumPy reference computed in float64.
 
-``CASES[name]`` lists the cases of the registry entry ``OPS[name]``;
+The op table's rows (``cygrad/_kernels/optable.py``) give their own cases:
+every shape of ``UNARY_SHAPES`` or ``BINARY_SHAPES`` on the row's domain,
+against the row's reference.  ``CASES[name]`` lists the cases of the
+registry entry ``OPS[name]``;
 ``test_ops.py`` fails when an op in ``OPS`` has no case, so a new op cannot
 land untested.
 """
 
 import numpy as np
+
+from cygrad._kernels import optable
 
 UNARY_SHAPES = [(), (1,), (5,), (3, 4), (2, 3, 4), (0, 3)]
 BINARY_SHAPES = [
@@ -67,48 +72,30 @@ def _sigmoid(x):
     return 1 / (1 + np.exp(-x))
 
 
-REFERENCES = {
-    "neg": np.negative, "exp": np.exp, "log": np.log, "tanh": np.tanh,
-    "sigmoid": _sigmoid, "relu": lambda x: np.maximum(x, 0), "sqrt": np.sqrt,
-    "abs": np.abs, "sin": np.sin, "cos": np.cos, "square": np.square,
-    "add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide,
-    "pow": np.power, "maximum": np.maximum, "minimum": np.minimum,
-    "clamp_min": np.maximum, "clamp_max": np.minimum,
-}
-
-_UNARY_DOMAIN = {"log": (0.2, 4.0), "sqrt": (0.2, 4.0)}
-_BINARY_DOMAINS = {"div": [(-2, 2), (0.5, 2)], "pow": [(0.3, 2.5), (-2, 2)]}
+def _unary_cases(row):
+    return [Case(lambda m, x, _n=row.name: getattr(m, _n)(x), (s,), row.ref,
+                 row.domain[0]) for s in UNARY_SHAPES]
 
 
-def _unary_cases(name):
-    ref = REFERENCES[name]
-    return [Case(lambda m, x, _n=name: getattr(m, _n)(x), (s,), ref,
-                 _UNARY_DOMAIN.get(name, (-2.0, 2.0))) for s in UNARY_SHAPES]
-
-
-def _binary_cases(name):
-    ref = REFERENCES[name]
-    dom = _BINARY_DOMAINS.get(name, (-2.0, 2.0))
-    cases = [Case(lambda m, a, b, _n=name: getattr(m, _n)(a, b), s, ref, dom)
+def _binary_cases(row):
+    dom = list(row.domain)
+    cases = [Case(lambda m, a, b, _n=row.name: getattr(m, _n)(a, b), s, row.ref, dom)
              for s in BINARY_SHAPES]
-    if name in ("maximum", "minimum"):
-        return cases  # torch takes tensors only
+    if not row.number_other:
+        return cases
     # The method form with a Python scalar.
-    lo = dom[0][0] if isinstance(dom, list) else dom[0]
-    cases.append(Case(lambda m, a, _n=name: getattr(a, _n)(1.5), ((3, 4),),
-                      lambda a, _r=ref: _r(a, 1.5), (max(lo, 0.3), 2.0),
+    cases.append(Case(lambda m, a, _n=row.name: getattr(a, _n)(1.5), ((3, 4),),
+                      lambda a, _r=row.ref: _r(a, 1.5), (max(dom[0][0], 0.3), 2.0),
                       ids="method-scalar"))
     return cases
 
 
 def _all_cases():
     c = {}
-    for n in ("neg", "exp", "log", "tanh", "sigmoid", "relu", "sqrt", "abs", "sin",
-              "cos", "square"):
-        c[n] = _unary_cases(n)
-    for n in ("add", "sub", "mul", "div", "pow", "maximum", "minimum", "clamp_min",
-              "clamp_max"):
-        c[n] = _binary_cases(n)
+    for row in optable.UNARY:
+        c[row.name] = _unary_cases(row)
+    for row in optable.BINARY:
+        c[row.name] = _binary_cases(row)
     # x ** 2 takes square's kernels: the operator form, integer and float 2.
     c["pow"] += [
         Case(lambda m, a: a ** 2, ((3, 4),), np.square, ids="pow-2"),

@@ -26,6 +26,7 @@ a million nodes is freed.
 
 cimport cython
 cimport numpy as cnp
+from cpython.mem cimport PyMem_Calloc
 from cpython.ref cimport PyObject, Py_DECREF, Py_INCREF, Py_REFCNT
 from libc.string cimport memcpy, memset
 
@@ -40,6 +41,7 @@ import weakref
 import numpy as np
 
 from cygrad._kernels import elementwise as _ew
+from cygrad._kernels import optable as _optable
 from cygrad._kernels.reduce import sum_all as _reduce_sum_all
 from cygrad._kernels.reduce import sum_to_shape as _sum_to_shape
 
@@ -176,44 +178,59 @@ cdef extern from *:
 # costs more than the loop).
 DEF GIL_RELEASE_MIN = 16384
 
-cdef dict UNARY_OPS = _ew.UNARY_OPS
-cdef dict BINARY_OPS = _ew.BINARY_OPS
-cdef list UNARY_NAMES = [None] * len(UNARY_OPS)
-cdef list BINARY_NAMES = [None] * len(BINARY_OPS)
-cdef list UNARY_SAVES = [None] * len(UNARY_OPS)    # ("x",), ("y",), ...
-cdef list BINARY_SAVES = [None] * len(BINARY_OPS)  # (uses_a, uses_b)
-# The same as bit masks (x/a = 1, b = 2, y = 4), so that recording a node
-# tests bits instead of searching tuples of strings.
-cdef int[16] UNARY_SAVE_BITS
-cdef int[16][2] BINARY_SAVE_BITS
-cdef int[16] BINARY_IDENT_A
-cdef int[16] BINARY_IDENT_B
-for _name, _row in UNARY_OPS.items():
-    UNARY_NAMES[_row[0]] = _name
-    UNARY_SAVES[_row[0]] = _row[3]
-    UNARY_SAVE_BITS[_row[0]] = ("x" in _row[3]) * 1 + ("y" in _row[3]) * 4
-for _name, _row in BINARY_OPS.items():
-    BINARY_NAMES[_row[0]] = _name
-    BINARY_SAVES[_row[0]] = (_row[4], _row[5])
-    for _k in range(2):
-        BINARY_SAVE_BITS[_row[0]][_k] = (("a" in _row[4 + _k]) * 1
-                                         + ("b" in _row[4 + _k]) * 2
-                                         + ("y" in _row[4 + _k]) * 4)
-    BINARY_IDENT_A[_row[0]] = _row[6]
-    BINARY_IDENT_B[_row[0]] = _row[7]
+# The op table's rows (optable.py), by kernel index, and what recording a
+# node and promoting dtypes read of them, as C arrays sized from the table.
+cdef tuple UNARY_ROWS = tuple(_optable.UNARY)
+cdef tuple BINARY_ROWS = tuple(_optable.BINARY)
+if (_ew.UNARY_NAMES != tuple(r.name for r in UNARY_ROWS)
+        or _ew.BINARY_NAMES != tuple(r.name for r in BINARY_ROWS)):
+    raise ImportError(
+        "cygrad's compiled kernels were built from another op table than "
+        "cygrad/_kernels/optable.py: rebuild them (pip install -e .)")
+cdef dict UNARY_OPS = {r.name: i for i, r in enumerate(UNARY_ROWS)}
+cdef dict BINARY_OPS = {r.name: i for i, r in enumerate(BINARY_ROWS)}
+cdef list UNARY_NAMES = [r.name for r in UNARY_ROWS]
+cdef list BINARY_NAMES = [r.name for r in BINARY_ROWS]
 
-cdef int OP_ADD = BINARY_OPS["add"][0]
-cdef int OP_SUB = BINARY_OPS["sub"][0]
-cdef int OP_MUL = BINARY_OPS["mul"][0]
-cdef int OP_DIV = BINARY_OPS["div"][0]
-cdef int OP_POW = BINARY_OPS["pow"][0]
-cdef int OP_NEG = UNARY_OPS["neg"][0]
-cdef int OP_SQUARE = UNARY_OPS["square"][0]
+cdef enum IntPolicy:
+    INTS_FLOAT = 0     # integer inputs compute in the default float dtype
+    INTS_KEEP = 1      # integer inputs compute exactly, by the row's ufunc
+    INTS_REFUSE = 2    # NotImplementedError
 
-_NODE_NAMES_U = {n: n.capitalize() + "Backward0" for n in UNARY_OPS}
-_NODE_NAMES_U["abs"] = "AbsBackward0"
-_NODE_NAMES_U["square"] = "PowBackward0"    # torch: x ** 2 and square(x)
-_NODE_NAMES_B = {n: n.capitalize() + "Backward0" for n in BINARY_OPS}
+cdef struct RowInfo:
+    int save[2]        # per input's gradient, what it reads: x/a 1, b 2, y 4
+    int ident[2]       # 1: the gradient is g itself, 2: -g (no kernel call)
+    int ints           # IntPolicy
+    bint bool_error
+
+
+cdef RowInfo* _row_infos(tuple rows) except NULL:
+    cdef RowInfo* info = <RowInfo*>PyMem_Calloc(max(len(rows), 1), sizeof(RowInfo))
+    cdef Py_ssize_t i
+    cdef int k
+    if info == NULL:
+        raise MemoryError()
+    for i, r in enumerate(rows):
+        for k in range(r.arity):
+            info[i].save[k] = (("x" in r.saves[k] or "a" in r.saves[k]) * 1
+                               + ("b" in r.saves[k]) * 2 + ("y" in r.saves[k]) * 4)
+            info[i].ident[k] = r.ident[k]
+        info[i].ints = ("float", "keep", "refuse").index(r.ints)
+        info[i].bool_error = r.bool_error is not None
+    return info
+
+
+cdef RowInfo* UNARY_INFO = _row_infos(UNARY_ROWS)     # module lifetime
+cdef RowInfo* BINARY_INFO = _row_infos(BINARY_ROWS)
+
+# The ops that Tensor's operator slots call.
+cdef int OP_ADD = BINARY_OPS["add"]
+cdef int OP_SUB = BINARY_OPS["sub"]
+cdef int OP_MUL = BINARY_OPS["mul"]
+cdef int OP_DIV = BINARY_OPS["div"]
+cdef int OP_POW = BINARY_OPS["pow"]
+cdef int OP_NEG = UNARY_OPS["neg"]
+cdef int OP_SQUARE = UNARY_OPS["square"]
 
 # Python-side hooks, installed by cygrad._tensor / cygrad.ops at import.
 cdef object _TensorCls = None        # the Python Tensor class
@@ -222,10 +239,6 @@ cdef object _backward_fn = None      # autograd.backward (the general case)
 cdef object _graph_unary = None      # name -> fn(g, x, y) over Tensors
 cdef object _graph_binary = None     # name -> (fn_a, fn_b)(g, a, b, y)
 cdef object _graph_sum_to = None     # fn(tensor, shape) differentiable
-cdef object _np_ufuncs = {
-    "add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.true_divide,
-    "pow": np.power, "maximum": np.maximum, "minimum": np.minimum,
-}
 cdef bint _anomaly = False
 cdef int _debug_level = 1            # 0: capture no creation sites
 cdef bint _retain_all = False        # retain_grads() scope: keep every .grad
@@ -763,7 +776,7 @@ cdef class TensorBase:
     def __pow__(a, b, mod):
         if mod is not None:
             return NotImplemented
-        return _binary(OP_POW, a, b)
+        return _power(a, b)
 
     def __neg__(self):
         return _unary(OP_NEG, self)
@@ -806,7 +819,11 @@ cdef inline void _track_if(TensorBase t, object value) noexcept:
 
 
 def _wrap(arr, requires_grad=False):
-    """A new Tensor over ``arr`` (no copy)."""
+    """A new Tensor over ``arr`` (no copy).  A NumPy scalar (what a ufunc
+    returns for 0-d input) becomes a 0-d array: the engine reads ``_arr``
+    as an ndarray without checking."""
+    if type(arr) is not np.ndarray:
+        arr = np.asarray(arr)
     cdef TensorBase t = _new_tensor(arr)
     t._requires_grad = requires_grad
     return t
@@ -1387,6 +1404,25 @@ cdef inline cnp.ndarray _as_float_array(cnp.ndarray a, int typenum):
 
 # --- elementwise ops -------------------------------------------------------------------
 
+cdef int _int_result(tuple rows, RowInfo* info, int op, int typenum,
+                     bint has_bool) except -1:
+    """The result dtype of row ``op`` over integer/bool (or float16) operands
+    promoted to ``typenum``, by the row's policy; raises its refusals."""
+    row = rows[op]
+    if has_bool and info[op].bool_error:
+        raise RuntimeError(row.bool_error)
+    if typenum == cnp.NPY_FLOAT16:
+        return typenum if info[op].ints == INTS_KEEP else _default_float
+    if info[op].ints == INTS_REFUSE:
+        raise NotImplementedError(
+            f"{row.name}(): not implemented for "
+            f"{np.dtype(cnp.PyArray_DescrFromType(typenum))} tensors, as in torch; "
+            f"convert them with .float() first")
+    if info[op].ints == INTS_FLOAT:
+        return _default_float
+    return typenum
+
+
 cdef object _binary(int op, object a, object b):
     cdef TensorBase ta = None, tb = None
     cdef cnp.ndarray aa, ab, out
@@ -1405,11 +1441,6 @@ cdef object _binary(int op, object a, object b):
         typenum = t_a if t_a == t_b else _promote_tensors(
             t_a, cnp.PyArray_NDIM(aa), t_b, cnp.PyArray_NDIM(ab))
     elif ta is not None:
-        if op == OP_POW and (type(b) is int or type(b) is float) and b == 2 and (
-                cnp.PyArray_TYPE(aa) == cnp.NPY_FLOAT
-                or cnp.PyArray_TYPE(aa) == cnp.NPY_DOUBLE):
-            # x ** 2: torch's x * x, one rounding, and a cheaper backward.
-            return _unary(OP_SQUARE, ta)
         if _scalar_category(b) < 0:
             if isinstance(b, np.ndarray) and b.dtype.kind in "biuf":
                 # torch treats an array operand as a tensor (no gradient).
@@ -1424,20 +1455,11 @@ cdef object _binary(int op, object a, object b):
         typenum = _promote_scalar(cnp.PyArray_TYPE(ab), a)
     else:
         return NotImplemented
-    if op == OP_SUB and (
+    if _category(typenum) < 2:
+        typenum = _int_result(BINARY_ROWS, BINARY_INFO, op, typenum, (
             (ta is not None and cnp.PyArray_TYPE(aa) == cnp.NPY_BOOL) or
             (tb is not None and cnp.PyArray_TYPE(ab) == cnp.NPY_BOOL) or
-            _scalar_category(a) == 0 or _scalar_category(b) == 0):
-        raise RuntimeError(
-            "Subtraction, the `-` operator, with a bool tensor is not supported. "
-            "If you are trying to invert a mask, use the `~` or `logical_not()` "
-            "operator instead.")
-    if op == OP_DIV and _category(typenum) < 2:
-        typenum = _default_float
-    if op == OP_POW and _category(typenum) < 2:
-        if (ta is not None and _category(cnp.PyArray_TYPE(aa)) == 2) or (
-                tb is not None and _category(cnp.PyArray_TYPE(ab)) == 2):
-            typenum = _default_float
+            _scalar_category(a) == 0 or _scalar_category(b) == 0))
     if ta is None:
         aa = _scalar_array(a, typenum)
     if tb is None:
@@ -1490,8 +1512,8 @@ cdef object _binary(int op, object a, object b):
     if typenum != cnp.NPY_FLOAT and typenum != cnp.NPY_DOUBLE:
         # Integer and bool tensors: exact NumPy arithmetic, never a gradient.
         dt = cnp.PyArray_DescrFromType(typenum)
-        res = _np_ufuncs[BINARY_NAMES[op]](aa.astype(dt, copy=False),
-                                           ab.astype(dt, copy=False))
+        res = BINARY_ROWS[op].ufunc(aa.astype(dt, copy=False),
+                                    ab.astype(dt, copy=False))
         return _new_tensor(np.asarray(res))
 
     aa = _as_float_array(aa, typenum)
@@ -1523,8 +1545,8 @@ cdef void _make_binary_node(int op, TensorBase res, TensorBase ta, TensorBase tb
     cdef EWNode node = EWNode.__new__(EWNode)
     cdef bint ga = ta is not None and ta._requires_grad
     cdef bint gb = tb is not None and tb._requires_grad
-    cdef int bits = ((BINARY_SAVE_BITS[op][0] if ga else 0)
-                     | (BINARY_SAVE_BITS[op][1] if gb else 0))
+    cdef int bits = ((BINARY_INFO[op].save[0] if ga else 0)
+                     | (BINARY_INFO[op].save[1] if gb else 0))
     cdef bint need_a = bits & 1
     cdef bint need_b = bits & 2
     cdef bint need_y = bits & 4
@@ -1577,15 +1599,11 @@ cdef object _unary(int op, TensorBase t):
     cdef cnp.ndarray x = <cnp.ndarray>t._arr, out
     cdef int typenum = cnp.PyArray_TYPE(x)
     if typenum != cnp.NPY_FLOAT and typenum != cnp.NPY_DOUBLE:
-        if op == OP_NEG:
-            if typenum == cnp.NPY_BOOL:
-                raise RuntimeError(
-                    "Negation, the `-` operator, on a bool tensor is not supported. "
-                    "If you are trying to invert a mask, use the `~` or "
-                    "`logical_not()` operator instead.")
-            return _new_tensor(np.negative(x))
+        typenum = _int_result(UNARY_ROWS, UNARY_INFO, op, typenum,
+                              typenum == cnp.NPY_BOOL)
+        if typenum != _default_float:
+            return _new_tensor(np.asarray(UNARY_ROWS[op].ufunc(x)))
         x = x.astype(cnp.PyArray_DescrFromType(_default_float))
-        typenum = _default_float
     cdef char* ptrs[2]
     cdef Py_ssize_t st[2]
     cdef Py_ssize_t n
@@ -1619,7 +1637,7 @@ cdef object _unary(int op, TensorBase t):
 cdef void _make_unary_node(int op, TensorBase res, TensorBase t, cnp.ndarray x,
                            cnp.ndarray out) except *:
     cdef EWNode node = EWNode.__new__(EWNode)
-    cdef int bits = UNARY_SAVE_BITS[op]
+    cdef int bits = UNARY_INFO[op].save[0]
     node.op = op
     node.binary = False
     node._n_out = 1
@@ -1656,7 +1674,7 @@ def unary_method(str name):
     costs no Python frame per call (measured: the Python wrapper was ~1,900
     instructions of the scalar chain's ~3,000 per tanh).
     """
-    cdef int op = UNARY_OPS[name][0]
+    cdef int op = UNARY_OPS[name]
 
     def fn(TensorBase input):
         return _unary(op, input)
@@ -1665,19 +1683,43 @@ def unary_method(str name):
     return fn
 
 
-def unary(str name, TensorBase t):
-    """Apply the elementwise op ``name`` of the kernel table to ``t``."""
-    return _unary(UNARY_OPS[name][0], t)
+cdef object _power(object a, object b):
+    """a ** b.  x ** 2 is torch's x * x: one rounding, a cheaper backward."""
+    if ((type(b) is int or type(b) is float) and b == 2 and isinstance(a, TensorBase)
+            and (cnp.PyArray_TYPE(<cnp.ndarray>(<TensorBase>a)._arr) == cnp.NPY_FLOAT
+                 or cnp.PyArray_TYPE(<cnp.ndarray>(<TensorBase>a)._arr)
+                 == cnp.NPY_DOUBLE)):
+        return _unary(OP_SQUARE, <TensorBase>a)
+    return _binary(OP_POW, a, b)
 
 
-def binary(str name, a, b):
-    """Apply the binary elementwise op ``name`` (broadcasting) to a and b."""
-    res = _binary(BINARY_OPS[name][0], a, b)
+cdef object _checked(object res, str name, object a, object b):
     if res is NotImplemented:
         raise TypeError(
             f"{name}(): expected Tensor or number arguments, got "
             f"{type(a).__name__} and {type(b).__name__}")
     return res
+
+
+def binary_method(str name):
+    """A compiled function ``f(input, other)`` applying table op ``name``
+    with broadcasting (see ``unary_method``)."""
+    cdef int op = BINARY_OPS[name]
+    if op == OP_POW:
+        def pow_fn(input, other):
+            return _checked(_power(input, other), "pow", input, other)
+        return pow_fn
+
+    def fn(input, other):
+        return _checked(_binary(op, input, other), name, input, other)
+    fn.__name__ = name
+    fn.__qualname__ = name
+    return fn
+
+
+def binary(str name, a, b):
+    """Apply the binary elementwise op ``name`` (broadcasting) to a and b."""
+    return _checked(_binary(BINARY_OPS[name], a, b), name, a, b)
 
 
 cdef object _inplace_binary(int op, TensorBase self, object other, str opname):
@@ -1695,7 +1737,7 @@ cdef object _inplace_binary(int op, TensorBase self, object other, str opname):
         rt = _promote_tensors(typenum, 1, cnp.PyArray_TYPE(<cnp.ndarray>to._arr), 1)
     else:
         rt = _promote_scalar(typenum, other)
-    if op == OP_DIV and _category(rt) < 2:
+    if _category(rt) < 2 and BINARY_INFO[op].ints != INTS_KEEP:
         rt = _default_float
     if _category(rt) > _category(typenum):
         raise RuntimeError(
@@ -1809,7 +1851,7 @@ cdef object _inplace_operator(int op, TensorBase self, object other, str opname)
 
 
 def inplace_binary(str name, TensorBase self, other, str opname):
-    res = _inplace_binary(BINARY_OPS[name][0], self, other, opname)
+    res = _inplace_binary(BINARY_OPS[name], self, other, opname)
     if res is NotImplemented:
         raise TypeError(f"{opname}(): expected a Tensor or a number, got "
                         f"{type(other).__name__}")
@@ -2042,9 +2084,7 @@ cdef class EWNode(Node):
     cdef long long na, nb, ny
 
     def name(self):
-        if self.binary:
-            return _NODE_NAMES_B[BINARY_NAMES[self.op]]
-        return _NODE_NAMES_U[UNARY_NAMES[self.op]]
+        return (BINARY_ROWS if self.binary else UNARY_ROWS)[self.op].node
 
     def __dealloc__(self):
         # Whoever drops a 0-d array's last reference offers it to the pool.
@@ -2106,7 +2146,7 @@ cdef class EWNode(Node):
             return (ga,)
         ga = gb = None
         if self._e0 is not None:
-            ident = BINARY_IDENT_A[self.op]
+            ident = BINARY_INFO[self.op].ident[0]
             if ident == 1:
                 ga = g
             else:
@@ -2114,7 +2154,7 @@ cdef class EWNode(Node):
                 _run_like(binary_bwd(self.op, 0, dt), 5, ga, g, self.sa, self.sb,
                           self.sy)
         if self._e1 is not None:
-            ident = BINARY_IDENT_B[self.op]
+            ident = BINARY_INFO[self.op].ident[1]
             if ident == 1:
                 gb = g
             elif ident == 2:

@@ -1,0 +1,256 @@
+"""The op table: every elementwise op of cygrad, one row each.
+
+This module is the single source of the elementwise ops.  It imports only
+NumPy, so ``setup.py`` can load it before anything is compiled:
+
+- the kernels (``elementwise.pyx.tp``, expanded by ``setup.py`` with
+  ``UNARY`` and ``BINARY`` below) compile each row's forward and
+  derivative expressions to C loops for float32 and float64;
+- the engine sizes its per-op arrays from the table and reads each row's
+  dtype rule (``ints``), bool refusal (``bool_error``) and NumPy
+  ufunc for the dtypes that have no kernel;
+- ``cygrad.ops`` registers every row as a public function and Tensor
+  method in one loop, and evaluates the derivative over Tensors when a
+  backward must itself be differentiable (``create_graph=True``);
+- the tests draw their op cases from the rows (``ref`` and ``domain``), and
+  a test checks that ``docs/api.md`` lists exactly the registered ops.
+
+Expressions are C and Python at once.  A unary row's forward reads ``x``; a
+binary row's reads ``a`` and ``b``.  Derivatives also read ``g`` (the
+incoming gradient) and ``y`` (the forward's output).  Function names are
+C's (``exp``, ``log1p``, ``fabs``) or the helpers of ``HELPERS`` (C inline
+functions in ``cg_rows.h`` and Tensor functions in ``cygrad.ops``).  Kinks
+follow PyTorch: relu'(0) = 0, abs'(0) = 0, sqrt'(0) = inf, maximum/minimum
+split the gradient evenly on ties.
+
+Adding an elementwise op is adding one row here (and, if its expressions
+call a new helper, that helper in C and over Tensors).
+"""
+
+import re
+
+import numpy as np
+
+# Functions that C's libm evaluates by series or iteration (11-60x a
+# multiply per element; measured on 10^6 elements: float32 exp 1.7 ms, sin
+# 1.7 ms vs mul 0.15 ms; float64 exp 6.3 ms vs mul 0.34 ms).  An
+# expression calling one of them weighs 16 multiply-like elements in the
+# thread policy (``threads.threads_for``), so it splits across threads at a
+# 16x smaller size.
+HEAVY = ("exp", "expm1", "log", "log1p", "log2", "log10", "tanh", "sigmoid",
+         "sin", "cos", "pow", "atan2", "hypot", "pow_grad_base", "pow_grad_exp")
+# The helpers the expressions may call besides C's math functions.
+HELPERS = ("pick", "keep", "sign", "relu", "maximum", "minimum", "sigmoid",
+           "pow_grad_base", "pow_grad_exp")
+
+
+def uses(expr, name):
+    """Whether ``expr`` reads the variable ``name``."""
+    return re.search(r"\b%s\b" % name, expr) is not None
+
+
+def cost(expr):
+    """Thread-policy weight of one element of ``expr`` (see ``HEAVY``)."""
+    return 16 if any(re.search(r"\b%s\(" % f, expr) for f in HEAVY) else 1
+
+
+class Row:
+    """One elementwise op.
+
+    Parameters
+    ----------
+    name : str
+        The op's name: ``cygrad.<name>``, ``Tensor.<name>``, the kernels'
+        ``<name>_fwd`` / ``<name>_bwd``.
+    fwd : str
+        The forward expression, of ``x`` (unary) or ``a`` and ``b`` (binary).
+    grads : tuple of str
+        The derivative of each input, given ``g``, the inputs and ``y``.
+    ref : callable
+        NumPy reference of the forward (the tests compare against it).
+    doc : str
+        One line for the docs; the formulas are added to it.
+    graph : tuple of str, optional
+        The derivative over Tensors when it must differ from ``grads`` (to be
+        differentiable where the C form uses the output, say); default
+        ``grads``.
+    domain : tuple, optional
+        Test inputs' interval, one per input (away from kinks and poles);
+        default (-2, 2).
+    exact : bool
+        float32 computes in float: the expressions use only operations IEEE
+        defines exactly (+ - * / sqrt, compares, selects), as torch computes
+        float32.  Otherwise float32 computes in double and rounds once.
+    fast : dict
+        float32 parts (``fwd``, ``bwd``, ``bwda``, ``bwdb``) computed with
+        ``cg_math.h``'s vectorizable functions, each with the guard of their
+        domain (None: all of it); a block with an element outside it falls
+        back to libm.
+    ints : {"float", "keep", "refuse"}
+        Integer and bool inputs: computed in the default float dtype, as
+        torch's ``exp(int_tensor)`` (``"float"``); exactly, in the promoted
+        integer dtype, by ``ufunc`` (``"keep"``); or refused with
+        ``NotImplementedError``, as torch refuses ``hypot`` of integers
+        (``"refuse"``).
+    ufunc : NumPy ufunc, optional
+        The computation for ``ints="keep"`` and for float16 (no kernel).
+    bool_error : str, optional
+        The RuntimeError raised when an input is a bool tensor.
+    methods : tuple of str
+        Tensor method names; default ``(name,)``.
+    aliases : tuple of str
+        Further names, each both ``cygrad.<alias>`` and ``Tensor.<alias>``.
+    alpha : bool
+        The function takes torch's ``alpha=`` (``a op alpha * b``).
+    number_other : bool
+        torch takes a Python number as ``b`` (``x.div(2.0)``); torch refuses
+        one for ``maximum``, ``atan2``, ...  (cygrad takes it in either case.)
+    node : str, optional
+        The backward node's name (``grad_fn.name()``); default
+        ``<Name>Backward0``.
+    """
+
+    def __init__(self, name, fwd, grads, ref, doc, graph=None, domain=None,
+                 exact=False, fast=None, ints="float", ufunc=None, bool_error=None,
+                 methods=None, aliases=(), alpha=False, number_other=True, node=None):
+        self.name = name
+        self.fwd = fwd
+        self.grads = tuple(grads)
+        self.arity = len(self.grads)
+        self.ref = ref
+        self.doc = doc
+        self.graph = tuple(graph) if graph is not None else self.grads
+        self.domain = domain if domain is not None else ((-2.0, 2.0),) * self.arity
+        self.exact = exact
+        self.fast = dict(fast or {})
+        if ints not in ("float", "keep", "refuse"):
+            raise ValueError(f"{name}: ints must be 'float', 'keep' or 'refuse', "
+                             f"not {ints!r}")
+        if ints == "keep" and ufunc is None:
+            raise ValueError(f"{name}: ints='keep' needs the ufunc that computes them")
+        self.ints = ints
+        self.ufunc = ufunc
+        self.bool_error = bool_error
+        self.methods = tuple(methods) if methods is not None else (name,)
+        self.aliases = tuple(aliases)
+        self.alpha = alpha
+        self.number_other = number_other
+        self.node = node or name.capitalize() + "Backward0"
+        inputs = ("x",) if self.arity == 1 else ("a", "b")
+        # Which values each derivative reads: what the node must save.
+        self.saves = tuple(tuple(v for v in inputs + ("y",) if uses(e, v))
+                           for e in self.grads)
+        # "g" passes the gradient through untouched, "-g" negates it: the
+        # engine does both without a kernel call.
+        self.ident = tuple({"g": 1, "-g": 2}.get(e, 0) for e in self.grads)
+
+    def part(self, k):
+        """The kernel name suffix of derivative ``k``."""
+        return "bwd" if self.arity == 1 else "bwd" + "ab"[k]
+
+    def summary(self):
+        """The doc line with the forward and derivative formulas."""
+        if self.arity == 1:
+            rule = f"out = {self.fwd}; grad = {self.grads[0]}"
+        else:
+            rule = (f"out = {self.fwd}; grad_a = {self.grads[0]}, "
+                    f"grad_b = {self.grads[1]}")
+        return f"{self.doc} ({rule})."
+
+    def __repr__(self):
+        return self.name
+
+
+def _sigmoid(x):
+    return 1 / (1 + np.exp(-x))
+
+
+_TRIG = "cg_trig_ok(x)"
+_POS = ((0.2, 4.0),)
+
+UNARY = [
+    Row("neg", "-x", ["-g"], np.negative, "Negation", exact=True, ints="keep",
+        ufunc=np.negative, aliases=("negative",),
+        bool_error="Negation, the `-` operator, on a bool tensor is not supported. "
+        "If you are trying to invert a mask, use the `~` or `logical_not()` "
+        "operator instead."),
+    Row("exp", "exp(x)", ["g * y"], np.exp, "Exponential",
+        fast={"fwd": "cg_exp_ok(x)"}),
+    Row("log", "log(x)", ["g / x"], np.log, "Natural logarithm", domain=_POS,
+        fast={"fwd": "cg_log_ok(x)"}),
+    Row("tanh", "tanh(x)", ["g * (1 - y * y)"], np.tanh, "Hyperbolic tangent",
+        fast={"fwd": None}),
+    Row("sigmoid", "sigmoid(x)", ["g * (y * (1 - y))"], _sigmoid, "Logistic sigmoid",
+        fast={"fwd": "cg_sigmoid_ok(x)"}),
+    # NaN passes g, as torch.
+    Row("relu", "relu(x)", ["keep(g, (y > 0) | (y != y))"],
+        lambda x: np.maximum(x, 0), "Rectified linear unit", exact=True,
+        ints="keep", ufunc=lambda x: np.maximum(x, 0)),
+    Row("sqrt", "sqrt(x)", ["g / (2 * y)"], np.sqrt, "Square root", domain=_POS,
+        exact=True),
+    Row("abs", "fabs(x)", ["g * sign(x)"], np.abs, "Absolute value", exact=True,
+        ints="keep", ufunc=np.abs, aliases=("absolute",),
+        bool_error="abs() is not supported for bool tensors"),
+    Row("sin", "sin(x)", ["g * cos(x)"], np.sin, "Sine",
+        fast={"fwd": _TRIG, "bwd": _TRIG}),
+    Row("cos", "cos(x)", ["g * -sin(x)"], np.cos, "Cosine",
+        fast={"fwd": _TRIG, "bwd": _TRIG}),
+    # torch computes x ** 2 as x * x, and its backward as g * (2 * x), each
+    # rounded once.
+    Row("square", "x * x", ["g * (2 * x)"], np.square, "Square", exact=True,
+        ints="keep", ufunc=np.square, node="PowBackward0"),
+]
+
+BINARY = [
+    Row("add", "a + b", ["g", "g"], np.add, "Addition with broadcasting",
+        exact=True, ints="keep", ufunc=np.add, alpha=True),
+    Row("sub", "a - b", ["g", "-g"], np.subtract, "Subtraction with broadcasting",
+        exact=True, ints="keep", ufunc=np.subtract, alpha=True, aliases=("subtract",),
+        bool_error="Subtraction, the `-` operator, with a bool tensor is not "
+        "supported. If you are trying to invert a mask, use the `~` or "
+        "`logical_not()` operator instead."),
+    Row("mul", "a * b", ["g * b", "g * a"], np.multiply,
+        "Multiplication with broadcasting", exact=True, ints="keep",
+        ufunc=np.multiply, aliases=("multiply",)),
+    Row("div", "a / b", ["g / b", "-g * ((a / b) / b)"], np.divide,
+        "True division with broadcasting", domain=((-3.0, 3.0), (0.5, 3.0)),
+        exact=True, ufunc=np.true_divide, aliases=("divide", "true_divide")),
+    # int ** int stays an integer, as torch; the float32 fast paths use
+    # cg_math's pow and log.
+    Row("pow", "pow(a, b)", ["pow_grad_base(g, a, b, y)", "pow_grad_exp(g, a, b, y)"],
+        np.power, "Power with broadcasting (grad_a is 0 where b == 0; grad_b is 0 "
+        "where a == 0 and b >= 0, as torch)", domain=((0.2, 3.0), (-2.0, 2.0)),
+        ints="keep", ufunc=np.power,
+        fast={"fwd": "cg_pow_ok(a, b)", "bwda": "cg_pow_ok(a, b)",
+              "bwdb": "cg_log_ok(a)"}),
+    # torch: the side that is not smaller (not larger) gets g, halved on a
+    # tie; with a NaN neither comparison holds and both sides get g.
+    # (Written without `1 - mask`: bool subtraction is an error over tensors;
+    # the tie factor is a select, not `0.5 * (a == b)`, which GCC compiles
+    # to a branch: the backward ran unvectorized at 1.5x NumPy.)
+    Row("maximum", "maximum(a, b)",
+        ["keep(g, (a < b) == 0) * (1 - keep(0.5, a == b))",
+         "keep(g, (b < a) == 0) * (1 - keep(0.5, a == b))"],
+        np.maximum, "Elementwise maximum with broadcasting (NaN propagates)",
+        exact=True, ints="keep", ufunc=np.maximum, number_other=False),
+    Row("minimum", "minimum(a, b)",
+        ["keep(g, (a > b) == 0) * (1 - keep(0.5, a == b))",
+         "keep(g, (b > a) == 0) * (1 - keep(0.5, a == b))"],
+        np.minimum, "Elementwise minimum with broadcasting (NaN propagates)",
+        exact=True, ints="keep", ufunc=np.minimum, number_other=False),
+    # clamp(x, min, max) = clamp_max(clamp_min(x, min), max).  torch's
+    # boundary rule: x at the bound keeps its gradient (x >= min, x <= max);
+    # a tensor bound gets the gradient where it was selected.
+    Row("clamp_min", "pick(a, b, (a >= b) | (a != a))", ["keep(g, a >= b)",
+                                                        "keep(g, a < b)"],
+        np.maximum, "Lower bound: max(x, min), NaN in x kept", exact=True,
+        ints="keep", ufunc=np.maximum, node="ClampMinBackward1"),
+    Row("clamp_max", "pick(a, b, (a <= b) | (a != a))", ["keep(g, a <= b)",
+                                                        "keep(g, a > b)"],
+        np.minimum, "Upper bound: min(x, max), NaN in x kept", exact=True,
+        ints="keep", ufunc=np.minimum, node="ClampMaxBackward1"),
+]
+
+ROWS = {r.name: r for r in UNARY + BINARY}
+if len(ROWS) != len(UNARY) + len(BINARY):
+    raise ValueError("optable: two rows have the same name")
