@@ -178,6 +178,8 @@ UNARY = [
         fast={"fwd": "cg_exp_ok(x)"}),
     Row("log", "log(x)", ["g / x"], np.log, "Natural logarithm", domain=_POS,
         fast={"fwd": "cg_log_ok(x)"}),
+    Row("log1p", "log1p(x)", ["g / (x + 1)"], np.log1p, "log(1 + x), exact near 0",
+        domain=((-0.8, 4.0),), node="Log1PBackward0"),
     Row("tanh", "tanh(x)", ["g * (1 - y * y)"], np.tanh, "Hyperbolic tangent",
         fast={"fwd": None}),
     Row("sigmoid", "sigmoid(x)", ["g * (y * (1 - y))"], _sigmoid, "Logistic sigmoid",
