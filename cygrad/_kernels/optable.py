@@ -259,6 +259,12 @@ BINARY = [
                                                         "keep(g, a > b)"],
         np.minimum, "Upper bound: min(x, max), NaN in x kept", exact=True,
         ints="keep", ufunc=np.minimum, node="ClampMaxBackward1"),
+    # The angle of the point (b, a); b > 0 in the tests keeps them off the
+    # branch cut.
+    Row("atan2", "atan2(a, b)", ["g * (b / (a * a + b * b))",
+                                 "g * (-a / (a * a + b * b))"],
+        np.arctan2, "Four-quadrant arctangent of a / b",
+        domain=((-2.0, 2.0), (0.3, 2.0)), aliases=("arctan2",), number_other=False),
 ]
 
 ROWS = {r.name: r for r in UNARY + BINARY}
