@@ -265,6 +265,10 @@ BINARY = [
                                  "g * (-a / (a * a + b * b))"],
         np.arctan2, "Four-quadrant arctangent of a / b",
         domain=((-2.0, 2.0), (0.3, 2.0)), aliases=("arctan2",), number_other=False),
+    # torch refuses integer tensors here (NotImplementedError).
+    Row("hypot", "hypot(a, b)", ["g * (a / y)", "g * (b / y)"], np.hypot,
+        "sqrt(a * a + b * b) without overflow", domain=((-2.0, 2.0), (0.3, 2.0)),
+        ints="refuse", number_other=False),
 ]
 
 ROWS = {r.name: r for r in UNARY + BINARY}
