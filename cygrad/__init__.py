@@ -1,12 +1,21 @@
-"""cygrad: automatic differentiation with PyTorch's API and compiled kernels."""
+"""cygrad: automatic differentiation with PyTorch's API and compiled kernels.
 
+The package imports its layers bottom up (compiled kernels, the autograd
+core, tensor and ops, then everything built on them) and connects the
+Python layers to the compiled engine in one call, ``engine.install``.
+"""
+# isort: skip_file  (the imports go bottom up, layer by layer)
+
+import os as _os
+
+from cygrad._kernels import engine as _engine
 from cygrad.dtypes import (  # noqa: F401
     bool, double, float, float16, float32, float64, half, int8, int16, int32, int64,
     long, uint8,
 )
-from cygrad._tensor import Size, Tensor  # noqa: F401
-from cygrad import ops as _ops  # noqa: F401  (attaches Tensor methods)
-from cygrad.ops import OPS  # noqa: F401
+from cygrad._tensor import Size, Tensor, is_tensor  # noqa: F401
+from cygrad import ops as _ops
+from cygrad.ops import OPS
 from cygrad.creation import (  # noqa: F401
     Generator, arange, as_tensor, default_generator, empty, empty_like, eye,
     from_numpy, full, full_like, get_default_dtype, initial_seed, linspace,
@@ -17,25 +26,26 @@ from cygrad.autograd.grad_mode import (  # noqa: F401
     enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled,
 )
 from cygrad import autograd  # noqa: F401
+from cygrad.autograd import backward as _backward, diagnostics as _diagnostics
+from cygrad.autograd import functional as _functional  # noqa: F401
+from cygrad.autograd import gradcheck as _gradcheck  # noqa: F401
 from cygrad import viz  # noqa: F401
 from cygrad import nn, optim  # noqa: F401
 from cygrad.serialization import load, save  # noqa: F401
 from cygrad._kernels.threads import get_num_threads, set_num_threads  # noqa: F401
 
+_engine.install(tensor_cls=Tensor, backward=_backward,
+                grad_warning=_diagnostics.grad_warning,
+                stale_hint=_diagnostics.stale_hint,
+                pkg_dir=_os.path.dirname(_os.path.abspath(__file__)) + _os.sep,
+                **_ops.engine_hooks())
 
-def _export_ops():
-    g = globals()
-    for name, spec in OPS.items():
-        g.setdefault(name, spec.fn)
-        for alias in spec.aliases:
-            g.setdefault(alias, spec.fn)
-    for alias in ("mm", "t", "sum_to_shape", "logical_not"):
-        g.setdefault(alias, getattr(_ops, alias))
-
-
-_export_ops()
-del _export_ops
-
-is_tensor = lambda obj: isinstance(obj, Tensor)  # noqa: E731
+# Every op of the registry, and its aliases, as cygrad.<name>.
+for _spec in OPS.values():
+    for _name in (_spec.name,) + _spec.aliases:
+        globals().setdefault(_name, _spec.fn)
+for _name in ("mm", "t", "sum_to_shape", "logical_not"):
+    globals().setdefault(_name, getattr(_ops, _name))
+del _spec, _name
 
 __version__ = "0.1.0"

@@ -7,48 +7,21 @@ points and ``repr``.  It never loops over elements.
 """
 
 import math
-import warnings
 import weakref
 
 import numpy as np
 
+from cygrad import dtypes as _dt
 from cygrad._kernels import engine as _engine
 from cygrad._kernels.engine import TensorBase
-from cygrad import dtypes as _dt
+from cygrad.creation import _to_array
 
-__all__ = ["Tensor"]
-
-
-def _grad_warning(t):
-    msg = (
-        "The .grad attribute of a Tensor that is not a leaf Tensor is being "
-        "accessed. Its .grad attribute won't be populated during "
-        "autograd.backward(). If you indeed want the .grad field to be populated "
-        "for a non-leaf Tensor, use .retain_grad() on the non-leaf Tensor. If you "
-        "access the non-leaf Tensor by mistake, make sure you access the leaf "
-        "Tensor instead."
-    )
-    hint = _explain_hook(t) if _explain_hook is not None else ""
-    if hint:
-        msg += " " + hint
-    warnings.warn(msg, UserWarning, stacklevel=2)   # from compiled .grad
+__all__ = ["Size", "Tensor", "is_tensor"]
 
 
-_explain_hook = None     # set by cygrad.autograd.diagnostics
-
-
-def _backward(tensors, grad_tensors, **kw):
-    """Tensor.backward's general case (compiled in TensorBase.backward)."""
-    from cygrad.autograd.functional import backward
-    backward(tensors, grad_tensors, **kw)
-
-
-_engine._set_tensor_hooks(_grad_warning, _backward)
-
-
-def _set_explain_hook(fn):
-    global _explain_hook
-    _explain_hook = fn
+def is_tensor(obj):
+    """Whether ``obj`` is a cygrad Tensor (torch.is_tensor)."""
+    return isinstance(obj, TensorBase)
 
 
 class Tensor(TensorBase):
@@ -64,7 +37,6 @@ class Tensor(TensorBase):
 
     def __init__(self, data=(), dtype=None, requires_grad=False):
         # torch.Tensor(data) legacy constructor: float32 copy of ``data``.
-        from cygrad.creation import _to_array
         self._arr = _to_array(data, dtype if dtype is not None else _dt.float32)
         self._ver = _engine.Version()
         if requires_grad:
@@ -237,28 +209,6 @@ class Tensor(TensorBase):
     def __reduce_ex__(self, proto):
         raise TypeError("cygrad tensors are not pickled; use cygrad.save()")
 
-    def to(self, *args, **kwargs):
-        """``to(dtype)``, ``to("cpu")`` or ``to(other_tensor)``; differentiable."""
-        dtype = kwargs.pop("dtype", None)
-        kwargs.pop("device", None)
-        kwargs.pop("non_blocking", None)
-        copy = kwargs.pop("copy", False)
-        for a in args:
-            if isinstance(a, TensorBase):
-                dtype = a._arr.dtype
-            elif isinstance(a, str) or a is None:
-                if a not in (None, "cpu"):
-                    raise RuntimeError(f"cygrad runs on the CPU only, got device {a!r}")
-            else:
-                dtype = a
-        if dtype is None:
-            return self.clone() if copy else self
-        dtype = _dt.to_numpy(dtype)
-        if dtype == self._arr.dtype and not copy:
-            return self
-        from cygrad import ops
-        return ops.cast(self, dtype)
-
     def type(self, dtype=None):
         if dtype is None:
             return _dt.type_name(self._arr.dtype)
@@ -353,77 +303,11 @@ class Tensor(TensorBase):
         return self
 
     # --- in-place basics ---------------------------------------------------------------
-    def fill_(self, value):
-        """Fill with ``value`` in place (a number or a one-element tensor)."""
-        if isinstance(value, TensorBase):
-            if value._arr.size != 1:
-                raise RuntimeError(
-                    "fill_ only supports 0-dimension value tensor but got tensor "
-                    f"with {value._arr.ndim} dimensions")
-            if value._requires_grad and _engine.is_grad_enabled():
-                from cygrad import ops
-                return ops.copy_(self, value.expand(self.shape))
-            value = value._arr.reshape(()).item()
-        self._writable_check("fill_")
-        _engine._check_inplace(self, "fill_")
-        if _engine.is_grad_enabled() and self._requires_grad:
-            from cygrad import ops
-            return ops.copy_(self, ops.full_like_const(self, value))
-        self._arr[...] = value
-        _engine._mark_inplace(self, "fill_")
-        return self
-
-    def copy_(self, src, non_blocking=False):
-        """Copy ``src`` (broadcast) into this tensor in place."""
-        from cygrad import ops
-        return ops.copy_(self, src)
-
     def _writable_check(self, opname):
         if not self._arr.flags.writeable:
             raise ValueError(
                 f"{opname}: the tensor's memory is read-only (it wraps a read-only "
                 "NumPy array); copy it first")
-
-    # Through engine.inplace_binary, which raises TypeError where the dunders
-    # return NotImplemented (x.add_("a") must not return NotImplemented).
-    def add_(self, other, alpha=1):
-        if alpha != 1:
-            other = other * alpha
-        return _engine.inplace_binary("add", self, other, "add_")
-
-    def sub_(self, other, alpha=1):
-        if alpha != 1:
-            other = other * alpha
-        return _engine.inplace_binary("sub", self, other, "sub_")
-
-    def mul_(self, other):
-        return _engine.inplace_binary("mul", self, other, "mul_")
-
-    def div_(self, other):
-        return _engine.inplace_binary("div", self, other, "div_")
-
-    # --- comparisons (no gradient) ------------------------------------------------------
-    def _compare(self, other, ufunc):
-        from cygrad import ops
-        return ops.compare(self, other, ufunc)
-
-    def __lt__(self, other):
-        return self._compare(other, np.less)
-
-    def __le__(self, other):
-        return self._compare(other, np.less_equal)
-
-    def __gt__(self, other):
-        return self._compare(other, np.greater)
-
-    def __ge__(self, other):
-        return self._compare(other, np.greater_equal)
-
-    def __eq__(self, other):
-        return self._compare(other, np.equal)
-
-    def __ne__(self, other):
-        return self._compare(other, np.not_equal)
 
     def __abs__(self):
         return self.abs()

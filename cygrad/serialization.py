@@ -26,12 +26,15 @@ import io
 import json
 import math
 import os
-import sys
 import zipfile
 import zlib
 
 import numpy as np
 import numpy.lib.format as npy_format
+
+from cygrad._tensor import Tensor
+from cygrad.creation import from_numpy
+from cygrad.nn.parameter import Parameter
 
 __all__ = ["load", "save"]
 
@@ -138,8 +141,6 @@ def load(f, map_location=None, weights_only=True):
 
 
 def _encode(obj, arrays, memo, depth):
-    from ._tensor import Tensor
-
     if depth > MAX_DEPTH:
         raise ValueError(f"cygrad.save: object nested deeper than {MAX_DEPTH} levels")
     if obj is None:
@@ -193,9 +194,7 @@ def _encode(obj, arrays, memo, depth):
 
 
 def _is_parameter(t):
-    # no Parameter can exist unless its module was imported
-    mod = sys.modules.get("cygrad.nn.parameter")
-    return mod is not None and isinstance(t, mod.Parameter)
+    return isinstance(t, Parameter)
 
 
 # ---------------------------------------------------------------------------
@@ -307,13 +306,9 @@ def _typed(v, kind):
 
 
 def _tensor(arr, node):
-    import cygrad
-
     requires_grad = _typed(node.get("requires_grad", False), bool)
-    t = cygrad.from_numpy(arr)
+    t = from_numpy(arr)
     if node.get("parameter"):
-        from .nn.parameter import Parameter
-
         return Parameter(t, requires_grad=requires_grad)
     if requires_grad:
         t.requires_grad_(True)

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import cygrad as cg
-from cygrad import ops
+from cygrad.ops import select as ops_select
 from cygrad._kernels import select as S
 from cygrad._kernels import threads as _threads
 
@@ -141,7 +141,7 @@ def test_where_kernels_same_bits_for_any_thread_count(kernel_threads, dtype):
 
 
 class _Spy:
-    """Counts the calls ops.Where makes into the select kernels."""
+    """Counts the calls cygrad.ops.select.Where makes into the select kernels."""
 
     def __init__(self):
         self.calls = []
@@ -159,7 +159,7 @@ class _Spy:
 @pytest.fixture
 def spy(monkeypatch):
     s = _Spy()
-    monkeypatch.setattr(ops, "_select_k", s)
+    monkeypatch.setattr(ops_select, "_select_k", s)
     return s
 
 

@@ -20,7 +20,7 @@ API_MD = pathlib.Path(__file__).resolve().parent.parent / "docs" / "api.md"
 def render(ops):
     """The generated section for the registry ``ops``."""
     lines = [BEGIN, "", "| op | methods | aliases | what |", "|---|---|---|---|"]
-    for name, spec in ops.items():
+    for name, spec in sorted(ops.items()):
         doc = (spec.fn.__doc__ or "").strip().split("\n\n")[0]
         doc = " ".join(doc.split()).replace("|", "\\|")
         methods = " ".join(f"`{m}`" for m in spec.methods if m not in spec.aliases)

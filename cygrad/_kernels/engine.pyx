@@ -232,13 +232,18 @@ cdef int OP_POW = BINARY_OPS["pow"]
 cdef int OP_NEG = UNARY_OPS["neg"]
 cdef int OP_SQUARE = UNARY_OPS["square"]
 
-# Python-side hooks, installed by cygrad._tensor / cygrad.ops at import.
+# Python-side hooks: install() below sets them, once, from cygrad/__init__.py.
 cdef object _TensorCls = None        # the Python Tensor class
 cdef object _grad_warning = None     # fn(t): warn on a non-leaf's .grad read
 cdef object _backward_fn = None      # autograd.backward (the general case)
 cdef object _graph_unary = None      # name -> fn(g, x, y) over Tensors
 cdef object _graph_binary = None     # name -> (fn_a, fn_b)(g, a, b, y)
 cdef object _graph_sum_to = None     # fn(tensor, shape) differentiable
+cdef object _graph_matmul = None     # fn(g, a, b, need_a, need_b) over Tensors
+cdef object _graph_expand = None     # fn(tensor, shape): differentiable expand
+cdef object _inplace_views = None    # fn(name, opname, self, other): the
+                                     # in-place operators' view-aware path
+cdef object _stale_hint_fn = None    # fn(node, shape, gen): stale-graph hint
 cdef bint _anomaly = False
 cdef int _debug_level = 1            # 0: capture no creation sites
 cdef bint _retain_all = False        # retain_grads() scope: keep every .grad
@@ -437,22 +442,28 @@ def _inherit_number_slots(cls):
                 break
 
 
-def _set_tensor_hooks(grad_warning, backward_fn):
-    """cygrad._tensor's non-leaf .grad warning and autograd.backward."""
-    global _grad_warning, _backward_fn
-    _grad_warning = grad_warning
-    _backward_fn = backward_fn
+def install(*, tensor_cls, backward, grad_warning, stale_hint, graph_unary,
+            graph_binary, graph_sum_to, graph_matmul, graph_expand, inplace_views,
+            pkg_dir):
+    """Connect the Python layers above: called once, by ``cygrad/__init__.py``.
 
-
-def _set_graph_matmul(fn):
-    """cygrad.ops' differentiable matmul backward (create_graph)."""
-    global _graph_matmul
-    _graph_matmul = fn
-
-
-def _install(tensor_cls, graph_unary, graph_binary, graph_sum_to, pkg_dir):
-    """Called once by cygrad at import: connect the Python layer."""
+    ``tensor_cls``: the Python Tensor class; ``backward``: autograd.backward
+    (Tensor.backward's general case); ``grad_warning(t)``: the warning on a
+    non-leaf's ``.grad`` read; ``stale_hint(node, shape, gen)``: the hint of
+    a gradient that reached a stale graph; ``graph_*``: differentiable forms
+    of the compiled nodes' backwards over Tensors (create_graph); and
+    ``inplace_views(name, opname, self, other)``: the view-aware path of the
+    in-place operators.  ``pkg_dir``: frames under it are not the user's.
+    """
     global _TensorCls, _graph_unary, _graph_binary, _graph_sum_to, _pkg_dir
+    global _grad_warning, _backward_fn, _stale_hint_fn, _graph_matmul
+    global _graph_expand, _inplace_views
+    _grad_warning = grad_warning
+    _backward_fn = backward
+    _stale_hint_fn = stale_hint
+    _graph_matmul = graph_matmul
+    _graph_expand = graph_expand
+    _inplace_views = inplace_views
     _TensorCls = tensor_cls
     _inherit_number_slots(tensor_cls)
     cg_install_setattro(tensor_cls)
@@ -1827,15 +1838,6 @@ cdef void _inplace_row(int op, int typenum, cnp.ndarray arr,
         fn(n, ptrs, st)
 
 
-cdef object _inplace_views = None     # fn(name, opname, self, other): the
-                                      # operators' view-aware path (cygrad.ops)
-
-
-def _set_inplace_views(fn):
-    global _inplace_views
-    _inplace_views = fn
-
-
 cdef object _inplace_operator(int op, TensorBase self, object other, str opname):
     """``self op= other``.  A tensor that is no view, owns a contiguous array
     (no element shared) and is outside the graph's in-place rules (no grad
@@ -2055,14 +2057,6 @@ cdef inline object _freed_error(Node node, object grads=None):
         + ")" + _stale_hint(node, grads))
 
 
-cdef object _stale_hint_fn = None
-
-
-def _set_stale_hint(fn):
-    global _stale_hint_fn
-    _stale_hint_fn = fn
-
-
 cdef str _stale_hint(Node node, object grads):
     if _stale_hint_fn is None:
         return ""
@@ -2190,21 +2184,12 @@ cdef class EWNode(Node):
                 fb(g, a, b, y) if self._e1 is not None else None)
 
 
-cdef object _graph_expand = None      # fn(tensor, shape): differentiable expand
-
-
-def _set_graph_expand(fn):
-    global _graph_expand
-    _graph_expand = fn
-
-
 cdef extern from "numpy/arrayobject.h":
     # NumPy's dot for arrays (BLAS gemm for float32/float64 operands whose
     # strides BLAS accepts, transposed views included; a loop otherwise).
     object PyArray_MatrixProduct2(object a, object b, PyObject* out)
 
 
-cdef object _graph_matmul = None     # fn(g, a, b, need_a, need_b) over Tensors
 
 
 @cython.final

@@ -1,22 +1,50 @@
-"""cygrad.autograd: Function, grad modes, grad/backward."""
+"""cygrad.autograd: Function, grad modes, grad/backward, checks, diagnostics.
+
+The core (``Function``, the grad modes, anomaly mode) sits below the ops,
+which are built on it; ``backward``/``grad``, the derivative helpers,
+``gradcheck`` and the diagnostics sit above them.  This package imports the
+core only: the other names load from their modules on first use, so the ops
+can import the core without pulling in what is built on the ops.
+``cygrad/__init__.py`` imports every module, so ``import cygrad`` has them
+all.
+"""
+
+import importlib
 
 from cygrad._kernels.engine import is_grad_enabled
 
-from .function import Function, FunctionCtx, once_differentiable
-from .functional import backward, grad
-from .grad_mode import enable_grad, inference_mode, no_grad, set_grad_enabled
-from .gradcheck import GradcheckError, gradcheck, gradgradcheck
-from .higher import hessian, hvp, jacobian, jvp, vhp, vjp
 from .anomaly import detect_anomaly, is_anomaly_enabled, set_detect_anomaly
-from .diagnostics import (
-    explain, get_debug_level, graph_stats, retain_grads, set_debug_level,
-)
+from .function import Function, FunctionCtx, once_differentiable
+from .grad_mode import enable_grad, inference_mode, no_grad, set_grad_enabled
+
+# name -> the module above the ops that defines it
+_ABOVE_OPS = {
+    "backward": "backprop", "grad": "backprop",
+    "gradcheck": "gradcheck", "gradgradcheck": "gradcheck",
+    "GradcheckError": "gradcheck",
+    "jacobian": "higher", "hessian": "higher", "vjp": "higher", "jvp": "higher",
+    "vhp": "higher", "hvp": "higher",
+    "explain": "diagnostics", "get_debug_level": "diagnostics",
+    "graph_stats": "diagnostics", "retain_grads": "diagnostics",
+    "set_debug_level": "diagnostics",
+    "functional": None, "backprop": None, "higher": None, "diagnostics": None,
+}
 
 __all__ = [
-    "Function", "FunctionCtx", "once_differentiable", "backward", "grad",
-    "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled",
-    "inference_mode", "gradcheck", "gradgradcheck", "GradcheckError",
-    "jacobian", "hessian", "vjp", "jvp", "vhp", "hvp",
-    "detect_anomaly", "set_detect_anomaly", "is_anomaly_enabled", "explain",
-    "retain_grads", "graph_stats", "set_debug_level", "get_debug_level",
-]
+    "Function", "FunctionCtx", "once_differentiable", "no_grad", "enable_grad",
+    "set_grad_enabled", "is_grad_enabled", "inference_mode", "detect_anomaly",
+    "set_detect_anomaly", "is_anomaly_enabled",
+] + [n for n, m in _ABOVE_OPS.items() if m is not None]
+
+
+def __getattr__(name):
+    if name not in _ABOVE_OPS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    module = importlib.import_module(f"{__name__}.{_ABOVE_OPS[name] or name}")
+    value = module if _ABOVE_OPS[name] is None else getattr(module, name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_ABOVE_OPS))

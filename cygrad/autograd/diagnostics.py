@@ -21,7 +21,6 @@ import sys
 import warnings
 import weakref
 
-from cygrad import _tensor as _tensor_mod
 from cygrad._kernels import engine as _engine
 from cygrad._kernels.engine import TensorBase
 
@@ -124,7 +123,7 @@ def _names_in(frame):
             try:
                 for pname, p in mod.named_parameters():
                     names.setdefault(id(p), f"{key}.{pname}")
-            except Exception:  # noqa: BLE001, S110 (a user object that only
+            except Exception:
                 pass               # looks like a Module: no names from it)
     return names
 
@@ -267,6 +266,23 @@ def explain(t, _frame=None):
             f"Create it with requires_grad=True or call {ref}.requires_grad_().")
 
 
+def grad_warning(t):
+    """PyTorch's warning on reading ``.grad`` of a non-leaf, with where the
+    tensor came from (the compiled ``.grad`` getter calls it)."""
+    msg = (
+        "The .grad attribute of a Tensor that is not a leaf Tensor is being "
+        "accessed. Its .grad attribute won't be populated during "
+        "autograd.backward(). If you indeed want the .grad field to be populated "
+        "for a non-leaf Tensor, use .retain_grad() on the non-leaf Tensor. If you "
+        "access the non-leaf Tensor by mistake, make sure you access the leaf "
+        "Tensor instead."
+    )
+    hint = _grad_warning_hint(t)
+    if hint:
+        msg += " " + hint
+    warnings.warn(msg, UserWarning, stacklevel=2)   # from compiled .grad
+
+
 def _grad_warning_hint(t):
     """Text added to PyTorch's warning about ``.grad`` of a non-leaf."""
     node = t._grad_fn
@@ -277,7 +293,7 @@ def _grad_warning_hint(t):
         names = _names_in(frame)
         me = names.get(id(t))
         leaves = _leaves(node, limit=2000)
-    except Exception:  # noqa: BLE001 (never let a hint break the warning)
+    except Exception:
         return ""
     who = f"`{me}`" if me else "This tensor"
     text = f"{who} was made by `{op_name(node)}`{_at(node._site)}"
@@ -435,7 +451,7 @@ def _walk(root, limit=None):
 # --- backward-twice diagnosis ------------------------------------------------------------
 
 
-def _stale_hint(node, shape, root_gen):
+def stale_hint(node, shape, root_gen):
     """Extra text for the backward-twice error when the graph is stale.
 
     ``node`` is the freed node; ``shape`` the shape of its output (from the
@@ -569,8 +585,3 @@ def _check_leak(opt, d):
         "to the next iteration without `.detach()`. (Shown once per optimizer.)",
         UserWarning, stacklevel=_stacklevel())
 
-
-# --- installation ---------------------------------------------------------------------------
-
-_engine._set_stale_hint(_stale_hint)
-_tensor_mod._set_explain_hook(_grad_warning_hint)

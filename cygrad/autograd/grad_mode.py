@@ -10,8 +10,13 @@ import inspect
 
 from cygrad._kernels.engine import _set_grad_mode, is_grad_enabled
 
-__all__ = ["no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled",
-           "inference_mode"]
+__all__ = [
+    "enable_grad",
+    "inference_mode",
+    "is_grad_enabled",
+    "no_grad",
+    "set_grad_enabled",
+]
 
 
 class _GradModeContext:

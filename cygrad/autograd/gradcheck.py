@@ -28,7 +28,7 @@ import numpy as np
 from cygrad._kernels import engine as _engine
 from cygrad._kernels.engine import TensorBase
 
-from .functional import grad as _grad
+from .backprop import grad as _grad
 
 __all__ = ["GradcheckError", "gradcheck", "gradgradcheck"]
 

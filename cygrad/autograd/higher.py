@@ -18,8 +18,9 @@ import numpy as np
 
 from cygrad._kernels import engine as _engine
 from cygrad._kernels.engine import TensorBase
+from cygrad.ops.shape import reshape, stack
 
-from .functional import grad as _grad
+from .backprop import grad as _grad
 from .grad_mode import enable_grad
 
 __all__ = ["hessian", "hvp", "jacobian", "jvp", "vhp", "vjp"]
@@ -295,30 +296,8 @@ def _stack_rows(rows, out_shape, in_shape, dtype, create_graph):
     if not rows:
         return _engine._wrap(np.zeros(shape, dtype))
     if create_graph and any(r._requires_grad for r in rows):
-        from cygrad import ops
-        stack = getattr(ops, "stack", None)
-        if stack is not None:
-            return ops.reshape(stack(rows), shape)
-        flat = [ops.reshape(r, (1,) + tuple(in_shape)) for r in rows]
-        return ops.reshape(_concat0(flat), shape)
+        return reshape(stack(rows), shape)
     return _engine._wrap(np.stack([np.asarray(r._arr) for r in rows]).reshape(shape))
-
-
-def _concat0(ts):
-    """Differentiable concatenation along axis 0 from primitives (no cat op
-    is required): sum of zero-padded expansions via matmul with one-hots."""
-    from cygrad import ops
-    n = len(ts)
-    dtype = ts[0]._arr.dtype
-    rest = ts[0]._arr.shape[1:]
-    total = None
-    for k, t in enumerate(ts):
-        sel = np.zeros((n, 1), dtype)
-        sel[k, 0] = 1
-        flat = ops.reshape(t, (1, int(np.prod(rest, dtype=np.int64))))
-        part = ops.matmul(_engine._wrap(sel), flat)
-        total = part if total is None else total + part
-    return ops.reshape(total, (n,) + tuple(rest))
 
 
 def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False,
@@ -428,8 +407,7 @@ def _jacobian_forward(outs, ins, create_graph, strict):
             nin, nout = x._arr.ndim, o._arr.ndim
             perm = tuple(range(nin, nin + nout)) + tuple(range(nin))
             if stacked._requires_grad:
-                from cygrad import ops
-                row.append(ops.permute(stacked, perm).contiguous())
+                row.append(stacked.permute(perm).contiguous())
             else:
                 row.append(_engine._wrap(np.ascontiguousarray(
                     np.transpose(stacked._arr, perm))))
@@ -547,7 +525,7 @@ def _hessian_v(v, ins, is_in_tuple, fn_name):
 
 def _scalar_output(out, fn_name):
     if isinstance(out, (tuple, list)) or not isinstance(out, TensorBase):
-        raise RuntimeError(  # noqa: TRY004 - torch's exception type
+        raise RuntimeError(
             f"The function given to {fn_name} should return a single Tensor")
     if out._arr.size != 1:
         raise RuntimeError(

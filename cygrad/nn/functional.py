@@ -12,9 +12,12 @@ import warnings
 
 import numpy as np
 
-import cygrad
+from cygrad import ops
 from cygrad._kernels import loss as _k
-from cygrad.autograd import Function
+from cygrad._kernels.engine import is_grad_enabled
+from cygrad._tensor import Tensor
+from cygrad.autograd.function import Function
+from cygrad.creation import from_numpy, tensor
 
 __all__ = [
     "binary_cross_entropy_with_logits",
@@ -54,7 +57,7 @@ def _grad_arr(grad, dtype):
 
 
 def _scalar(value, dtype):
-    return cygrad.from_numpy(np.array(value, dtype=dtype))
+    return from_numpy(np.array(value, dtype=dtype))
 
 
 def _mean(total, count):
@@ -63,7 +66,7 @@ def _mean(total, count):
 
 
 def _constant(arr):
-    return cygrad.from_numpy(np.asarray(arr, order="C"))
+    return from_numpy(np.asarray(arr, order="C"))
 
 
 # ---------------------------------------------------------------------------
@@ -93,7 +96,7 @@ class _Linear(Function):
         if bias is not None:
             out += bias._arr
         ctx.save_for_backward(x, weight)
-        return cygrad.from_numpy(out)
+        return from_numpy(out)
 
     @staticmethod
     def backward(ctx, grad):
@@ -101,16 +104,16 @@ class _Linear(Function):
         needs = ctx.needs_input_grad
         grad_x = grad_weight = grad_bias = None
         out_f, in_f = weight.shape
-        if not cygrad.is_grad_enabled():
+        if not is_grad_enabled():
             g = grad._arr
             g2 = g.reshape(-1, out_f)
             if needs[0]:
-                grad_x = cygrad.from_numpy(np.matmul(g, weight._arr))
+                grad_x = from_numpy(np.matmul(g, weight._arr))
             if needs[1]:
                 x2 = x._arr.reshape(-1, in_f)
-                grad_weight = cygrad.from_numpy(np.matmul(g2.T, x2))
+                grad_weight = from_numpy(np.matmul(g2.T, x2))
             if len(needs) > 2 and needs[2]:
-                grad_bias = cygrad.from_numpy(g2.sum(axis=0))
+                grad_bias = from_numpy(g2.sum(axis=0))
         else:
             g2 = grad.reshape(-1, out_f)
             if needs[0]:
@@ -150,15 +153,15 @@ def relu(input, inplace=False):
     """``max(x, 0)``;  relu'(0) = 0."""
     if inplace:
         raise NotImplementedError("relu(inplace=True) is not supported by cygrad")
-    return cygrad.relu(input)
+    return ops.relu(input)
 
 
 def tanh(input):
-    return cygrad.tanh(input)
+    return ops.tanh(input)
 
 
 def sigmoid(input):
-    return cygrad.sigmoid(input)
+    return ops.sigmoid(input)
 
 
 def softmax(input, dim=None, dtype=None):
@@ -167,11 +170,7 @@ def softmax(input, dim=None, dtype=None):
         raise TypeError("softmax() missing required argument 'dim' (cygrad needs it)")
     if dtype is not None:
         input = input.to(dtype)
-    fn = getattr(cygrad, "softmax", None)
-    if fn is not None:
-        return fn(input, dim)
-    e = (input - _row_max(input, dim)).exp()
-    return e / e.sum(dim=dim, keepdim=True)
+    return ops.softmax(input, dim)
 
 
 def log_softmax(input, dim=None, dtype=None):
@@ -182,11 +181,7 @@ def log_softmax(input, dim=None, dtype=None):
         )
     if dtype is not None:
         input = input.to(dtype)
-    fn = getattr(cygrad, "log_softmax", None)
-    if fn is not None:
-        return fn(input, dim)
-    z = input - _row_max(input, dim)
-    return z - z.exp().sum(dim=dim, keepdim=True).log()
+    return ops.log_softmax(input, dim)
 
 
 def _row_max(input, dim):
@@ -217,7 +212,7 @@ def _pointwise_loss_forward(ctx, input, target, reduction, kernel, name):
     ctx.save_for_backward(input, target)
     ctx.reduction = reduction
     if reduction == "none":
-        return cygrad.from_numpy(per.reshape(x.shape))
+        return from_numpy(per.reshape(x.shape))
     if reduction == "sum":
         return _scalar(total, x.dtype)
     return _scalar(_mean(total, x.size), x.dtype)
@@ -242,7 +237,7 @@ class _MSELoss(Function):
         input, target = ctx.saved_tensors
         needs = ctx.needs_input_grad
         n = input.numel()
-        if not cygrad.is_grad_enabled():
+        if not is_grad_enabled():
             x = np.ascontiguousarray(input._arr)
             dt = x.dtype
             y = np.ascontiguousarray(target._arr, dtype=dt)
@@ -252,10 +247,10 @@ class _MSELoss(Function):
             gx = np.empty(x.size, dtype=dt)
             _k.mse_bwd(x.reshape(-1), y.reshape(-1), g, gx)
             gx = gx.reshape(x.shape)
-            grad_x = cygrad.from_numpy(gx) if needs[0] else None
+            grad_x = from_numpy(gx) if needs[0] else None
             grad_y = None
             if needs[1]:
-                grad_y = cygrad.from_numpy((-gx).astype(target.dtype, copy=False))
+                grad_y = from_numpy((-gx).astype(target.dtype, copy=False))
             return grad_x, grad_y, None
         diff = input - target
         scale = grad * (2.0 / n) if ctx.reduction == "mean" else grad * 2.0
@@ -273,8 +268,8 @@ def mse_loss(input, target, reduction="mean"):
     reduction : "mean" | "sum" | "none"
     """
     _check_reduction(reduction)
-    if not isinstance(target, cygrad.Tensor):
-        target = cygrad.tensor(target, dtype=input.dtype)
+    if not isinstance(target, Tensor):
+        target = tensor(target, dtype=input.dtype)
     input, target = _promote(input, target)
     if tuple(input.shape) != tuple(target.shape):
         warnings.warn(
@@ -329,7 +324,7 @@ class _BCEWithLogits(Function):
         input, target = ctx.saved_tensors
         needs = ctx.needs_input_grad
         n = input.numel()
-        if not cygrad.is_grad_enabled():
+        if not is_grad_enabled():
             x = np.ascontiguousarray(input._arr)
             dt = x.dtype
             y = np.ascontiguousarray(target._arr, dtype=dt)
@@ -340,13 +335,13 @@ class _BCEWithLogits(Function):
             if needs[0]:
                 gx = np.empty(x.size, dtype=dt)
                 _k.bce_logits_bwd(x.reshape(-1), y.reshape(-1), g, gx)
-                grad_x = cygrad.from_numpy(gx.reshape(x.shape))
+                grad_x = from_numpy(gx.reshape(x.shape))
             if needs[1]:
                 gy = -(x * (g.reshape(x.shape) if ctx.reduction == "none" else g[0]))
-                grad_y = cygrad.from_numpy(gy.astype(target.dtype, copy=False))
+                grad_y = from_numpy(gy.astype(target.dtype, copy=False))
             return grad_x, grad_y, None
         scale = grad * (1.0 / n) if ctx.reduction == "mean" else grad
-        grad_x = (cygrad.sigmoid(input) - target) * scale if needs[0] else None
+        grad_x = (ops.sigmoid(input) - target) * scale if needs[0] else None
         grad_y = -input * scale if needs[1] else None
         return grad_x, grad_y, None
 
@@ -368,8 +363,8 @@ def binary_cross_entropy_with_logits(
     pos_weight : Tensor broadcastable to input (the class dimension last)
     """
     _check_reduction(reduction)
-    if not isinstance(target, cygrad.Tensor):
-        target = cygrad.tensor(target, dtype=input.dtype)
+    if not isinstance(target, Tensor):
+        target = tensor(target, dtype=input.dtype)
     input, target = _promote(input, target)
     if tuple(target.shape) != tuple(input.shape):
         raise ValueError(
@@ -379,7 +374,7 @@ def binary_cross_entropy_with_logits(
     if weight is None and pos_weight is None:
         return _BCEWithLogits.apply(input, target, reduction)
     # weighted forms: composed of Tensor ops (differentiable, not fused)
-    softplus_neg = cygrad.log((-cygrad.abs(input)).exp() + 1) + cygrad.relu(-input)
+    softplus_neg = ops.log((-ops.abs(input)).exp() + 1) + ops.relu(-input)
     if pos_weight is not None:
         loss = (1 - target) * input + (1 + (pos_weight - 1) * target) * softplus_neg
     else:
@@ -435,7 +430,7 @@ class _CrossEntropy(Function):
         ctx.ignore_index = ignore_index
         ctx.has_weight = weight is not None
         if reduction == "none":
-            return cygrad.from_numpy(per.reshape(t.shape))
+            return from_numpy(per.reshape(t.shape))
         if reduction == "sum":
             return _scalar(total, dt)
         return _scalar(_mean(total, wsum), dt)
@@ -447,7 +442,7 @@ class _CrossEntropy(Function):
         weight = saved[2] if ctx.has_weight else None
         if not ctx.needs_input_grad[0]:
             return None, None, None, None, None
-        if not cygrad.is_grad_enabled():
+        if not is_grad_enabled():
             return (
                 _ce_backward_kernel(ctx, input, target, weight, grad),
                 None,
@@ -484,9 +479,9 @@ def _ce_backward_kernel(ctx, input, target, weight, grad):
     out = np.empty(rows.shape, dtype=dt)
     _k.cross_entropy_bwd(rows, t, w, ctx.ignore_index, ctx.lse, g, out)
     if x.ndim <= 2:
-        return cygrad.from_numpy(out.reshape(x.shape))
+        return from_numpy(out.reshape(x.shape))
     moved = out.reshape(x.shape[:1] + x.shape[2:] + (c,))
-    return cygrad.from_numpy(np.ascontiguousarray(np.moveaxis(moved, -1, 1)))
+    return from_numpy(np.ascontiguousarray(np.moveaxis(moved, -1, 1)))
 
 
 def _ce_backward_graph(ctx, input, target, weight, grad):
@@ -551,8 +546,8 @@ def cross_entropy(
     _check_reduction(reduction)
     if label_smoothing != 0.0:
         raise NotImplementedError("cross_entropy: label_smoothing is not supported")
-    if not isinstance(target, cygrad.Tensor):
-        target = cygrad.tensor(target)
+    if not isinstance(target, Tensor):
+        target = tensor(target)
     if input.ndim == 0:
         raise ValueError("cross_entropy: input must have at least 1 dimension")
     if np.issubdtype(np.dtype(target.dtype), np.floating):

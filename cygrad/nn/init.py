@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 
-import cygrad
+from cygrad.creation import rand, randn
 
 __all__ = [
     "calculate_gain",
@@ -93,11 +93,11 @@ def _fan(tensor, mode):
 
 
 def _rand(tensor):
-    return cygrad.rand(*tensor.shape, dtype=tensor.dtype)._arr
+    return rand(*tensor.shape, dtype=tensor.dtype)._arr
 
 
 def _randn(tensor):
-    return cygrad.randn(*tensor.shape, dtype=tensor.dtype)._arr
+    return randn(*tensor.shape, dtype=tensor.dtype)._arr
 
 
 def constant_(tensor, val):

@@ -4,7 +4,8 @@ import math
 
 import numpy as np
 
-import cygrad
+from cygrad import dtypes as _dt
+from cygrad.creation import empty
 
 from . import functional as F
 from . import init
@@ -40,12 +41,12 @@ class Linear(Module):
             raise ValueError(f"cygrad runs on the CPU only, got device={device!r}")
         self.in_features = int(in_features)
         self.out_features = int(out_features)
-        dtype = np.dtype(cygrad.float32 if dtype is None else dtype)
+        dtype = np.dtype(_dt.float32 if dtype is None else dtype)
         self.weight = Parameter(
-            cygrad.empty(self.out_features, self.in_features, dtype=dtype)
+            empty(self.out_features, self.in_features, dtype=dtype)
         )
         if bias:
-            self.bias = Parameter(cygrad.empty(self.out_features, dtype=dtype))
+            self.bias = Parameter(empty(self.out_features, dtype=dtype))
         else:
             self.register_parameter("bias", None)
         self.reset_parameters()

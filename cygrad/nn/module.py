@@ -12,7 +12,7 @@ import itertools
 
 import numpy as np
 
-import cygrad
+from cygrad._tensor import Tensor
 
 from .parameter import Parameter
 
@@ -74,10 +74,10 @@ class Module:
                 )
             self._modules[name] = None
         elif name in self.__dict__.get("_buffers", ()):
-            if value is not None and not isinstance(value, cygrad.Tensor):
+            if value is not None and not isinstance(value, Tensor):
                 raise TypeError(
                     f"cannot assign '{type(value).__name__}' as buffer '{name}' "
-                    "(cygrad.Tensor or None expected)"
+                    "(Tensor or None expected)"
                 )
             self._buffers[name] = value
         else:
@@ -135,10 +135,10 @@ class Module:
     def register_buffer(self, name, tensor, persistent=True):
         """Add a non-parameter tensor (saved in ``state_dict`` if persistent)."""
         self._check_name(name, "buffer")
-        if tensor is not None and not isinstance(tensor, cygrad.Tensor):
+        if tensor is not None and not isinstance(tensor, Tensor):
             raise TypeError(
                 f"cannot assign '{type(tensor).__name__}' object to buffer "
-                f"'{name}' (cygrad.Tensor or None required)"
+                f"'{name}' (Tensor or None required)"
             )
         self._forget(name)
         self._buffers[name] = tensor
@@ -236,7 +236,7 @@ class Module:
     def train(self, mode=True):
         """Set training mode on this module and its descendants; return self."""
         if not isinstance(mode, bool):
-            raise ValueError(  # noqa: TRY004 (torch raises ValueError here)
+            raise ValueError(
                 "training mode is expected to be boolean"
             )
         for m in self.modules():
@@ -357,7 +357,7 @@ class Module:
             if key not in state_dict:
                 continue
             src = state_dict[key]
-            arr = src._arr if isinstance(src, cygrad.Tensor) else src
+            arr = src._arr if isinstance(src, Tensor) else src
             if not isinstance(arr, np.ndarray):
                 errors.append(
                     f'While copying the parameter named "{key}", expected a Tensor '

@@ -4,9 +4,9 @@ import math
 
 import numpy as np
 
-from cygrad.optim._kernels import k as _k
-from cygrad.creation import tensor
 from cygrad._tensor import Tensor
+from cygrad.creation import tensor
+from cygrad.optim._kernels import k as _k
 
 __all__ = ["clip_grad_norm_"]
 

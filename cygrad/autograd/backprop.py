@@ -1,0 +1,136 @@
+"""``backward`` and ``grad``: entry points of the compiled engine."""
+
+import numpy as np
+
+from cygrad._kernels import engine as _engine
+from cygrad._kernels.engine import TensorBase
+from cygrad.creation import zeros_like
+
+__all__ = ["backward", "grad"]
+
+
+def _as_tuple(x):
+    if x is None:
+        return None
+    if isinstance(x, TensorBase):
+        return (x,)
+    return tuple(x)
+
+
+def _root_grads(outputs, grad_outputs, create_graph):
+    """One seed gradient per output: ones for scalars, else the user's."""
+    seeds = []
+    for i, out in enumerate(outputs):
+        g = None if grad_outputs is None else grad_outputs[i]
+        if not isinstance(out, TensorBase):
+            raise TypeError(f"backward: outputs must be Tensors, got "
+                            f"{type(out).__name__} at index {i}")
+        if not out._requires_grad:
+            raise RuntimeError(
+                f"element {i} of tensors does not require grad and does not have a "
+                "grad_fn")
+        arr = out._arr
+        if g is None:
+            if arr.size != 1:
+                raise RuntimeError(
+                    "grad can be implicitly created only for scalar outputs (this "
+                    f"output has shape {list(arr.shape)}; pass gradient=... with "
+                    "that shape)")
+            if arr.dtype.kind != "f":
+                raise RuntimeError("grad can be implicitly created only for real "
+                                   "scalar outputs")
+            seed = np.ones(arr.shape, arr.dtype)
+        else:
+            if not isinstance(g, TensorBase):
+                from cygrad.creation import tensor
+                g = tensor(g, dtype=arr.dtype)
+            if tuple(g._arr.shape) != tuple(arr.shape):
+                raise RuntimeError(
+                    f"Mismatch in shape: grad_output[{i}] has a shape of "
+                    f"{list(g._arr.shape)} and output[{i}] has a shape of "
+                    f"{list(arr.shape)}.")
+            if create_graph:
+                seeds.append(g if g._arr.dtype == arr.dtype else g.to(arr.dtype))
+                continue
+            seed = g._arr
+            if seed.dtype != arr.dtype:
+                seed = seed.astype(arr.dtype)
+        seeds.append(_engine._wrap(seed) if create_graph else seed)
+    return tuple(seeds)
+
+
+def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False,
+             inputs=None, grad_variables=None):
+    """Accumulate gradients of ``tensors`` into the ``.grad`` of graph leaves.
+
+    ``grad_tensors``: one gradient per tensor (None allowed for scalars).
+    ``inputs``: if given, only these tensors accumulate ``.grad``.
+    """
+    outputs = _as_tuple(tensors)
+    if grad_tensors is None:
+        grad_tensors = grad_variables
+    grads = _as_tuple(grad_tensors) if grad_tensors is not None else None
+    if grads is not None and len(grads) != len(outputs):
+        raise RuntimeError(f"got {len(outputs)} tensors and {len(grads)} gradients")
+    if retain_graph is None:
+        retain_graph = create_graph
+    seeds = _root_grads(outputs, grads, create_graph)
+    if inputs is not None:
+        inputs = _as_tuple(inputs)
+        if len(inputs) == 0:
+            raise RuntimeError("`inputs` argument to `backward()` cannot be empty.")
+        captured = _engine.run_backward(outputs, seeds, retain_graph, create_graph,
+                                        inputs, True)
+        # Non-leaf inputs get their gradient as .grad too (torch's rule).
+        for t, g in zip(inputs, captured):
+            if t._grad_fn is not None and g is not None:
+                g = g if create_graph else _engine._wrap(np.array(g))
+                t._grad = g if t._grad is None else t._grad + g
+        return
+    _engine.run_backward(outputs, seeds, retain_graph, create_graph, None, True)
+
+
+def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
+         allow_unused=None, is_grads_batched=False, materialize_grads=False):
+    """Gradients of ``outputs`` with respect to ``inputs``, returned (not accumulated).
+
+    ``.grad`` of every tensor is left untouched.  An input not reached by the
+    graph raises unless ``allow_unused=True`` (then its gradient is None, or
+    zeros with ``materialize_grads=True``).
+    """
+    if is_grads_batched:
+        raise NotImplementedError(
+            "grad(is_grads_batched=True) is not supported; use "
+            "cygrad.autograd.jacobian or loop over the batch of grad_outputs")
+    outs = _as_tuple(outputs)
+    ins = _as_tuple(inputs)
+    if allow_unused is None:
+        allow_unused = materialize_grads
+    for i, t in enumerate(ins):
+        if not isinstance(t, TensorBase):
+            raise TypeError(f"grad: inputs must be Tensors, got {type(t).__name__}")
+        if not t._requires_grad:
+            raise RuntimeError(
+                f"One of the differentiated Tensors does not require grad (index {i})")
+    gos = _as_tuple(grad_outputs) if grad_outputs is not None else None
+    if gos is not None and len(gos) != len(outs):
+        raise RuntimeError(
+            f"grad requires one grad_output per output: got {len(gos)} for "
+            f"{len(outs)} outputs")
+    if retain_graph is None:
+        retain_graph = create_graph
+    seeds = _root_grads(outs, gos, create_graph)
+    captured = _engine.run_backward(outs, seeds, retain_graph, create_graph, ins,
+                                    False)
+    result = []
+    for i, g in enumerate(captured):
+        if g is None:
+            if not allow_unused:
+                raise RuntimeError(
+                    f"The differentiated Tensor at index {i} appears to not have "
+                    "been used in the graph. Set allow_unused=True if this is the "
+                    "desired behavior.")
+            if materialize_grads:
+                g = zeros_like(ins[i])
+        result.append(g)
+    return tuple(result)

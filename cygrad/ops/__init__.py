@@ -1,0 +1,68 @@
+"""Every differentiable op of cygrad, registered in ``OPS``.
+
+Elementwise ops are the rows of the op table (``_kernels/optable.py``),
+registered in one loop by ``elementwise``.  Every other op is a ``Function``
+class in the module of its family, with its ``backward`` written once
+against the ``xp`` namespace of ``registry``.  Importing this package
+attaches the Tensor methods; ``engine_hooks()`` gives what the compiled
+engine needs of this layer, which ``cygrad/__init__.py`` installs.
+
+Modules, each importing only those before it: ``registry``, ``select``,
+``elementwise``, ``linalg``, ``indexing``, ``shape``, ``reductions``,
+``inplace``.
+"""
+
+from cygrad.ops import (
+    elementwise,
+    indexing,
+    inplace,
+    linalg,
+    reductions,
+    registry,
+    select,
+    shape,
+)
+from cygrad.ops.elementwise import _graph_rules, compare, logical_not
+from cygrad.ops.inplace import _view_aware_inplace, copy_, full_like_const, setitem
+from cygrad.ops.linalg import _matmul_graph_backward, mm
+from cygrad.ops.reductions import std
+from cygrad.ops.registry import OPS, OpSpec, op, sum_to_shape
+from cygrad.ops.select import Where, clip
+from cygrad.ops.shape import cast, expand, t
+
+__all__ = [
+    "OPS",
+    "OpSpec",
+    "Where",
+    "cast",
+    "clip",
+    "compare",
+    "copy_",
+    "engine_hooks",
+    "full_like_const",
+    "logical_not",
+    "mm",
+    "op",
+    "setitem",
+    "std",
+    "sum_to_shape",
+    "t",
+]
+
+# Importing each family attaches its Tensor methods.
+FAMILIES = (registry, select, elementwise, linalg, indexing, shape, reductions, inplace)
+
+# Every registered op (and alias) as ``cygrad.ops.<name>``.
+for _spec in OPS.values():
+    for _name in (_spec.name,) + _spec.aliases:
+        globals().setdefault(_name, _spec.fn)
+        __all__.append(_name)
+del _spec, _name
+
+
+def engine_hooks():
+    """The Python pieces the compiled engine calls, for ``engine.install``."""
+    unary, binary = _graph_rules()
+    return dict(graph_unary=unary, graph_binary=binary, graph_sum_to=sum_to_shape,
+                graph_matmul=_matmul_graph_backward, graph_expand=expand,
+                inplace_views=_view_aware_inplace)

@@ -1,0 +1,142 @@
+"""``t[index]``: torch's indexing rules, views for basic indices and
+gathered copies for advanced ones."""
+
+import numpy as np
+
+from cygrad._kernels.engine import TensorBase, _wrap, is_grad_enabled
+from cygrad._tensor import Tensor
+from cygrad.autograd.function import Function
+from cygrad.ops.registry import OPS, OpSpec, _view_of
+
+# --- indexing ----------------------------------------------------------------------------------
+
+def _index_error(e, arr):
+    msg = str(e).replace("axis", "dimension").replace("array", "tensor")
+    return IndexError(msg + f" (indexing a tensor of shape {list(arr.shape)})")
+
+
+def _norm_index(idx):
+    """Normalize a torch-style index to NumPy's; return (index tuple, basic).
+
+    Tensors become arrays (ints -> int64, bool masks -> their nonzero()
+    coordinates so that every advanced index is an integer array), 0-d
+    integer tensors become Python ints.  ``basic`` is True when the result
+    is a view (only ints, slices, None and Ellipsis).
+    """
+    if not isinstance(idx, tuple):
+        idx = (idx,)
+    out = []
+    basic = True
+    for k in idx:
+        if isinstance(k, TensorBase):
+            k = k._arr
+        if isinstance(k, (list, np.ndarray)):
+            a = np.asarray(k)
+            if a.dtype == np.bool_:
+                if a.ndim == 0:
+                    out.append(a)
+                    basic = False
+                    continue
+                out.extend(np.nonzero(a))
+                basic = False
+                continue
+            if a.size == 0 and a.dtype.kind == "f" and isinstance(k, list):
+                a = a.astype(np.int64)
+            if a.dtype.kind not in "iu":
+                raise IndexError("tensors used as indices must be long, int, byte or "
+                                 f"bool tensors, got {a.dtype}")
+            if a.ndim == 0:
+                out.append(int(a))
+                continue
+            out.append(a.astype(np.int64, copy=False))
+            basic = False
+            continue
+        if isinstance(k, slice):
+            if k.step is not None and int(k.step) <= 0:
+                raise ValueError("step must be greater than zero")
+            out.append(k)
+            continue
+        if k is None or k is Ellipsis:
+            out.append(k)
+            continue
+        if isinstance(k, (bool, np.bool_)):
+            out.append(np.asarray(k))
+            basic = False
+            continue
+        if isinstance(k, (int, np.integer)):
+            out.append(int(k))
+            continue
+        raise IndexError(
+            "only integers, slices (`:`), ellipsis (`...`), None and long or byte "
+            f"Variables are valid indices (got {type(k).__name__})")
+    return tuple(out), basic
+
+
+def _basic_view(arr, idx):
+    """arr[idx] for a basic index, always an ndarray view (0-d included)."""
+    if not any(k is Ellipsis for k in idx):
+        idx = idx + (Ellipsis,)
+    return arr[idx]
+
+
+class GetItem(Function):
+    """out = x[idx]; grad = zeros with g put at idx (accumulated over repeated
+    indices of an advanced index).  A basic index gives a view of x."""
+
+    _node_name = "IndexBackward0"
+
+    @staticmethod
+    def forward(ctx, x, idx, basic):
+        arr = x._arr
+        ctx.idx, ctx.basic, ctx.shape = idx, basic, arr.shape
+        try:
+            if basic:
+                return _view_of(x, _basic_view(arr, idx))
+            return _wrap(np.asarray(arr[idx]))
+        except IndexError as e:
+            raise _index_error(e, arr) from None
+
+    @staticmethod
+    def backward(ctx, g):
+        if not is_grad_enabled():
+            out = np.zeros(ctx.shape, g._arr.dtype)
+            if ctx.basic:
+                _basic_view(out, ctx.idx)[...] = g._arr
+            else:
+                np.add.at(out, ctx.idx, g._arr)
+            return _wrap(out), None, None
+        return PutItem.apply(g, ctx.idx, ctx.basic, ctx.shape), None, None
+
+
+class PutItem(Function):
+    """out = zeros(shape) with g put (added, for repeated indices) at idx;
+    grad = gg[idx]: the backward of GetItem, and the other way round."""
+
+    _node_name = "IndexPutBackward0"
+
+    @staticmethod
+    def forward(ctx, g, idx, basic, shape):
+        ctx.idx, ctx.basic = idx, basic
+        out = np.zeros(shape, g._arr.dtype)
+        if basic:
+            _basic_view(out, idx)[...] = g._arr
+        else:
+            np.add.at(out, idx, g._arr)
+        return _wrap(out)
+
+    @staticmethod
+    def backward(ctx, gg):
+        return GetItem.apply(gg, ctx.idx, ctx.basic), None, None, None
+
+
+def getitem(input, index):
+    """``input[index]`` with torch's rules: ints, slices (positive steps), None,
+    Ellipsis give a view; integer tensors/arrays/lists and bool masks give a
+    copy.  The gradient scatters back, adding over repeated indices."""
+    idx, basic = _norm_index(index)
+    return GetItem.apply(input, idx, basic)
+
+
+OPS["getitem"] = OpSpec("getitem", getitem, ("__getitem__",), None, True, None,
+                        "index")
+Tensor.__getitem__ = getitem

@@ -1,0 +1,515 @@
+"""Reductions: sum, mean, softmax/log_softmax, logsumexp, var/std,
+max/min (with indices) and argmax/argmin."""
+
+import numpy as np
+
+from cygrad import dtypes as _dt
+from cygrad._kernels import engine as _engine
+from cygrad._kernels import reductions as _R
+from cygrad._kernels.engine import TensorBase, _wrap, is_grad_enabled
+from cygrad._kernels.reduce import sum_all as _sum_all
+from cygrad._tensor import Tensor, _canon_dim
+from cygrad.autograd.function import Function
+from cygrad.ops.elementwise import exp, maximum, minimum, sqrt
+from cygrad.ops.registry import (
+    _KERNEL_FLOATS,
+    _dims,
+    _float_input,
+    _grad_array,
+    _kept_shape,
+    _ns,
+    _prod,
+    op,
+)
+from cygrad.ops.shape import reshape
+
+
+class Sum(Function):
+    """out = sum of x over ``axes``; grad = g broadcast back to x's shape."""
+
+    _node_name = "SumBackward0"
+
+    @staticmethod
+    def forward(ctx, x, axes, keepdim):
+        arr = x._arr
+        ctx.in_shape = arr.shape
+        ctx.kept = _kept_shape(arr.shape, axes)
+        if len(axes) == arr.ndim and not keepdim and arr.dtype.kind == "f":
+            return _wrap(_sum_all(arr))
+        if arr.dtype.kind != "f":
+            arr = arr.astype(np.int64)
+        elif (arr.dtype.type in _KERNEL_FLOATS and arr.flags.c_contiguous and axes
+                and axes == tuple(range(arr.ndim - len(axes), arr.ndim))):
+            # Trailing axes of a contiguous array: compiled row sums.
+            x2 = arr.reshape(-1, _prod(arr.shape[d] for d in axes))
+            out = np.empty(x2.shape[0], arr.dtype)
+            _R.sum_fwd(x2, out)
+            return _wrap(out.reshape(ctx.kept if keepdim else arr.shape[:-len(axes)]))
+        return _wrap(np.asarray(np.sum(arr, axis=axes, keepdims=keepdim)))
+
+    @staticmethod
+    def backward(ctx, g):
+        xp = _ns()
+        gv = xp.reshape(xp.val(g), ctx.kept)
+        return xp.out(xp.broadcast_to(gv, ctx.in_shape)), None, None
+
+
+@op("sum", methods=("sum",), ref=np.sum, primitive=True, kind="reduce")
+def sum(input, dim=None, keepdim=False, dtype=None):
+    """Sum over ``dim`` (int, tuple, or all); grad broadcasts g back."""
+    if dtype is not None:
+        input = input.to(dtype)
+    if dim is None and not keepdim and input._arr.dtype.kind == "f":
+        return _engine.sum_all(input)
+    return Sum.apply(input, _dims(dim, input._arr.ndim), bool(keepdim))
+
+
+@op("mean", methods=("mean",), ref=np.mean, kind="reduce")
+def mean(input, dim=None, keepdim=False, dtype=None):
+    """Mean over ``dim``: sum / count (composite)."""
+    if dtype is not None:
+        input = input.to(dtype)
+    if input._arr.dtype.kind != "f":
+        raise RuntimeError(
+            "mean(): could not infer output dtype. Input dtype must be either a "
+            f"floating point or complex dtype. Got: {_dt.name(input._arr.dtype)}")
+    if dim is None and not keepdim:          # a loss: the compiled full sum
+        n = input._arr.size
+        return _engine.sum_all(input) / (n if n else float("nan"))
+    axes = _dims(dim, input._arr.ndim)
+    n = 1
+    for a in axes:
+        n *= input._arr.shape[a]
+    return Sum.apply(input, axes, bool(keepdim)) / (n if n else float("nan"))
+
+
+def _to_rows(arr, axes):
+    """``arr`` with ``axes`` moved last, as a C-contiguous (rows, n) array.
+
+    Returns the 2-D array and the permutation used (None when no move was
+    needed, in which case the result is a reshape of ``arr``, copied only if
+    ``arr`` is not contiguous).
+    """
+    nd = arr.ndim
+    rest = [d for d in range(nd) if d not in axes]
+    perm = rest + list(axes)
+    n = _prod(arr.shape[d] for d in axes)
+    rows = _prod(arr.shape[d] for d in rest)
+    if perm == list(range(nd)):
+        return np.ascontiguousarray(arr).reshape(rows, n), None
+    return np.ascontiguousarray(arr.transpose(perm)).reshape(rows, n), perm
+
+
+def _rows_out(x2, perm, shape):
+    """An output for a kernel on ``x2``: (2-D view to fill, array to return).
+
+    Without a permutation the returned array owns its data (the engine can
+    then keep it as ``.grad`` without a copy)."""
+    if perm is None:
+        full = np.empty(shape, x2.dtype)
+        return full.reshape(x2.shape), full
+    out = np.empty_like(x2)
+    return out, None
+
+
+def _from_rows(a2, perm, shape, full=None):
+    """Inverse of ``_to_rows`` for a full-size (rows, n) result."""
+    if full is not None:
+        return full
+    if perm is None:
+        return a2.reshape(shape)
+    moved = a2.reshape(tuple(shape[d] for d in perm))
+    return np.ascontiguousarray(moved.transpose(np.argsort(perm)))
+
+
+class Softmax(Function):
+    """y = softmax(x) along ``dim``: exp(x - max) / sum; grad = y * (g - sum(g*y)).
+
+    With ``take_log``: y = (x - max) - log(sum(exp(x - max))); grad =
+    g - exp(y) * sum(g).  One compiled pass each way (max-subtracted, stable).
+    """
+
+    _node_name = "SoftmaxBackward0"
+
+    @staticmethod
+    def forward(ctx, x, dim, take_log):
+        arr = x._arr
+        ctx.dim = dim
+        ctx.take_log = take_log
+        if arr.ndim == 0:
+            y = np.zeros((), arr.dtype) if take_log else np.ones((), arr.dtype)
+        else:
+            x2, perm = _to_rows(arr, (dim,))
+            y2, full = _rows_out(x2, perm, arr.shape)
+            # The kernel finds each row's max itself, keeping the row in cache.
+            _R.softmax_fwd(x2, y2, take_log)
+            y = _from_rows(y2, perm, arr.shape, full)
+        out = _wrap(y)
+        ctx.save_for_backward(out)
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        (y,) = ctx.saved_tensors
+        dim = ctx.dim
+        if not is_grad_enabled():
+            yarr = y._arr
+            if yarr.ndim == 0:
+                return _wrap(np.zeros((), yarr.dtype)), None, None
+            y2, perm = _to_rows(yarr, (dim,))
+            g2, _ = _to_rows(_grad_array(g, yarr.dtype), (dim,))
+            out, full = _rows_out(y2, perm, yarr.shape)
+            _R.softmax_bwd(y2, g2, out, ctx.take_log)
+            return _wrap(_from_rows(out, perm, yarr.shape, full)), None, None
+        d = dim if y._arr.ndim else None
+        if ctx.take_log:
+            return g - exp(y) * sum(g, d, True), None, None
+        return y * (g - sum(g * y, d, True)), None, None
+
+
+class LogSoftmax(Softmax):
+    """Softmax with ``take_log`` (its own node name, as torch)."""
+
+    _node_name = "LogSoftmaxBackward0"
+
+
+def _softmax_dim(input, dim, name):
+    if dim is None:
+        raise TypeError(f"{name}() missing required argument 'dim'")
+    return _canon_dim(dim, input._arr.ndim)
+
+
+@op("softmax", methods=("softmax",), ref=lambda x, dim: _ref_softmax(x, dim),
+    primitive=True, kind="softmax")
+def softmax(input, dim=None, dtype=None):
+    """softmax along ``dim`` (stable); grad = y * (g - sum(g * y, dim))."""
+    if dtype is not None:
+        input = input.to(dtype)
+    d = _softmax_dim(input, dim, "softmax")
+    return Softmax.apply(_float_input(input, "softmax"), d, False)
+
+
+@op("log_softmax", methods=("log_softmax",),
+    ref=lambda x, dim: np.log(_ref_softmax(x, dim)), primitive=True, kind="softmax")
+def log_softmax(input, dim=None, dtype=None):
+    """log(softmax) along ``dim`` (stable); grad = g - exp(y) * sum(g, dim)."""
+    if dtype is not None:
+        input = input.to(dtype)
+    d = _softmax_dim(input, dim, "log_softmax")
+    return LogSoftmax.apply(_float_input(input, "log_softmax"), d, True)
+
+
+def _ref_softmax(x, dim):
+    e = np.exp(x - np.max(x, axis=dim, keepdims=True))
+    return e / np.sum(e, axis=dim, keepdims=True)
+
+
+def _ref_logsumexp(x, dim=None, keepdim=False):
+    m = np.max(x, axis=dim, keepdims=True)
+    out = np.log(np.sum(np.exp(x - m), axis=dim, keepdims=True)) + m
+    return out if keepdim else np.squeeze(out, axis=dim)
+
+
+class LogSumExp(Function):
+    """out = log(sum(exp(x))) over ``axes`` (max-subtracted);
+    grad = g * exp(x - out) (= g * softmax(x))."""
+
+    _node_name = "LogsumexpBackward0"
+
+    @staticmethod
+    def forward(ctx, x, axes, keepdim):
+        arr = x._arr
+        ctx.axes = axes
+        ctx.kept = _kept_shape(arr.shape, axes)
+        x2, _ = _to_rows(arr, axes)
+        lse = np.empty(x2.shape[0], arr.dtype)
+        _R.logsumexp_fwd(x2, lse)
+        out = _wrap(lse.reshape(ctx.kept if keepdim else tuple(
+            s for i, s in enumerate(arr.shape) if i not in axes)))
+        ctx.save_for_backward(x, out)
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        x, out = ctx.saved_tensors
+        if not is_grad_enabled():
+            arr = x._arr
+            x2, perm = _to_rows(arr, ctx.axes)
+            res, full = _rows_out(x2, perm, arr.shape)
+            _R.logsumexp_bwd(x2, out._arr.reshape(-1),
+                             np.ascontiguousarray(_grad_array(g, arr.dtype)).reshape(-1),
+                             res)
+            return _wrap(_from_rows(res, perm, arr.shape, full)), None, None
+        gk = reshape(g, ctx.kept)
+        return gk * exp(x - reshape(out, ctx.kept)), None, None
+
+
+@op("logsumexp", methods=("logsumexp",), ref=_ref_logsumexp, primitive=True,
+    kind="reduce")
+def logsumexp(input, dim=None, keepdim=False):
+    """log(sum(exp(x), dim)), stable; grad = g * softmax(x) over ``dim``."""
+    input = _float_input(input, "logsumexp")
+    return LogSumExp.apply(input, _dims(dim, input._arr.ndim), bool(keepdim))
+
+
+class Var(Function):
+    """out = sum((x - mean)^2) / (n - correction) over ``axes``;
+    grad = g * 2 * (x - mean) / (n - correction).  Two passes, double sums."""
+
+    _node_name = "VarBackward0"
+
+    @staticmethod
+    def forward(ctx, x, axes, correction, keepdim):
+        arr = x._arr
+        ctx.axes = axes
+        ctx.kept = _kept_shape(arr.shape, axes)
+        n = _prod(arr.shape[a] for a in axes)
+        ctx.n = n
+        ctx.correction = correction
+        x2, _ = _to_rows(arr, axes)
+        out = np.empty(x2.shape[0], arr.dtype)
+        mean = np.empty(x2.shape[0], arr.dtype)
+        _R.var_fwd(x2, float(correction), out, mean)
+        ctx.mean = mean
+        ctx.save_for_backward(x)
+        shape = ctx.kept if keepdim else tuple(
+            s for i, s in enumerate(arr.shape) if i not in axes)
+        return _wrap(out.reshape(shape))
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        denom = ctx.n - ctx.correction
+        scale = 2.0 / denom if denom > 0 else float("nan")
+        if not is_grad_enabled():
+            arr = x._arr
+            x2, perm = _to_rows(arr, ctx.axes)
+            res, full = _rows_out(x2, perm, arr.shape)
+            _R.var_bwd(x2, ctx.mean,
+                       np.ascontiguousarray(_grad_array(g, arr.dtype)).reshape(-1),
+                       scale, res)
+            return _wrap(_from_rows(res, perm, arr.shape, full)), None, None, None
+        axes = ctx.axes
+        centered = x - mean(x, axes, True)
+        return reshape(g, ctx.kept) * centered * scale, None, None, None
+
+
+@op("var", methods=("var",), ref=lambda x, dim=None, keepdim=False, correction=1:
+    np.var(x, axis=dim, ddof=correction, keepdims=keepdim), primitive=True,
+    kind="reduce")
+def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    """Variance over ``dim`` with torch's ``correction`` (default 1, Bessel) or
+    ``unbiased``; grad = g * 2 * (x - mean) / (n - correction)."""
+    if isinstance(dim, bool):
+        unbiased, dim = dim, None
+    if correction is None:
+        correction = 1 if unbiased is None or unbiased else 0
+    elif unbiased is not None:
+        raise RuntimeError("var(): cannot pass both 'unbiased' and 'correction'")
+    if input._arr.dtype.kind != "f":
+        raise RuntimeError(
+            "std and var only support floating point and complex dtypes, got "
+            f"{_dt.name(input._arr.dtype)}")
+    return Var.apply(input, _dims(dim, input._arr.ndim), correction, bool(keepdim))
+
+
+def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    """sqrt(var) (composite)."""
+    return sqrt(var(input, dim, unbiased, keepdim, correction=correction))
+
+
+Tensor.std = std
+
+
+class _TakeAlong(Function):
+    """out = x gathered at ``idx`` along ``dim`` (idx has x's rank);
+    grad = scatter of g into zeros at idx (the pair is each other's backward)."""
+
+    _node_name = "GatherBackward0"
+
+    @staticmethod
+    def forward(ctx, x, idx, dim):
+        ctx.idx, ctx.dim, ctx.shape = idx, dim, x._arr.shape
+        return _wrap(np.take_along_axis(x._arr, idx, axis=dim))
+
+    @staticmethod
+    def backward(ctx, g):
+        return _PutAlong.apply(g, ctx.idx, ctx.dim, ctx.shape), None, None
+
+
+class _PutAlong(Function):
+    """out = zeros(shape) with g placed at ``idx`` along ``dim``; grad = gather."""
+
+    _node_name = "ScatterBackward0"
+
+    @staticmethod
+    def forward(ctx, g, idx, dim, shape):
+        ctx.idx, ctx.dim = idx, dim
+        out = np.zeros(shape, g._arr.dtype)
+        np.put_along_axis(out, idx, g._arr, axis=dim)
+        return _wrap(out)
+
+    @staticmethod
+    def backward(ctx, gg):
+        return _TakeAlong.apply(gg, ctx.idx, ctx.dim), None, None, None
+
+
+class _ExtremeDim(Function):
+    """(values, indices) = max (or min) over ``dim``; the gradient goes to the
+    element whose index is returned (the first of ties, as torch)."""
+
+    _node_name = "MaxBackward0"
+
+    @staticmethod
+    def forward(ctx, x, dim, keepdim, is_min):
+        arr = x._arr
+        ctx.dim = dim
+        ctx.in_shape = arr.shape
+        kept = _kept_shape(arr.shape, (dim,))
+        shape = kept if keepdim else arr.shape[:dim] + arr.shape[dim + 1:]
+        ctx.rows = None
+        if (dim == arr.ndim - 1 and arr.size and arr.flags.c_contiguous
+                and arr.dtype.type in _KERNEL_FLOATS):
+            # The last dim of a contiguous array: a compiled vectorised max
+            # and first-index search per row (first NaN wins, as torch).
+            x2 = arr.reshape(-1, arr.shape[-1])
+            vals = np.empty(x2.shape[0], arr.dtype)
+            idx = np.empty(x2.shape[0], np.int64)
+            _R.extreme_dim_fwd(x2, vals, idx, is_min)
+            ctx.rows = x2.shape
+            idx = idx.reshape(kept)
+        else:
+            # NumPy's argmax/argmin are SIMD and return the first NaN, as torch.
+            idx = (np.argmin if is_min else np.argmax)(arr, axis=dim)
+            idx = np.expand_dims(idx.astype(np.int64, copy=False), dim)
+            vals = np.take_along_axis(arr, idx, axis=dim)
+        ctx.idx = idx
+        ctx.kept = kept
+        values = _wrap(vals.reshape(shape))
+        indices = _wrap(idx.reshape(shape))
+        ctx.mark_non_differentiable(indices)
+        return values, indices
+
+    @staticmethod
+    def backward(ctx, g, g_idx):
+        if not is_grad_enabled():
+            if ctx.rows is not None and g._arr.dtype.type in _KERNEL_FLOATS:
+                out = np.empty(ctx.in_shape, g._arr.dtype)
+                _R.extreme_dim_bwd(ctx.idx.reshape(-1),
+                                   np.ascontiguousarray(g._arr).reshape(-1),
+                                   out.reshape(ctx.rows))
+                return _wrap(out), None, None, None
+            out = np.zeros(ctx.in_shape, g._arr.dtype)
+            np.put_along_axis(out, ctx.idx, g._arr.reshape(ctx.kept), axis=ctx.dim)
+            return _wrap(out), None, None, None
+        return (_PutAlong.apply(reshape(g, ctx.kept), ctx.idx, ctx.dim, ctx.in_shape),
+                None, None, None)
+
+
+class _MinDim(_ExtremeDim):
+    _node_name = "MinBackward0"
+
+
+class _ExtremeAll(Function):
+    """out = max (or min) of every element; the gradient is split evenly among
+    the elements equal to it (torch's rule for the full reduction)."""
+
+    _node_name = "MaxBackward1"
+
+    @staticmethod
+    def forward(ctx, x, is_min):
+        arr = x._arr
+        val = np.asarray(arr.min() if is_min else arr.max())  # NaN propagates
+        mask = np.asarray(np.isnan(arr) if np.isnan(val) else (arr == val))
+        ctx.mask = mask
+        ctx.count = int(np.count_nonzero(mask))
+        return _wrap(val)
+
+    @staticmethod
+    def backward(ctx, g):
+        if not is_grad_enabled():
+            return _wrap(np.asarray(ctx.mask * (g._arr / ctx.count))), None
+        m = _wrap(ctx.mask.astype(g._arr.dtype))
+        return m * (g / ctx.count), None
+
+
+class _MinAll(_ExtremeAll):
+    _node_name = "MinBackward1"
+
+
+_MinMax = __import__("collections").namedtuple("return_types", ["values", "indices"])
+
+
+def _extreme(input, dim, keepdim, is_min, name):
+    if isinstance(dim, TensorBase):
+        return (minimum if is_min else maximum)(input, dim)
+    arr = input._arr
+    if dim is None:
+        if arr.size == 0:
+            raise RuntimeError(
+                f"{name}(): Expected reduction dim to be specified for "
+                "input.numel() == 0. Specify the reduction dim with the 'dim' "
+                "argument.")
+        if arr.dtype.kind != "f":
+            return _wrap(np.asarray(arr.min() if is_min else arr.max()))
+        return (_MinAll if is_min else _ExtremeAll).apply(input, is_min)
+    d = _canon_dim(dim, arr.ndim)
+    if arr.ndim == 0:
+        return _MinMax(input.clone(), _wrap(np.zeros((), np.int64)))
+    if arr.shape[d] == 0:
+        raise IndexError(
+            f"{name}(): Expected reduction dim {dim} to have non-zero size.")
+    if arr.dtype.kind != "f":
+        f = np.argmin if is_min else np.argmax
+        idx = np.expand_dims(f(arr, axis=d), d)
+        vals = np.take_along_axis(arr, idx, axis=d)
+        if not keepdim:
+            idx, vals = np.squeeze(idx, d), np.squeeze(vals, d)
+        return _MinMax(_wrap(vals), _wrap(idx.astype(np.int64)))
+    values, indices = (_MinDim if is_min else _ExtremeDim).apply(
+        input, d, bool(keepdim), is_min)
+    return _MinMax(values, indices)
+
+
+@op("max", methods=("max",), ref=np.max, primitive=True, kind="reduce")
+def max(input, dim=None, keepdim=False):
+    """Largest element; with ``dim``, ``(values, indices)`` along it.
+
+    Gradient: with ``dim`` it goes to the returned index (first of ties);
+    over all elements it is split evenly among the tied maxima.  With a
+    tensor as second argument this is ``maximum``.
+    """
+    return _extreme(input, dim, keepdim, False, "max")
+
+
+@op("min", methods=("min",), ref=np.min, primitive=True, kind="reduce")
+def min(input, dim=None, keepdim=False):
+    """Smallest element; with ``dim``, ``(values, indices)`` (see ``max``)."""
+    return _extreme(input, dim, keepdim, True, "min")
+
+
+def _arg_extreme(input, dim, keepdim, is_min):
+    arr = input._arr
+    if dim is None:
+        if arr.size == 0:
+            raise RuntimeError("argmax(): Expected reduction dim to be specified for "
+                               "input.numel() == 0.")
+        return _wrap(np.asarray(_extreme(input.detach().reshape(-1), 0, False, is_min,
+                                         "argmin" if is_min else "argmax")[1]._arr))
+    d = _canon_dim(dim, arr.ndim)
+    if arr.ndim == 0:
+        return _wrap(np.zeros((), np.int64))
+    res = _extreme(input.detach(), d, keepdim, is_min, "argmin" if is_min else "argmax")
+    return res[1]
+
+
+@op("argmax", methods=("argmax",), ref=np.argmax, kind="index")
+def argmax(input, dim=None, keepdim=False):
+    """Index of the first largest element (NaN counts as largest); no gradient."""
+    return _arg_extreme(input, dim, keepdim, False)
+
+
+@op("argmin", methods=("argmin",), ref=np.argmin, kind="index")
+def argmin(input, dim=None, keepdim=False):
+    """Index of the first smallest element (NaN first); no gradient."""
+    return _arg_extreme(input, dim, keepdim, True)

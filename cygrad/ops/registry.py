@@ -1,0 +1,232 @@
+"""The op registry, the ``xp`` namespaces backward formulas are written
+against, and the helpers every op module shares.
+
+``OPS`` lists every public op; ``@op`` registers a function and attaches its
+Tensor methods.  A ``backward`` is written once against ``xp = _ns()``:
+NumPy arrays on the fast path (grad mode off), Tensors under
+``create_graph=True`` (so the backward is itself recorded).
+"""
+
+import math
+import weakref as _weakref
+
+import numpy as np
+
+from cygrad._kernels import engine as _engine
+from cygrad._kernels.engine import TensorBase, _alias, _wrap, is_grad_enabled
+from cygrad._kernels.reduce import sum_to_shape as _np_sum_to_shape
+from cygrad._tensor import Tensor, _canon_dim
+from cygrad.autograd.function import Function
+from cygrad.creation import get_default_dtype
+
+# --- the registry ------------------------------------------------------------------
+
+class OpSpec:
+    """One public op: its function, Tensor method names and NumPy reference."""
+
+    def __init__(self, name, fn, methods, ref, primitive, domain, kind, aliases=(),
+                 row=None):
+        self.name = name
+        self.aliases = aliases
+        self.row = row      # the op-table row of an elementwise op
+        self.fn = fn
+        self.methods = methods
+        self.ref = ref
+        self.primitive = primitive
+        self.domain = domain
+        self.kind = kind
+
+    def __repr__(self):
+        return self.name
+
+
+class _Registry(dict):
+    def primitives(self):
+        return [s for s in self.values() if s.primitive]
+
+    def of_kind(self, kind):
+        return [s for s in self.values() if s.kind == kind]
+
+
+OPS = _Registry()
+
+
+def op(name, methods=(), ref=None, primitive=False, domain=None, kind="other",
+       aliases=(), row=None):
+    """Register ``fn`` as the public op ``name`` (and as Tensor methods)."""
+    def deco(fn):
+        OPS[name] = OpSpec(name, fn, tuple(methods), ref, primitive, domain, kind,
+                           tuple(aliases), row)
+        for m in methods:
+            setattr(Tensor, m, fn)
+        return fn
+    return deco
+
+
+# --- array namespaces for backward formulas ---------------------------------------
+
+class _NumpyNS:
+    """Backward formulas over NumPy arrays (grad mode off: the fast path)."""
+
+    @staticmethod
+    def val(t):
+        return t._arr if isinstance(t, TensorBase) else t
+
+    @staticmethod
+    def out(a):
+        return _wrap(np.asarray(a)) if a is not None else None
+
+    matmul = staticmethod(np.matmul)
+    reshape = staticmethod(np.reshape)
+    broadcast_to = staticmethod(np.broadcast_to)
+    swapaxes = staticmethod(np.swapaxes)
+    transpose = staticmethod(np.transpose)
+    expand_dims = staticmethod(np.expand_dims)
+    exp = staticmethod(np.exp)
+    sum_to_shape = staticmethod(_np_sum_to_shape)
+
+    @staticmethod
+    def sum(a, axis=None, keepdims=False):
+        return np.sum(a, axis=axis, keepdims=keepdims)
+
+
+class _TensorNS:
+    """The same formulas over Tensors (create_graph=True: recorded).
+
+    Through Tensor methods, which the op modules attach: this module sits
+    below all of them.
+    """
+
+    @staticmethod
+    def val(t):
+        return t
+
+    @staticmethod
+    def out(a):
+        return a
+
+    @staticmethod
+    def matmul(a, b):
+        return a.matmul(b)
+
+    @staticmethod
+    def reshape(a, shape):
+        return a.reshape(shape)
+
+    @staticmethod
+    def broadcast_to(a, shape):
+        return a.expand(shape)
+
+    @staticmethod
+    def swapaxes(a, d0, d1):
+        return a.transpose(d0, d1)
+
+    @staticmethod
+    def transpose(a, axes):
+        return a.permute(axes)
+
+    @staticmethod
+    def expand_dims(a, axis):
+        return a.unsqueeze(axis)
+
+    @staticmethod
+    def exp(a):
+        return a.exp()
+
+    @staticmethod
+    def sum_to_shape(a, shape):
+        return sum_to_shape(a, shape)
+
+    @staticmethod
+    def sum(a, axis=None, keepdims=False):
+        return a.sum(axis, keepdims)
+
+
+def _ns():
+    return _TensorNS if is_grad_enabled() else _NumpyNS
+
+
+class _no_grad:
+    def __enter__(self):
+        self._prev = _engine._set_grad_mode(False)
+
+    def __exit__(self, *exc):
+        _engine._set_grad_mode(self._prev)
+
+
+# --- helpers the op modules share ---------------------------------------------------
+
+def _dims(dim, ndim):
+    """Normalize ``dim`` (None, int, or tuple) to a sorted tuple of axes."""
+    if dim is None:
+        return tuple(range(ndim))
+    if isinstance(dim, (list, tuple)):
+        axes = tuple(sorted(set(_canon_dim(d, ndim) for d in dim)))
+        if len(axes) != len(dim):
+            raise RuntimeError(f"dim {list(dim)} appears multiple times in the list "
+                               "of dims")
+        return axes
+    return (_canon_dim(dim, ndim),)
+
+
+_KERNEL_FLOATS = (np.float32, np.float64)   # dtypes of the compiled row kernels
+
+
+def _kept_shape(shape, axes):
+    return tuple(1 if i in axes else s for i, s in enumerate(shape))
+
+
+_prod = math.prod
+
+
+def _float_input(x, opname):
+    """Integer inputs are promoted to the default float dtype (torch); bool too."""
+    if x._arr.dtype.kind != "f":
+        return x.to(get_default_dtype())
+    return x
+
+
+def _grad_array(g, dtype):
+    a = g._arr
+    return a if a.dtype == dtype else a.astype(dtype)
+
+
+class SumToShape(Function):
+    """out = x summed down to ``shape`` (undoing broadcasting); grad = expand."""
+
+    _node_name = "SumToSizeBackward0"
+
+    @staticmethod
+    def forward(ctx, x, shape):
+        ctx.in_shape = x._arr.shape
+        return _wrap(_np_sum_to_shape(x._arr, tuple(shape)))
+
+    @staticmethod
+    def backward(ctx, g):
+        xp = _ns()
+        return xp.out(xp.broadcast_to(xp.val(g), ctx.in_shape)), None
+
+
+def sum_to_shape(x, shape):
+    shape = tuple(shape)
+    if tuple(x._arr.shape) == shape:
+        return x
+    return SumToShape.apply(x, shape)
+
+
+# --- views ------------------------------------------------------------------------
+
+def _view_of(x, arr):
+    """A Tensor over ``arr`` that shares x's storage and version counter."""
+    t = _alias(x, arr)
+    root = x if x._base is None else x._base
+    t._base = root
+    _register_view(root, t)
+    return t
+
+
+def _register_view(root, t):
+    views = root.__dict__.get("_views")
+    if views is None:
+        views = root.__dict__["_views"] = _weakref.WeakSet()
+    views.add(t)

@@ -1,0 +1,200 @@
+"""Selection: ``where`` (compiled branch-free selects) and ``clamp``."""
+
+import math
+
+import numpy as np
+
+from cygrad._kernels import engine as _engine
+from cygrad._kernels import select as _select_k
+from cygrad._kernels.engine import TensorBase, _wrap, is_grad_enabled
+from cygrad.autograd.function import Function
+from cygrad.creation import tensor as _make_tensor
+from cygrad.ops.registry import _grad_array, _ns, _NumpyNS, op
+
+# --- selection ---------------------------------------------------------------------------
+
+class Where(Function):
+    """out = x where cond else y; grad_x = g * cond, grad_y = g * ~cond.
+
+    The gradients are exact zeros on the unselected side, even where g is
+    inf or NaN (torch's where(cond, grad, 0)).  Float inputs of the output's
+    shape, or of one element, go through the compiled branch-free select
+    (``_kernels/select.pyx``); other broadcasting and other dtypes use
+    np.where.
+    """
+
+    _node_name = "WhereBackward0"
+
+    @staticmethod
+    def forward(ctx, cond, x, y):
+        c, a, b = cond._arr, x._arr, y._arr
+        ctx.cond = c
+        ctx.flat = None
+        if _where_fits(c, a, b):
+            ctx.flat = c.reshape(-1).view(np.uint8)
+            out = np.empty(c.shape, a.dtype)
+            _select_k.where_fwd(ctx.flat, a.reshape(-1), b.reshape(-1),
+                                out.reshape(-1))
+            return _wrap(out)
+        try:
+            return _wrap(np.asarray(np.where(c, a, b)))
+        except ValueError:
+            raise RuntimeError(
+                f"where: the shapes of condition {list(cond._arr.shape)}, input "
+                f"{list(x._arr.shape)} and other {list(y._arr.shape)} do not "
+                "broadcast") from None
+
+    @staticmethod
+    def backward(ctx, g):
+        xp = _ns()
+        need_x, need_y = ctx.needs_input_grad[1], ctx.needs_input_grad[2]
+        if xp is _NumpyNS and ctx.flat is not None:
+            garr = g._arr
+            if garr.shape == ctx.cond.shape and garr.flags.c_contiguous and \
+                    garr.dtype.type in _SELECT_DTYPES:
+                gx = np.empty(garr.shape, garr.dtype) if need_x else None
+                gy = np.empty(garr.shape, garr.dtype) if need_y else None
+                _select_k.where_bwd(ctx.flat, garr.reshape(-1),
+                                    None if gx is None else gx.reshape(-1),
+                                    None if gy is None else gy.reshape(-1))
+                return None, _NumpyNS.out(gx), _NumpyNS.out(gy)
+        c = ctx.cond if xp is _NumpyNS else _wrap(ctx.cond)
+        gv = xp.val(g)
+        # torch's where(cond, grad, 0): an exact zero, even where grad is
+        # inf or NaN; on arrays a scalar (no 4M-element zero array to fill).
+        zero = gv.dtype.type(0) if xp is _NumpyNS else gv * 0
+        gx = xp.out(_select(xp, c, gv, zero)) if need_x else None
+        gy = xp.out(_select(xp, c, zero, gv)) if need_y else None
+        return None, gx, gy
+
+
+_SELECT_DTYPES = (np.float32, np.float64)   # the kernels' real_t
+
+
+def _where_fits(c, a, b):
+    """Whether the compiled select takes where(c, a, b): a C-contiguous bool
+    mask of the output's shape, float a and b of one dtype, each C-contiguous
+    with the mask's shape or a single element that does not add dimensions."""
+    if c.dtype != np.bool_ or not c.flags.c_contiguous or a.dtype != b.dtype or \
+            a.dtype.type not in _SELECT_DTYPES:
+        return False
+    shape, nd = c.shape, c.ndim
+    return all((v.shape == shape and v.flags.c_contiguous) or
+               (v.size == 1 and v.ndim <= nd) for v in (a, b))
+
+
+def _select(xp, c, a, b):
+    if xp is _NumpyNS:
+        return np.where(c, a, b)
+    return where(c, a, b)
+
+
+@op("where", ref=np.where, primitive=True, kind="select")
+def where(condition, input, other):
+    """Pick ``input`` where ``condition`` holds, else ``other`` (broadcasting)."""
+    if not isinstance(condition, TensorBase):
+        condition = _make_tensor(condition)
+    if condition._arr.dtype != np.bool_:
+        condition = _wrap(condition._arr.astype(bool))
+    tensors = [t for t in (input, other) if isinstance(t, TensorBase)]
+    if tensors:
+        fl = [t._arr.dtype for t in tensors]
+        dt = np.result_type(*fl)
+        if any(not isinstance(v, TensorBase) and isinstance(v, float)
+               for v in (input, other)) and dt.kind != "f":
+            dt = np.dtype(np.float32)
+    else:
+        dt = np.dtype(np.float32)
+    x = input if isinstance(input, TensorBase) else _wrap(np.asarray(input, dt))
+    y = other if isinstance(other, TensorBase) else _wrap(np.asarray(other, dt))
+    if x._arr.dtype != dt:
+        x = x.to(dt)
+    if y._arr.dtype != dt:
+        y = y.to(dt)
+    return Where.apply(condition, x, y)
+
+
+# --- clamp and integer-aware unary ops ------------------------------------------------------
+
+def _int_clip(input, min, max):
+    """clamp of an integer tensor by integer bounds: exact, no gradient."""
+    lo = min._arr if isinstance(min, TensorBase) else min
+    hi = max._arr if isinstance(max, TensorBase) else max
+    out = input._arr
+    if lo is not None:
+        out = np.maximum(out, lo)
+    if hi is not None:
+        out = np.minimum(out, hi)
+    return _wrap(np.asarray(out, dtype=np.result_type(out)))
+
+
+def _is_int_bound(b):
+    if b is None:
+        return True
+    if isinstance(b, TensorBase):
+        return b._arr.dtype.kind in "iub"
+    return isinstance(b, (int, np.integer)) and not isinstance(b, bool) or \
+        isinstance(b, bool)
+
+
+@op("clamp", methods=("clamp", "clip"), ref=np.clip, kind="unary")
+def clamp(input, min=None, max=None):
+    """out = min(max(x, min), max); grad = g where min <= x <= max, else 0.
+
+    Either bound may be None (not both), a number or a broadcastable tensor.
+    At a bound the gradient passes (torch's rule); with min > max every
+    element is ``max`` and no gradient reaches x.
+    """
+    if min is None and max is None:
+        raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not "
+                           "be None")
+    if input._arr.dtype.kind != "f" and _is_int_bound(min) and _is_int_bound(max):
+        return _int_clip(input, min, max)
+    if input._arr.dtype.kind == "f" and _plain_bound(min) and _plain_bound(max):
+        lo = -math.inf if min is None else float(min)
+        hi = math.inf if max is None else float(max)
+        return Clamp.apply(input, lo, hi)
+    out = input
+    if min is not None:
+        out = _engine.binary("clamp_min", out, min)
+    if max is not None:
+        out = _engine.binary("clamp_max", out, max)
+    return out
+
+
+clip = clamp
+
+
+def _plain_bound(b):
+    return b is None or (isinstance(b, (int, float, np.integer, np.floating))
+                         and not math.isnan(b))
+
+
+class Clamp(Function):
+    """out = min(max(x, lo), hi) for number bounds, one fused compiled pass;
+    grad = g where lo <= x <= hi, else 0 (torch's boundary rule)."""
+
+    _node_name = "ClampBackward1"
+
+    @staticmethod
+    def forward(ctx, x, lo, hi):
+        arr = x._arr
+        ctx.lo, ctx.hi = lo, hi
+        src = np.ascontiguousarray(arr)
+        out = np.empty(arr.shape, arr.dtype)
+        _select_k.clamp_fwd(src.reshape(-1), lo, hi, out.reshape(-1))
+        ctx.save_for_backward(x)
+        return _wrap(out)
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        if not is_grad_enabled():
+            arr = np.ascontiguousarray(x._arr)
+            garr = np.ascontiguousarray(_grad_array(g, arr.dtype))
+            out = np.empty(arr.shape, arr.dtype)
+            _select_k.clamp_bwd(arr.reshape(-1), garr.reshape(-1), ctx.lo, ctx.hi,
+                                out.reshape(-1))
+            return _wrap(out), None, None
+        mask = (x >= ctx.lo) & (x <= ctx.hi)
+        return where(mask, g, 0.0), None, None
