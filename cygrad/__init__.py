@@ -4,7 +4,8 @@ The package imports its layers bottom up (compiled kernels, the autograd
 core, tensor and ops, then everything built on them) and connects the
 Python layers to the compiled engine in one call, ``engine.install``.
 """
-# isort: skip_file  (the imports go bottom up, layer by layer)
+# The imports go bottom up, layer by layer: keep their order.
+# isort: skip_file
 
 import os as _os
 
