@@ -259,7 +259,8 @@ def bce_logits_bwd(
         _bce_logits_bwd(&x[0], &y[0], &grad[0], gstride, &grad_x[0], n)
 
 
-DEF CHUNK = 1024
+cdef enum:
+    CHUNK = 1024
 
 
 cdef double _bce_logits_fwd(const real_t* x, const real_t* y, real_t* out,
@@ -268,10 +269,11 @@ cdef double _bce_logits_fwd(const real_t* x, const real_t* y, real_t* out,
     # passes adding the rest and summing read L1.  The adding loop holds no
     # reduction, so it vectorizes (max(x, 0) a select, not a branch: random
     # signs made a branch mispredict half the time); the sum has 16 lanes.
-    cdef Py_ssize_t i, j, m
+    cdef Py_ssize_t c, i, j, m
     cdef real_t xi
     cdef double total = 0.0
-    for j in range(0, n, CHUNK):
+    for c in range((n + CHUNK - 1) // CHUNK):
+        j = c * CHUNK
         m = n - j if n - j < CHUNK else CHUNK
         softplus_neg_abs(x + j, out + j, m)
         for i in range(j, j + m):
@@ -284,8 +286,9 @@ cdef double _bce_logits_fwd(const real_t* x, const real_t* y, real_t* out,
 cdef void _bce_logits_bwd(const real_t* x, const real_t* y, const real_t* grad,
                           Py_ssize_t gstride, real_t* gx, Py_ssize_t n) noexcept nogil:
     # sigmoid from the vectorized helper (exp of -|x| only), then the scale.
-    cdef Py_ssize_t i, j, m
-    for j in range(0, n, CHUNK):
+    cdef Py_ssize_t c, i, j, m
+    for c in range((n + CHUNK - 1) // CHUNK):
+        j = c * CHUNK
         m = n - j if n - j < CHUNK else CHUNK
         sigmoid(x + j, gx + j, m)
         if gstride == 0:
@@ -338,10 +341,11 @@ cdef double _mse_fwd(const real_t* x, const real_t* y, real_t* out,
     # The squares loop holds no reduction, so it vectorizes; the sum (16
     # double lanes) reads the chunk from L1.  A running double total in the
     # same loop was one dependent add per element.
-    cdef Py_ssize_t i, j, m
+    cdef Py_ssize_t c, i, j, m
     cdef double d
     cdef double total = 0.0
-    for j in range(0, n, CHUNK):
+    for c in range((n + CHUNK - 1) // CHUNK):
+        j = c * CHUNK
         m = n - j if n - j < CHUNK else CHUNK
         for i in range(j, j + m):
             d = <double>x[i] - <double>y[i]

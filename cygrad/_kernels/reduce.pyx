@@ -22,7 +22,8 @@ from cygrad._kernels.threads cimport run_blocks, threads_for
 cnp.import_array()
 
 # Most partial sums a parallel reduction keeps (threads beyond it idle).
-DEF MAX_PARTS = 64
+cdef enum:
+    MAX_PARTS = 64
 
 
 cdef extern from "cg_reduce.h":
@@ -84,7 +85,8 @@ cdef double _sum_threads(const real_t* x, Py_ssize_t n) noexcept nogil:
 
 
 # Below this many elements a sum keeps the GIL (releasing it costs more).
-DEF GIL_RELEASE_MIN = 16384
+cdef enum:
+    GIL_RELEASE_MIN = 16384
 
 
 def sum_all(cnp.ndarray x):

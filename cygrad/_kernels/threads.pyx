@@ -64,13 +64,14 @@ cdef extern from "cg_threads.h":
 # weigh 16 (exp: 2 threads win from 3e3), so they split from 6,250.  At load
 # 2.5-3 every size loses on average (a worker waits for a core) - that is the
 # run_blocks account's job, not the threshold's.
-DEF PARALLEL_MIN = 100000
+cdef enum:
+    PARALLEL_MIN = 100000
 
 # The account of run_blocks (seconds): savings kept to absorb later losses,
 # serial running per second lost, longest serial stretch.
-DEF CREDIT_MAX = 0.01
-DEF BACKOFF_PER_LOSS = 20.0
-DEF BACKOFF_MAX = 1.0
+cdef double CREDIT_MAX = 0.01
+cdef double BACKOFF_PER_LOSS = 20.0
+cdef double BACKOFF_MAX = 1.0
 
 cdef int _num_threads = 1
 cdef Py_ssize_t _threshold = PARALLEL_MIN

@@ -1,0 +1,507 @@
+# Graph nodes: Node, AccumulateGrad, the compiled elementwise, matmul and sum
+# nodes, and the saved-tensor checks.
+# Part of engine.pyx (included there; it is one compiled module).
+
+# --- graph nodes ------------------------------------------------------------------------
+
+# Not GC-tracked (no_gc): nodes point only backwards, to other nodes and to
+# input tensors, so they form no cycles; tracking them made the cyclic GC
+# walk every node of a live graph (38% of the scalar chain's instructions
+# under callgrind).  No trashcan either (CPython's trashcan needs a GC
+# header): freeing a long chain is bounded by the trashcan of the tuples
+# (Node -> tuple -> Node) and of TensorBase (Node -> saved tensor -> Node).
+@cython.no_gc
+cdef class Node:
+    """A backward function in the graph (``grad_fn``)."""
+    # Per input, the Node receiving its gradient (None: no gradient).  The
+    # first two live in the node itself (no tuple per op); a node with more
+    # inputs keeps them all in ``_next``.  Read them with _child/_children.
+    cdef int _n_in             # inputs
+    cdef Node _e0, _e1
+    cdef tuple _next           # all receivers when _n_in > 2, else None
+    cdef tuple _nrs            # per input: which output of that node, or None (all 0)
+    cdef tuple _in_meta        # per input: (shape, dtype) to check/reduce to, or None
+    cdef int _n_out
+    cdef bint _freed
+    cdef bint _has_saved
+    cdef public object _pre_hooks    # list of (out_nr, fn) from Tensor.register_hook
+    cdef public object _retained     # list of (out_nr, weakref) from retain_grad()
+    cdef public object _site         # (filename, lineno) of the forward call
+    cdef public object _gen          # optimizer generation at creation (diagnostics)
+    cdef void* _lprev                # live-node list (diagnostics; no references)
+    cdef void* _lnext
+    cdef bint _linked
+    # engine scratch
+    cdef Py_ssize_t _deps
+    cdef long long _run
+    cdef object _buf
+    cdef bint _needed
+    cdef object __weakref__
+
+    def __dealloc__(self):
+        if self._linked:
+            _unlink(self)
+        # The receivers this node alone keeps alive die after this dealloc,
+        # not inside it: a chain of a million nodes is freed in a loop.
+        if cg_defer(<PyObject*>self._e0):
+            self._e0 = None
+        if cg_defer(<PyObject*>self._e1):
+            self._e1 = None
+        cg_drain()
+
+    cdef object apply(self, object grads, bint graph):
+        raise NotImplementedError
+
+    cdef void release(self):
+        pass
+
+    def name(self):
+        return type(self).__name__
+
+    def __repr__(self):
+        return f"<{self.name()} object at {hex(id(self))}>"
+
+    @property
+    def next_functions(self):
+        cdef Py_ssize_t i
+        return tuple(
+            (_child(self, i), self._nrs[i] if self._nrs is not None else 0)
+            for i in range(self._n_in))
+
+    @property
+    def _saved_freed(self):
+        return self._freed
+
+    @property
+    def _saved_bytes(self):
+        return self.saved_nbytes()
+
+    cpdef Py_ssize_t saved_nbytes(self):
+        return 0
+
+    def _saved_shapes(self):
+        return []
+
+    def register_prehook(self, fn):
+        if self._pre_hooks is None:
+            self._pre_hooks = []
+        entry = (-1, fn)
+        self._pre_hooks.append(entry)
+        return _HookHandle(self._pre_hooks, entry)
+
+    @property
+    def metadata(self):
+        return {}
+
+
+cdef inline Node _child(Node node, Py_ssize_t i):
+    """The receiver of input ``i``'s gradient (i < node._n_in), or None."""
+    if node._next is not None:
+        return <Node>node._next[i]      # holds Nodes or None: no type test
+    return node._e1 if i else node._e0
+
+
+cdef tuple _children(Node node):
+    """Every input's receiver, as a tuple (for the walks outside backward)."""
+    if node._next is not None:
+        return node._next
+    if node._n_in == 0:
+        return ()
+    if node._n_in == 1:
+        return (node._e0,)
+    return (node._e0, node._e1)
+
+
+cdef void _set_children(Node node, tuple receivers) except *:
+    cdef Py_ssize_t n = len(receivers)
+    node._n_in = n
+    if n > 2:
+        node._next = receivers
+        _untrack(receivers)
+        return
+    if n > 0:
+        node._e0 = receivers[0]
+    if n > 1:
+        node._e1 = receivers[1]
+
+
+class _HookHandle:
+    """Returned by register_hook: ``remove()`` unregisters the hook."""
+
+    def __init__(self, lst, entry):
+        self._lst = lst
+        self._entry = entry
+
+    def remove(self):
+        try:
+            self._lst.remove(self._entry)
+        except ValueError:
+            pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.remove()
+
+
+def _make_handle(lst, entry):
+    return _HookHandle(lst, entry)
+
+
+@cython.final
+@cython.no_gc
+cdef class AccumulateGrad(Node):
+    """Sink of a leaf's gradient: sums into ``.grad`` (holds the leaf weakly)."""
+    cdef object _tref
+
+    @property
+    def variable(self):
+        return self._tref()
+
+    def name(self):
+        return "AccumulateGrad"
+
+
+cdef str _describe(object arr):
+    return f"[{arr.dtype} tensor of shape {list(arr.shape)}]"
+
+
+cdef void _check_version(Version ver, long long expected, object arr, Node node,
+                         str what) except *:
+    if ver.v == expected:
+        return
+    msg = (
+        "one of the variables needed for gradient computation has been modified "
+        f"by an inplace operation: {_describe(arr)}, which is {what} of "
+        f"{node.name()}, is at version {ver.v}; expected version {expected} instead."
+    )
+    lw = ver.last_write
+    if lw is not None:
+        op, site, old, new = lw
+        where = f" at {site[0]}:{site[1]}" if site is not None else ""
+        msg += f" It was modified by {op}{where}, version {old} -> {new}."
+    msg += (" Hint: the operation that failed was created"
+            + (f" at {node._site[0]}:{node._site[1]}" if node._site else "")
+            + "; avoid the in-place change, or .clone() the tensor before it.")
+    raise RuntimeError(msg)
+
+
+cdef inline object _freed_error(Node node, object grads=None):
+    return RuntimeError(
+        "Trying to backward through the graph a second time (or directly access "
+        "saved tensors after they have already been freed). Saved intermediate "
+        "values of the graph are freed when you call .backward() or "
+        "autograd.grad(). Specify retain_graph=True if you need to backward "
+        f"through the graph a second time or if you need to access saved tensors "
+        f"after calling backward. (node {node.name()}"
+        + (f", created at {node._site[0]}:{node._site[1]}" if node._site else "")
+        + ")" + _stale_hint(node, grads))
+
+
+cdef str _stale_hint(Node node, object grads):
+    if _stale_hint_fn is None:
+        return ""
+    shape = None
+    if grads is not None and not isinstance(grads, list):
+        shape = tuple(grads.shape)
+    return _stale_hint_fn(node, shape, _bw_root_gen)
+
+
+@cython.final
+@cython.no_gc
+cdef class EWNode(Node):
+    """Backward of an elementwise op of the kernel table."""
+    cdef int op
+    cdef bint binary
+    cdef object sa, sb, sy           # saved arrays, or None
+    cdef TensorBase ta, tb           # saved input tensors (for create_graph)
+    cdef Version va, vb, vy
+    cdef long long na, nb, ny
+
+    def name(self):
+        return (BINARY_ROWS if self.binary else UNARY_ROWS)[self.op].node
+
+    def __dealloc__(self):
+        # Whoever drops a 0-d array's last reference offers it to the pool.
+        if self._has_saved:
+            self._recycle_saved()
+
+    cdef inline void _recycle_saved(self) noexcept:
+        cdef object a = self.sa, b = self.sb, y = self.sy
+        self.sa = self.sb = self.sy = None
+        _recycle(a)
+        _recycle(b)
+        _recycle(y)
+
+    cdef void release(self):
+        if self._has_saved:
+            self._recycle_saved()
+            self.ta = self.tb = None
+            self._freed = True
+
+    cpdef Py_ssize_t saved_nbytes(self):
+        cdef Py_ssize_t n = 0
+        for a in (self.sa, self.sb, self.sy):
+            if a is not None:
+                n += a.nbytes
+        return n
+
+    def _saved_shapes(self):
+        return [(k, tuple(a.shape), a.nbytes) for k, a in
+                (("self", self.sa), ("other", self.sb), ("result", self.sy))
+                if a is not None]
+
+    cdef void _check(self) except *:
+        if self._freed:
+            raise _freed_error(self)
+        if self.va is not None:
+            _check_version(self.va, self.na, self.sa, self, "an input")
+        if self.vb is not None:
+            _check_version(self.vb, self.nb, self.sb, self, "an input")
+        if self.vy is not None:
+            _check_version(self.vy, self.ny, self.sy, self, "output 0")
+
+    cdef object apply(self, object grads, bint graph):
+        cdef cnp.ndarray g, ga, gb
+        cdef int dt, ident, typenum
+        if self._freed:
+            raise _freed_error(self, grads)
+        self._check()
+        if graph:
+            return self._apply_graph(grads)
+        g = <cnp.ndarray>grads
+        typenum = cnp.PyArray_TYPE(g)
+        dt = _dt_index(typenum)
+        if not self.binary:
+            ga = _empty_nd(cnp.PyArray_NDIM(g), cnp.PyArray_DIMS(g), typenum)
+            if self.op == OP_NEG:
+                _run_like(unary_fwd(OP_NEG, dt), 2, ga, g)
+            else:
+                _run_like(unary_bwd(self.op, dt), 4, ga, g, self.sa, self.sy)
+            return (ga,)
+        ga = gb = None
+        if self._e0 is not None:
+            ident = BINARY_INFO[self.op].ident[0]
+            if ident == 1:
+                ga = g
+            else:
+                ga = _empty_nd(cnp.PyArray_NDIM(g), cnp.PyArray_DIMS(g), typenum)
+                _run_like(binary_bwd(self.op, 0, dt), 5, ga, g, self.sa, self.sb,
+                          self.sy)
+        if self._e1 is not None:
+            ident = BINARY_INFO[self.op].ident[1]
+            if ident == 1:
+                gb = g
+            elif ident == 2:
+                gb = _empty_nd(cnp.PyArray_NDIM(g), cnp.PyArray_DIMS(g), typenum)
+                _run_like(unary_fwd(OP_NEG, dt), 2, gb, g)
+            else:
+                gb = _empty_nd(cnp.PyArray_NDIM(g), cnp.PyArray_DIMS(g), typenum)
+                _run_like(binary_bwd(self.op, 1, dt), 5, gb, g, self.sa, self.sb,
+                          self.sy)
+        return (ga, gb)
+
+    cdef object _saved_tensor(self, TensorBase t, object arr):
+        if t is not None:
+            return t
+        return _new_tensor(arr) if arr is not None else None
+
+    cdef object _apply_graph(self, object g):
+        """The same rule over Tensors, recorded: backward of the backward."""
+        cdef TensorBase y = None
+        if self.sy is not None:
+            # The saved output, re-attached to this node (torch's unpacking).
+            y = _new_tensor(self.sy)
+            y._ver = self.vy
+            y._grad_fn = self
+            y._requires_grad = True
+        if not self.binary:
+            fn = _graph_unary[UNARY_NAMES[self.op]]
+            return (fn(g, self._saved_tensor(self.ta, self.sa), y),)
+        fa, fb = _graph_binary[BINARY_NAMES[self.op]]
+        a = self._saved_tensor(self.ta, self.sa)
+        b = self._saved_tensor(self.tb, self.sb)
+        return (fa(g, a, b, y) if self._e0 is not None else None,
+                fb(g, a, b, y) if self._e1 is not None else None)
+
+
+cdef extern from "numpy/arrayobject.h":
+    # NumPy's dot for arrays (BLAS gemm for float32/float64 operands whose
+    # strides BLAS accepts, transposed views included; a loop otherwise).
+    object PyArray_MatrixProduct2(object a, object b, PyObject* out)
+
+
+
+
+@cython.final
+@cython.no_gc
+cdef class MatmulNode(Node):
+    """Backward of a 2-D float matrix product (torch's mm): grad_a = g @ b.T,
+    grad_b = a.T @ g.  Saves a only when b needs a gradient, b only when a
+    does, as torch."""
+    cdef object sa, sb               # saved arrays, or None
+    cdef TensorBase ta, tb           # the same as tensors (for create_graph)
+    cdef Version va, vb
+    cdef long long na, nb
+
+    def name(self):
+        return "MmBackward0"
+
+    cdef void release(self):
+        if self._has_saved:
+            self.sa = self.sb = None
+            self.ta = self.tb = None
+            self._freed = True
+
+    cpdef Py_ssize_t saved_nbytes(self):
+        cdef Py_ssize_t n = 0
+        for a in (self.sa, self.sb):
+            if a is not None:
+                n += a.nbytes
+        return n
+
+    def _saved_shapes(self):
+        return [(k, tuple(a.shape), a.nbytes) for k, a in
+                (("self", self.sa), ("mat2", self.sb)) if a is not None]
+
+    cdef object apply(self, object grads, bint graph):
+        cdef cnp.ndarray g
+        if self._freed:
+            raise _freed_error(self, grads)
+        if self.va is not None:
+            _check_version(self.va, self.na, self.sa, self, "an input")
+        if self.vb is not None:
+            _check_version(self.vb, self.nb, self.sb, self, "an input")
+        if graph:
+            return _graph_matmul(grads, self.ta, self.tb, self._e0 is not None,
+                                 self._e1 is not None)
+        g = <cnp.ndarray>grads
+        ga = gb = None
+        if self._e0 is not None:
+            ga = PyArray_MatrixProduct2(
+                g, cnp.PyArray_Transpose(<cnp.ndarray>self.sb, NULL), NULL)
+        if self._e1 is not None:
+            gb = PyArray_MatrixProduct2(
+                cnp.PyArray_Transpose(<cnp.ndarray>self.sa, NULL), g, NULL)
+        return (ga, gb)
+
+
+def matmul_2d(a, b):
+    """a @ b for two 2-D float tensors of one dtype whose inner sizes agree
+    (BLAS through NumPy's dot, a compiled node); None for anything else,
+    which cygrad.ops.matmul handles (vectors, batches, errors)."""
+    cdef TensorBase ta, tb
+    cdef cnp.ndarray x, y
+    cdef int typenum
+    cdef MatmulNode node
+    if not isinstance(a, TensorBase) or not isinstance(b, TensorBase):
+        return None
+    ta = <TensorBase>a
+    tb = <TensorBase>b
+    x = <cnp.ndarray>ta._arr
+    y = <cnp.ndarray>tb._arr
+    typenum = cnp.PyArray_TYPE(x)
+    if (cnp.PyArray_NDIM(x) != 2 or cnp.PyArray_NDIM(y) != 2
+            or cnp.PyArray_TYPE(y) != typenum
+            or (typenum != cnp.NPY_FLOAT and typenum != cnp.NPY_DOUBLE)
+            or cnp.PyArray_DIMS(x)[1] != cnp.PyArray_DIMS(y)[0]):
+        return None
+    cdef TensorBase res = _new_tensor(PyArray_MatrixProduct2(x, y, NULL))
+    if cygrad_grad_mode and (ta._requires_grad or tb._requires_grad):
+        node = MatmulNode.__new__(MatmulNode)
+        node._n_out = 1
+        node._n_in = 2
+        if ta._requires_grad:
+            node._e0 = _edge(ta)
+            node.sb = y
+            node.tb = tb
+            node.vb = tb._ver
+            node.nb = tb._ver.v
+            tb._ver.saved = True
+        if tb._requires_grad:
+            node._e1 = _edge(tb)
+            node.sa = x
+            node.ta = ta
+            node.va = ta._ver
+            node.na = ta._ver.v
+            ta._ver.saved = True
+        if ta._out_nr != 0 or tb._out_nr != 0:
+            node._nrs = (ta._out_nr, tb._out_nr)
+        node._has_saved = True
+        if _debug_level > 0:
+            _register(node)
+        res._grad_fn = node
+        res._requires_grad = True
+        if _retain_all:
+            _retain(res)
+    elif _debug_level > 0 and (ta._requires_grad or ta._origin is not None
+                               or tb._requires_grad or tb._origin is not None):
+        _note_no_grad(res, ta, tb)
+    return res
+
+
+@cython.final
+@cython.no_gc
+cdef class SumNode(Node):
+    """Backward of the full sum: grad = g broadcast to the input's shape.
+
+    The hottest reduction (every loss ends with one) gets a compiled node:
+    as a Python Function it cost about 85k instructions per forward+backward.
+    """
+    cdef tuple in_shape
+
+    def name(self):
+        return "SumBackward0"
+
+    cdef object apply(self, object grads, bint graph):
+        cdef cnp.ndarray g, out
+        cdef Py_ssize_t i, n
+        cdef int typenum
+        cdef double v
+        if graph:
+            return (_graph_expand(grads, self.in_shape),)
+        g = <cnp.ndarray>grads
+        typenum = cnp.PyArray_TYPE(g)
+        n = 1
+        for i in range(len(self.in_shape)):
+            n *= <Py_ssize_t>self.in_shape[i]
+        if n >= GIL_RELEASE_MIN:
+            # Large input: a read-only broadcast view of the 0-d gradient (no
+            # write of n elements; consumers read it with stride 0, and a leaf
+            # copies it into its own .grad).
+            return (np.broadcast_to(g, self.in_shape),)
+        out = _empty_like_shape(self.in_shape, typenum)
+        if typenum == cnp.NPY_FLOAT:
+            v = (<float*>cnp.PyArray_DATA(g))[0]
+            for i in range(n):
+                (<float*>cnp.PyArray_DATA(out))[i] = <float>v
+        else:
+            v = (<double*>cnp.PyArray_DATA(g))[0]
+            for i in range(n):
+                (<double*>cnp.PyArray_DATA(out))[i] = v
+        return (out,)
+
+
+def sum_all(TensorBase t):
+    """Sum of every element of a float tensor, recorded with a compiled node."""
+    cdef SumNode node
+    cdef TensorBase res = _new_tensor(_reduce_sum_all(t._arr))
+    if cygrad_grad_mode and t._requires_grad:
+        node = SumNode.__new__(SumNode)
+        node._n_out = 1
+        node._n_in = 1
+        node._e0 = _edge(t)
+        if t._out_nr != 0:
+            node._nrs = (t._out_nr,)
+        node.in_shape = t._arr.shape
+        if _debug_level > 0:
+            _register(node)      # site, generation, live list (diagnostics)
+        res._grad_fn = node
+        res._requires_grad = True
+        if _retain_all:
+            _retain(res)
+    elif _debug_level > 0 and (
+            t._requires_grad or t._origin is not None):
+        _note_no_grad(res, t, None)
+    return res
