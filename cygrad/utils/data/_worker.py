@@ -181,15 +181,20 @@ def _seed_worker(base_seed, worker_id):
 
 
 def worker_loop(spec, index_queue, result_conn, worker_id, num_workers, base_seed,
-                ppid):
+                ppid, inherited=()):
     """Serve fetch requests until told to stop or the parent is gone.
 
     ``spec`` is ``(dataset, iterable, auto_collation, collate_fn, drop_last,
     worker_init_fn)``, or those bytes from ``dumps`` (start methods other than
     fork).  An exception while fetching is sent back, wrapped, for that task;
     one in ``worker_init_fn`` or in creating the stream for the first task.
+    ``inherited`` are the main process's ends of the result pipes, copied by
+    fork: closed at once, so that when the main process closes its own end a
+    blocked send fails instead of waiting for a reader that never comes.
     """
     global _worker_info
+    for conn in inherited:
+        conn.close()
     try:
         set_num_threads(1)
         if isinstance(spec, bytes):

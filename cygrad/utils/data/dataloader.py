@@ -315,7 +315,8 @@ class _MultiProcessIter(_BaseIter):
         ctx = loader.multiprocessing_context or multiprocessing.get_context()
         spec = (self._dataset, self._iterable, self._auto_collation,
                 self._collate_fn, self._drop_last, loader.worker_init_fn)
-        if ctx.get_start_method() != "fork":
+        forking = ctx.get_start_method() == "fork"
+        if not forking:
             spec = dumps(spec)
         try:
             for wid in range(self._num_workers):
@@ -325,7 +326,7 @@ class _MultiProcessIter(_BaseIter):
                 p = ctx.Process(
                     target=_worker.worker_loop,
                     args=(spec, q, send, wid, self._num_workers, self._base_seed,
-                          os.getpid()),
+                          os.getpid(), [*self._conns, recv] if forking else ()),
                     daemon=True)
                 p.start()
                 send.close()                # EOF on recv when the worker ends
