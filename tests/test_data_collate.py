@@ -186,3 +186,21 @@ def test_nested_structures_match_torch(template, n):
     batch = [_instance(template, seed) for seed in range(n)]
     assert_like_torch("default_collate", batch)
     assert_like_torch("default_convert", batch[0])
+
+
+@pytest.mark.parametrize("batch", [
+    [cygrad.zeros(2), cygrad.ones(2, dtype=cygrad.float64)],
+    [cygrad.arange(2), cygrad.ones(2)],
+    [cygrad.arange(6.0).reshape(2, 3).t(), cygrad.ones(3, 2)],    # a strided view
+    [cygrad.tensor(1.5), cygrad.tensor(2.5)],
+    [cygrad.tensor([True]), cygrad.tensor([False])],
+], ids=["f32+f64", "i64+f32", "view", "0-d", "bool"])
+def test_tensor_batches_promote_like_torch(batch):
+    assert_like_torch("default_collate", batch)
+
+
+def test_numpy_arrays_of_mixed_dtypes_and_shapes():
+    assert_like_torch("default_collate", [np.zeros(2, np.float32), np.ones(2)])
+    assert_like_torch("default_collate", [np.zeros(2, np.int32), np.ones(2, np.int64)])
+    with pytest.raises(RuntimeError, match="stack expects each tensor to be equal"):
+        default_collate([np.zeros(2), np.zeros(3)])

@@ -15,12 +15,16 @@ import time
 
 import numpy as np
 import pytest
+from test_data_collate import plain
 
 import cygrad
 from cygrad.utils.data import (
-    DataLoader, Dataset, IterableDataset, TensorDataset, get_worker_info,
+    DataLoader,
+    Dataset,
+    IterableDataset,
+    TensorDataset,
+    get_worker_info,
 )
-from test_data_collate import plain
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GUARD_SECONDS = 90
@@ -138,7 +142,7 @@ def _epochs(loader, n=2):
 @pytest.mark.parametrize("workers", [1, 2, 3])
 @pytest.mark.parametrize("shuffle", [False, True])
 def test_workers_give_the_batches_of_the_main_process(workers, shuffle):
-    kw = dict(batch_size=4, shuffle=shuffle, drop_last=False, timeout=30)
+    kw = {"batch_size": 4, "shuffle": shuffle, "drop_last": False, "timeout": 30}
     cygrad.manual_seed(5)
     ref = _epochs(DataLoader(Records(), **{**kw, "timeout": 0}))
     cygrad.manual_seed(5)
@@ -353,7 +357,7 @@ def _run(script, timeout=60):
         "PYTHONPATH", ""))
     return subprocess.run([sys.executable, "-c", textwrap.dedent(script)],
                           capture_output=True, text=True, timeout=timeout, env=env,
-                          cwd=ROOT)
+                          cwd=ROOT, check=False)
 
 
 def test_uncaught_worker_error_ends_the_script_without_orphans(tmp_path):
@@ -385,8 +389,8 @@ def test_uncaught_worker_error_ends_the_script_without_orphans(tmp_path):
     assert not any(_alive(pid) for pid in pids)
 
 
-def test_workers_leave_when_the_main_process_is_killed(tmp_path):
-    script = f"""
+def test_workers_leave_when_the_main_process_is_killed():
+    script = """
         import os, sys, time
         from cygrad.utils.data import DataLoader, Dataset
 

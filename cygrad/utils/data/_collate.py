@@ -24,7 +24,7 @@ import numpy as np
 
 from cygrad import ops
 from cygrad._tensor import Tensor
-from cygrad.creation import as_tensor, tensor
+from cygrad.creation import as_tensor, from_numpy, tensor
 from cygrad.dtypes import float64
 
 __all__ = ["collate", "default_collate", "default_collate_fn_map", "default_convert"]
@@ -112,13 +112,43 @@ def collate(batch, *, collate_fn_map=None):
     raise TypeError(_ERR.format(elem_type))
 
 
+def _stack_uniform(arrays):
+    """``np.stack(arrays)`` when every array has the first one's shape and
+    native dtype, else None.
+
+    One ``concatenate`` is ~15x faster than ``ops.stack`` on 128 tensors
+    (measured, benchmarks/bench_data.py) and gives what stacking the
+    tensors gives when no promotion and no graph are involved.
+    """
+    first = arrays[0]
+    shape, dtype = first.shape, first.dtype
+    if not dtype.isnative:
+        return None
+    for a in arrays:
+        if a.shape != shape or a.dtype != dtype:
+            return None
+    if not shape:
+        return np.array(arrays)
+    return np.concatenate(arrays).reshape((len(arrays), *shape))
+
+
 def _collate_tensor(batch, *, collate_fn_map=None):
-    return ops.stack(batch, 0)
+    arrays = []
+    for t in batch:
+        if not isinstance(t, Tensor) or t.requires_grad:
+            return ops.stack(batch, 0)      # a graph, promotion or the error
+        arrays.append(t._arr)
+    out = _stack_uniform(arrays)
+    return ops.stack(batch, 0) if out is None else from_numpy(out)
 
 
 def _collate_numpy_array(batch, *, collate_fn_map=None):
     if _NON_NUMERIC_KINDS.search(batch[0].dtype.str) is not None:
         raise TypeError(_ERR.format(batch[0].dtype))
+    if all(isinstance(b, np.ndarray) for b in batch):
+        out = _stack_uniform(batch)
+        if out is not None:
+            return from_numpy(out)
     return collate([as_tensor(b) for b in batch], collate_fn_map=collate_fn_map)
 
 
