@@ -280,3 +280,20 @@ def test_errors_in_the_main_process_propagate_unchanged():
             return 3
     with pytest.raises(KeyError, match="missing 0"):
         next(iter(DataLoader(Broken())))
+
+
+def test_example_runs():
+    import os
+    import subprocess
+    import sys
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ, PYTHONPATH=root + os.pathsep + os.environ.get(
+        "PYTHONPATH", ""))
+    out = subprocess.run([sys.executable, os.path.join(root, "examples",
+                                                       "data_loading.py")],
+                         capture_output=True, text=True, timeout=120, env=env,
+                         cwd=root, check=False)
+    assert out.returncode == 0, out.stderr
+    assert "epoch 1: 15 batches, 960 samples" in out.stdout
+    assert "Feature batch shape: (64, 1, 28, 28)" in out.stdout
+    assert "2 workers give the batches of the main process: True" in out.stdout

@@ -210,7 +210,7 @@ def worker_loop(spec, index_queue, result_conn, worker_id, num_workers, base_see
                 init_fn(worker_id)
             fetcher = make_fetcher(dataset, iterable, auto_collation, collate_fn,
                                    drop_last)
-        except Exception:  # noqa: BLE001 (user code: any error goes to main)
+        except Exception:  # noqa: BLE001 (user code: sent to main)
             init_error = _exception_payload(worker_id)
         stream_done = False
         while True:
@@ -228,7 +228,7 @@ def worker_loop(spec, index_queue, result_conn, worker_id, num_workers, base_see
                     try:
                         fetcher = make_fetcher(dataset, iterable, auto_collation,
                                                collate_fn, drop_last)
-                    except Exception:  # noqa: BLE001 (user code: any error goes to main)
+                    except Exception:  # noqa: BLE001 (user code: sent to main)
                         init_error = _exception_payload(worker_id)
                 continue
             task, index = msg
@@ -244,11 +244,11 @@ def worker_loop(spec, index_queue, result_conn, worker_id, num_workers, base_see
                         payload, stream_done = _StreamEnd(), True
                     else:
                         payload = _exception_payload(worker_id)
-                except Exception:  # noqa: BLE001 (user code: any error goes to main)
+                except Exception:  # noqa: BLE001 (user code: sent to main)
                     payload = _exception_payload(worker_id)
             try:
                 blob = dumps((task, payload))
-            except Exception:  # noqa: BLE001 (user code: any error goes to main)
+            except Exception:  # noqa: BLE001 (user code: sent to main)
                 blob = dumps((task, _exception_payload(worker_id)))
             del payload
             result_conn.send_bytes(blob)
