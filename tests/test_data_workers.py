@@ -420,3 +420,56 @@ def test_workers_leave_when_the_main_process_is_killed():
     finally:
         proc.kill()
         proc.stdout.close()
+
+
+def test_persistent_loader_after_a_worker_error_starts_new_workers():
+    loader = DataLoader(Failing(ValueError("bad"), at=3), batch_size=2, num_workers=2,
+                        persistent_workers=True, timeout=30)
+    for _ in range(2):
+        with pytest.raises(ValueError, match="Caught ValueError"):
+            list(loader)
+        _assert_stopped(loader._iterator)
+
+
+@pytest.mark.parametrize("prefetch_factor", [1, 3])
+def test_prefetch_factor_bounds_the_requests(prefetch_factor):
+    loader = DataLoader(Records(), batch_size=2, num_workers=2, timeout=30,
+                        prefetch_factor=prefetch_factor)
+    it = iter(loader)
+    assert it._tasks_outstanding == 2 * prefetch_factor
+    got = []
+    for b in it:
+        assert it._tasks_outstanding <= 2 * prefetch_factor
+        got.append(plain(b))
+    assert got == [plain(b) for b in DataLoader(Records(), batch_size=2)]
+
+
+def test_out_of_order_gives_every_batch_once():
+    class Uneven(Dataset):
+        def __getitem__(self, i):
+            if i % 4 == 0:
+                time.sleep(0.05)
+            return i
+
+        def __len__(self):
+            return 16
+
+    batches = [b.tolist() for b in DataLoader(Uneven(), batch_size=2, num_workers=2,
+                                              in_order=False, timeout=30)]
+    assert sorted(batches) == [[i, i + 1] for i in range(0, 16, 2)]
+
+
+def test_distributed_sampler_in_loaders_with_workers():
+    from cygrad.utils.data import DistributedSampler
+    ds = TensorDataset(cygrad.arange(25))
+    seen = []
+    for rank in range(3):
+        sampler = DistributedSampler(ds, num_replicas=3, rank=rank, seed=1)
+        sampler.set_epoch(2)
+        loader = DataLoader(ds, batch_size=4, sampler=sampler, num_workers=2,
+                            timeout=30)
+        ref = [b[0].tolist() for b in DataLoader(ds, batch_size=4, sampler=sampler)]
+        got = [b[0].tolist() for b in loader]
+        assert got == ref and len(loader) == 3
+        seen += [i for b in got for i in b]
+    assert len(seen) == 27 and set(seen) == set(range(25))
