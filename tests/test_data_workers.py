@@ -7,6 +7,7 @@ must die run in a subprocess with a deadline.
 """
 
 import os
+import pickle
 import signal
 import subprocess
 import sys
@@ -473,3 +474,16 @@ def test_distributed_sampler_in_loaders_with_workers():
         assert got == ref and len(loader) == 3
         seen += [i for b in got for i in b]
     assert len(seen) == 27 and set(seen) == set(range(25))
+
+
+def test_spawn_with_a_dataset_of_this_module_and_a_local_one():
+    ref = [plain(b) for b in DataLoader(Records(9), batch_size=4)]
+    got = [plain(b) for b in DataLoader(Records(9), batch_size=4, num_workers=2,
+                                        multiprocessing_context="spawn", timeout=60)]
+    assert got == ref
+
+    class Local(Records):
+        pass
+    loader = DataLoader(Local(9), num_workers=1, multiprocessing_context="spawn")
+    with pytest.raises((AttributeError, pickle.PicklingError), match="Local"):
+        iter(loader)

@@ -187,7 +187,8 @@ def worker_loop(spec, index_queue, result_conn, worker_id, num_workers, base_see
     ``spec`` is ``(dataset, iterable, auto_collation, collate_fn, drop_last,
     worker_init_fn)``, or those bytes from ``dumps`` (start methods other than
     fork).  An exception while fetching is sent back, wrapped, for that task;
-    one in ``worker_init_fn`` or in creating the stream for the first task.
+    one in starting up (unpickling ``spec``, ``worker_init_fn``, creating the
+    stream) for every task.
     ``inherited`` are the main process's ends of the result pipes, copied by
     fork: closed at once, so that when the main process closes its own end a
     blocked send fails instead of waiting for a reader that never comes.
@@ -197,15 +198,15 @@ def worker_loop(spec, index_queue, result_conn, worker_id, num_workers, base_see
         conn.close()
     try:
         set_num_threads(1)
-        if isinstance(spec, bytes):
-            spec = loads(spec)
-        dataset, iterable, auto_collation, collate_fn, drop_last, init_fn = spec
         seed = _seed_worker(base_seed, worker_id)
-        _worker_info = WorkerInfo(id=worker_id, num_workers=num_workers, seed=seed,
-                                  dataset=dataset)
         init_error = None
         fetcher = None
         try:
+            if isinstance(spec, bytes):
+                spec = loads(spec)   # fails if the dataset's class can't be imported
+            dataset, iterable, auto_collation, collate_fn, drop_last, init_fn = spec
+            _worker_info = WorkerInfo(id=worker_id, num_workers=num_workers,
+                                      seed=seed, dataset=dataset)
             if init_fn is not None:
                 init_fn(worker_id)
             fetcher = make_fetcher(dataset, iterable, auto_collation, collate_fn,
@@ -233,7 +234,7 @@ def worker_loop(spec, index_queue, result_conn, worker_id, num_workers, base_see
                 continue
             task, index = msg
             if init_error is not None:
-                payload, init_error = init_error, None
+                payload = init_error
             elif stream_done:
                 payload = _StreamEnd()
             else:

@@ -333,10 +333,10 @@ class _MultiProcessIter(_BaseIter):
                 self._workers.append(p)
                 self._index_queues.append(q)
                 self._conns.append(recv)
-        except BaseException:
+            self._reset(loader, first_iter=True)
+        except BaseException:       # a failing start or sampler: no orphans
             self._shutdown_workers()
             raise
-        self._reset(loader, first_iter=True)
 
     def _reset(self, loader, first_iter=False):
         super()._reset(loader, first_iter)
