@@ -10,6 +10,10 @@ thread each; ``extra_info["batches"]`` gives the per-batch cost):
                                (784,) float32 image and an int label per
                                index: the general path (per-sample
                                ``__getitem__`` + ``default_collate``)
+``data_tensor_batch_workers``  ``data_tensor_batch`` read by 2 persistent
+                               worker processes (started before timing):
+                               what crossing processes costs (cygrad: pipes,
+                               torch: shared memory)
 
 ``python -m benchmarks.bench_data`` times the variants in turn, round after
 round, and prints the cost per batch and the ratio cygrad / torch.
@@ -24,7 +28,8 @@ BATCH = 128
 FEATURES = 784
 NBATCH = pick(50, 2)
 N = BATCH * NBATCH
-CASES = ("data_tensor_batch", "data_tensor_batch_shuffle", "data_numpy_samples")
+CASES = ("data_tensor_batch", "data_tensor_batch_shuffle", "data_numpy_samples",
+         "data_tensor_batch_workers")
 
 
 def _arrays():
@@ -59,8 +64,10 @@ def build(lib, case):
         ds = type("Samples", (_NumpySamples, base), {})(x, y)
     else:
         ds = data.TensorDataset(T.from_numpy(x), T.from_numpy(y))
+    workers = {"num_workers": 2, "persistent_workers": True} if case.endswith(
+        "workers") else {}
     loader = data.DataLoader(ds, batch_size=BATCH,
-                             shuffle=case == "data_tensor_batch_shuffle")
+                             shuffle=case == "data_tensor_batch_shuffle", **workers)
 
     def one_pass():
         for _ in loader:

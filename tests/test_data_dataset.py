@@ -184,3 +184,21 @@ def test_random_split_errors_like_torch():
         random_split(Squares(5), [0.5, 1.5, -1.0])
     with pytest.warns(UserWarning, match="Length of split at index 1 is 0"):
         random_split(Squares(2), [0.9, 0.1])
+
+
+def test_datasets_and_samplers_are_generic_like_torch():
+    from cygrad.utils.data import DataLoader, Sampler
+
+    class Ints(Dataset[int]):
+        def __getitem__(self, i):
+            return i * 10
+
+        def __len__(self):
+            return 3
+
+    class Backwards(Sampler[int]):
+        def __iter__(self):
+            return iter([2, 1, 0])
+
+    batches = [b.tolist() for b in DataLoader(Ints(), sampler=Backwards())]
+    assert batches == [[20], [10], [0]]

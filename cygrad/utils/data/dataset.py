@@ -15,6 +15,7 @@ import itertools
 import math
 import numbers
 import warnings
+from typing import Generic, TypeVar
 
 from cygrad.utils.data.sampler import _permutation
 
@@ -30,8 +31,13 @@ __all__ = [
 ]
 
 
-class Dataset:
+T_co = TypeVar("T_co", covariant=True)
+
+
+class Dataset(Generic[T_co]):
     """A map from keys (usually ``0 .. len - 1``) to samples.
+
+    Generic in the sample type, as torch's is (``Dataset[tuple[Tensor, int]]``).
 
     Subclasses define ``__getitem__`` and, for the default samplers,
     ``__len__``.  They may define ``__getitems__(indices)`` returning the list

@@ -14,6 +14,7 @@ from it (as torch does), so that ``cygrad.manual_seed(s)`` fixes every epoch.
 import numbers
 import warnings
 from itertools import islice
+from typing import Generic, TypeVar
 
 import numpy as np
 
@@ -58,9 +59,12 @@ def _check_bool(name, value, exc=ValueError):
         raise exc(f"{name} should be a boolean value, but got {name}={value}")
 
 
-class Sampler:
+T_co = TypeVar("T_co", covariant=True)
+
+
+class Sampler(Generic[T_co]):
     """Base class: subclasses define ``__iter__`` (indices) and may define
-    ``__len__``."""
+    ``__len__``.  Generic in the index type (``Sampler[int]``)."""
 
     def __init__(self, data_source=None):
         if data_source is not None:
