@@ -16,6 +16,8 @@ import time
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from test_data_collate import plain
 
 import cygrad
@@ -487,3 +489,60 @@ def test_spawn_with_a_dataset_of_this_module_and_a_local_one():
     loader = DataLoader(Local(9), num_workers=1, multiprocessing_context="spawn")
     with pytest.raises((AttributeError, pickle.PicklingError), match="Local"):
         iter(loader)
+
+
+class _OnlyInWorkers:
+    """Pickles fine in a worker; unpickling it in the main process fails."""
+
+    def __reduce__(self):
+        return _fail_to_unpickle, ()
+
+
+def _fail_to_unpickle():
+    if get_worker_info() is None:
+        raise ImportError("this class only exists in the workers")
+    return _OnlyInWorkers()
+
+
+def test_a_batch_the_main_process_cannot_unpickle_stops_the_workers():
+    class Odd(Dataset):
+        def __getitem__(self, i):
+            return _OnlyInWorkers()
+
+        def __len__(self):
+            return 4
+
+    it = iter(DataLoader(Odd(), batch_size=None, num_workers=2, timeout=30))
+    with pytest.raises(ImportError, match="only exists in the workers"):
+        next(it)
+    _assert_stopped(it)
+
+
+class Jittery(Dataset):
+    """Uneven fetch times, so that workers finish out of order."""
+
+    def __init__(self, n):
+        self.n = n
+
+    def __getitem__(self, i):
+        time.sleep(0.001 * (i * 7 % 3))
+        return i, float(i) / 3
+
+    def __len__(self):
+        return self.n
+
+
+@settings(max_examples=12, deadline=None)
+@given(n=st.integers(1, 30), batch_size=st.sampled_from([None, 1, 3, 8]),
+       drop_last=st.booleans(), workers=st.integers(1, 3),
+       prefetch=st.integers(1, 3), shuffle=st.booleans(), seed=st.integers(0, 9))
+def test_any_configuration_gives_the_main_process_batches(
+        n, batch_size, drop_last, workers, prefetch, shuffle, seed):
+    drop_last = drop_last and batch_size is not None
+    kw = {"batch_size": batch_size, "drop_last": drop_last, "shuffle": shuffle}
+    ref = [plain(b) for b in DataLoader(
+        Jittery(n), generator=cygrad.Generator().manual_seed(seed), **kw)]
+    got = [plain(b) for b in DataLoader(
+        Jittery(n), generator=cygrad.Generator().manual_seed(seed),
+        num_workers=workers, prefetch_factor=prefetch, timeout=30, **kw)]
+    assert got == ref

@@ -435,7 +435,12 @@ class _MultiProcessIter(_BaseIter):
                 except (EOFError, OSError):
                     dead.append(self._conns.index(obj))
                     continue
-                (epoch, task), payload = loads(blob)
+                try:
+                    (epoch, task), payload = loads(blob)
+                except Exception:
+                    # e.g. a class only the worker could import: stop, then say so
+                    self._shutdown_workers()
+                    raise
                 if epoch == self._epoch:
                     return task, payload
             if dead:
