@@ -297,3 +297,21 @@ def test_example_runs():
     assert "epoch 1: 15 batches, 960 samples" in out.stdout
     assert "Feature batch shape: (64, 1, 28, 28)" in out.stdout
     assert "2 workers give the batches of the main process: True" in out.stdout
+
+
+def test_a_tensor_collate_registered_by_the_user_is_honoured():
+    from cygrad.utils.data import default_collate_fn_map
+    from cygrad.utils.data._collate import _collate_tensor
+
+    def first(batch, *, collate_fn_map):
+        return batch[0]
+
+    ds = TensorDataset(cygrad.arange(6))
+    default_collate_fn_map[cygrad.Tensor] = first
+    try:
+        batches = [b[0].tolist() for b in DataLoader(ds, batch_size=3)]
+    finally:
+        default_collate_fn_map[cygrad.Tensor] = _collate_tensor
+    assert batches == [0, 3]
+    assert [b[0].tolist() for b in DataLoader(ds, batch_size=3)] == [[0, 1, 2],
+                                                                     [3, 4, 5]]

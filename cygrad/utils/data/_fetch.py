@@ -15,14 +15,19 @@ import numpy as np
 
 from cygrad._tensor import Tensor
 from cygrad.creation import from_numpy
-from cygrad.utils.data._collate import default_collate
+from cygrad.utils.data._collate import (
+    _collate_tensor,
+    default_collate,
+    default_collate_fn_map,
+)
 from cygrad.utils.data.dataset import Subset, TensorDataset
 
 
 def _tensor_batch_reader(dataset, collate_fn):
     """``read(index) -> list of tensors`` for the fast path, else None."""
-    if collate_fn is not default_collate:
-        return None
+    if collate_fn is not default_collate or (
+            default_collate_fn_map.get(Tensor) is not _collate_tensor):
+        return None             # not the default, or a user re-registered Tensor
     maps = []
     while type(dataset) is Subset:
         maps.append(dataset.indices)
