@@ -208,3 +208,24 @@ def test_distributed_sampler_without_a_process_group():
         DistributedSampler(range(4))
     with pytest.raises(RuntimeError, match="num_replicas"):
         DistributedSampler(range(4), num_replicas=2)
+
+
+def test_distributed_sampler_asks_the_process_group(monkeypatch):
+    import sys
+    import types
+    fake = types.ModuleType("cygrad.distributed")
+    fake.is_available = lambda: True
+    fake.is_initialized = lambda: True
+    fake.get_world_size = lambda: 3
+    fake.get_rank = lambda: 1
+    monkeypatch.setitem(sys.modules, "cygrad.distributed", fake)
+    monkeypatch.setattr(cygrad, "distributed", fake, raising=False)
+    s = DistributedSampler(range(10), shuffle=False)
+    assert (s.num_replicas, s.rank) == (3, 1)
+    assert list(s) == [1, 4, 7, 0]
+    fake.is_initialized = lambda: False
+    with pytest.raises(RuntimeError, match="process group has not been initialized"):
+        DistributedSampler(range(10))
+    fake.is_available = lambda: False
+    with pytest.raises(RuntimeError, match="not available"):
+        DistributedSampler(range(10))

@@ -395,7 +395,9 @@ def test_uncaught_worker_error_ends_the_script_without_orphans(tmp_path):
 def test_workers_leave_when_the_main_process_is_killed():
     script = """
         import os, sys, time
-        from cygrad.utils.data import DataLoader, Dataset
+        from cygrad.utils.data import DataLoader, Dataset, _worker
+
+        _worker.STATUS_CHECK_INTERVAL = 0.5   # forked workers poll faster
 
         class Ds(Dataset):
             def __getitem__(self, i):
