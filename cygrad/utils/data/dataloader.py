@@ -28,6 +28,7 @@ import multiprocessing
 import multiprocessing.connection
 import os
 import time
+from typing import Generic, TypeVar
 
 from cygrad.utils.data import _worker
 from cygrad.utils.data._collate import default_collate, default_convert
@@ -75,8 +76,11 @@ def _check_context(ctx, num_workers):
     return ctx
 
 
-class DataLoader:
-    """Iterate over a dataset in batches.
+T_co = TypeVar("T_co", covariant=True)
+
+
+class DataLoader(Generic[T_co]):
+    """Iterate over a dataset in batches (generic like torch's: ``DataLoader[T]``).
 
     Parameters
     ----------
