@@ -548,3 +548,14 @@ def test_any_configuration_gives_the_main_process_batches(
         Jittery(n), generator=cygrad.Generator().manual_seed(seed),
         num_workers=workers, prefetch_factor=prefetch, timeout=30, **kw)]
     assert got == ref
+
+
+def test_an_exception_class_pickle_cannot_name_arrives_as_runtime_error():
+    class LocalError(Exception):
+        pass
+
+    it = iter(DataLoader(Failing(LocalError("local trouble"), at=0), num_workers=1,
+                         timeout=30))
+    with pytest.raises(RuntimeError, match="Caught LocalError in DataLoader worker"):
+        next(it)
+    _assert_stopped(it)

@@ -100,11 +100,12 @@ class ExceptionWrapper:
         if exc_info is None:
             exc_info = sys.exc_info()
         self.exc_type = exc_info[0]
+        self.exc_name = exc_info[0].__name__    # kept if exc_type is replaced
         self.exc_msg = "".join(traceback.format_exception(*exc_info))
         self.where = where
 
     def reraise(self):
-        msg = (f"Caught {self.exc_type.__name__} {self.where}.\n"
+        msg = (f"Caught {self.exc_name} {self.where}.\n"
                f"Original {self.exc_msg}")
         if self.exc_type is KeyError:
             msg = _KeyErrorMessage(msg)
