@@ -1,0 +1,3 @@
+"""Utilities outside the core: ``cygrad.utils.data`` (datasets and loaders)."""
+
+from cygrad.utils import data  # noqa: F401

@@ -1,0 +1,253 @@
+"""Samplers: the order in which the loader reads a map-style dataset.
+
+A sampler is an iterable of indices (``BatchSampler``: of lists of indices).
+Random samplers draw from a cygrad ``Generator`` (``cygrad.default_generator``
+when none is given).  cygrad's generator is not torch's, so a shuffle has a
+different order than torch's for the same seed; what holds is the contract:
+a permutation, the same one for the same seed, a new one at every epoch.
+
+``RandomSampler`` without a generator draws one seed from the default
+generator at each ``iter()`` and shuffles with a generator of its own made
+from it (as torch does), so that ``cygrad.manual_seed(s)`` fixes every epoch.
+"""
+
+import numbers
+import warnings
+from itertools import islice
+from typing import Generic, TypeVar
+
+import numpy as np
+
+from cygrad.creation import Generator, _rng
+
+__all__ = [
+    "BatchSampler",
+    "RandomSampler",
+    "Sampler",
+    "SequentialSampler",
+    "SubsetRandomSampler",
+    "WeightedRandomSampler",
+]
+
+
+def _numpy_rng(generator):
+    """The NumPy generator behind a cygrad ``Generator`` (default when None)."""
+    if generator is not None and not isinstance(generator, Generator):
+        raise TypeError(f"generator must be a cygrad.Generator, got "
+                        f"{type(generator).__name__}")
+    return _rng(generator)
+
+
+def _draw_seed(generator=None):
+    """A fresh seed in [0, 2**63) drawn from ``generator``."""
+    return int(_numpy_rng(generator).integers(0, 2 ** 63, dtype=np.int64))
+
+
+def _permutation(n, generator=None):
+    """A random permutation of ``range(n)`` as an int64 array."""
+    return _numpy_rng(generator).permutation(n).astype(np.int64, copy=False)
+
+
+def _check_positive_int(name, value):
+    if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value <= 0:
+        raise ValueError(f"{name} should be a positive integer value, but got "
+                         f"{name}={value}")
+
+
+def _check_bool(name, value, exc=ValueError):
+    if not isinstance(value, bool):
+        raise exc(f"{name} should be a boolean value, but got {name}={value}")
+
+
+T_co = TypeVar("T_co", covariant=True)
+
+
+class Sampler(Generic[T_co]):
+    """Base class: subclasses define ``__iter__`` (indices) and may define
+    ``__len__``.  Generic in the index type (``Sampler[int]``)."""
+
+    def __init__(self, data_source=None):
+        if data_source is not None:
+            warnings.warn("`data_source` argument is not used and will be removed "
+                          "in 2.2.0.You may still have custom implementation that "
+                          "utilizes it.", stacklevel=2)
+
+    def __iter__(self):
+        raise NotImplementedError
+
+
+class SequentialSampler(Sampler):
+    """``0, 1, ..., len(data_source) - 1``."""
+
+    def __init__(self, data_source):
+        self.data_source = data_source
+
+    def __iter__(self):
+        return iter(range(len(self.data_source)))
+
+    def __len__(self):
+        return len(self.data_source)
+
+
+class RandomSampler(Sampler):
+    """Indices of ``data_source`` in random order.
+
+    Parameters
+    ----------
+    data_source : Dataset
+        What is sampled (only its ``len`` is read).
+    replacement : bool
+        Draw ``num_samples`` indices independently (True) or permutations of
+        the whole range, concatenated and cut to ``num_samples`` (False).
+    num_samples : int, optional
+        How many indices one pass yields; ``len(data_source)`` when None.
+    generator : Generator, optional
+        The source of randomness; when None each ``iter()`` seeds a private
+        generator from ``cygrad.default_generator``.
+    """
+
+    def __init__(self, data_source, replacement=False, num_samples=None,
+                 generator=None):
+        self.data_source = data_source
+        self.replacement = replacement
+        self._num_samples = num_samples
+        self.generator = generator
+        _check_bool("replacement", replacement, TypeError)
+        _check_positive_int("num_samples", self.num_samples)
+
+    @property
+    def num_samples(self):
+        if self._num_samples is None:
+            return len(self.data_source)
+        return self._num_samples
+
+    def __iter__(self):
+        n = len(self.data_source)
+        if self.generator is None:
+            gen = Generator(_draw_seed())
+        else:
+            gen = self.generator
+        rng = _numpy_rng(gen)
+        m = self.num_samples
+        if self.replacement:
+            # drawn in blocks of 32 so that a long pass is not drawn up front
+            for _ in range(m // 32):
+                yield from rng.integers(0, n, 32, dtype=np.int64).tolist()
+            yield from rng.integers(0, n, m % 32, dtype=np.int64).tolist()
+        else:
+            for _ in range(m // n):
+                yield from _permutation(n, gen).tolist()
+            yield from _permutation(n, gen).tolist()[:m % n]
+
+    def __len__(self):
+        return self.num_samples
+
+
+class SubsetRandomSampler(Sampler):
+    """The given ``indices``, in a random order (a new one each pass)."""
+
+    def __init__(self, indices, generator=None):
+        self.indices = indices
+        self.generator = generator
+
+    def __iter__(self):
+        for i in _permutation(len(self.indices), self.generator).tolist():
+            yield self.indices[i]
+
+    def __len__(self):
+        return len(self.indices)
+
+
+class WeightedRandomSampler(Sampler):
+    """``num_samples`` indices in ``[0, len(weights))``, index ``i`` drawn with
+    probability ``weights[i] / sum(weights)``.
+
+    Parameters
+    ----------
+    weights : sequence of float
+        Non-negative weights, not all zero (they need not sum to 1).
+    num_samples : int
+        How many indices one pass yields.
+    replacement : bool
+        Without replacement an index appears at most once, so ``num_samples``
+        cannot exceed the number of non-zero weights.
+    generator : Generator, optional
+        ``cygrad.default_generator`` when None.
+
+    Raises
+    ------
+    ValueError
+        For a non-positive ``num_samples``, a non-bool ``replacement`` or
+        weights that are not 1-D.
+    RuntimeError
+        When iterated with negative, non-finite or all-zero weights, or with
+        too few non-zero weights to draw without replacement.
+    """
+
+    def __init__(self, weights, num_samples, replacement=True, generator=None):
+        _check_positive_int("num_samples", num_samples)
+        _check_bool("replacement", replacement)
+        if hasattr(weights, "detach"):
+            weights = weights.detach().numpy()
+        w = np.asarray(weights, dtype=np.float64)
+        if w.ndim != 1:
+            raise ValueError(f"weights should be a 1d sequence but given weights "
+                             f"have shape {tuple(w.shape)}")
+        self.weights = w
+        self.num_samples = num_samples
+        self.replacement = replacement
+        self.generator = generator
+
+    def __iter__(self):
+        w = self.weights
+        if not np.all(np.isfinite(w)):
+            raise RuntimeError("invalid multinomial distribution (encountering "
+                               "probability entry = infinity or NaN)")
+        if np.any(w < 0):
+            raise RuntimeError("invalid multinomial distribution (encountering "
+                               "probability entry < 0)")
+        total = w.sum()
+        if not total > 0:
+            raise RuntimeError("invalid multinomial distribution (sum of "
+                               "probabilities <= 0)")
+        if not self.replacement and self.num_samples > np.count_nonzero(w):
+            raise RuntimeError(
+                f"cannot sample n_sample={self.num_samples} indices without "
+                f"replacement from {np.count_nonzero(w)} non-zero weights")
+        rng = _numpy_rng(self.generator)
+        drawn = rng.choice(len(w), size=self.num_samples, replace=self.replacement,
+                           p=w / total)
+        yield from drawn.astype(np.int64).tolist()
+
+    def __len__(self):
+        return self.num_samples
+
+
+class BatchSampler(Sampler):
+    """Lists of ``batch_size`` consecutive indices of ``sampler``.
+
+    The last list is shorter when ``len(sampler)`` is not a multiple of
+    ``batch_size``, unless ``drop_last`` drops it.
+    """
+
+    def __init__(self, sampler, batch_size, drop_last):
+        _check_positive_int("batch_size", batch_size)
+        _check_bool("drop_last", drop_last)
+        self.sampler = sampler
+        self.batch_size = batch_size
+        self.drop_last = drop_last
+
+    def __iter__(self):
+        it = iter(self.sampler)
+        size = self.batch_size
+        while True:
+            batch = list(islice(it, size))
+            if not batch or (self.drop_last and len(batch) < size):
+                return
+            yield batch
+
+    def __len__(self):
+        if self.drop_last:
+            return len(self.sampler) // self.batch_size
+        return (len(self.sampler) + self.batch_size - 1) // self.batch_size
+
