@@ -456,10 +456,6 @@ def node_is_freed(Node node):
     return node._freed
 
 
-def node_has_saved(Node node):
-    return node._has_saved
-
-
 def node_saved_arrays(Node node):
     """The arrays ``node`` holds for backward (graph_stats counts their bytes)."""
     cdef EWNode ew

@@ -93,15 +93,6 @@ def _bump_generation():
     return _generation
 
 
-def _get_generation():
-    return _generation
-
-
-def _backward_root_gen():
-    """Newest generation among the roots of the running (or last) backward."""
-    return _bw_root_gen
-
-
 def live_nodes(before_gen=None, Py_ssize_t limit=-1):
     """Live graph nodes recorded while the debug level was > 0, oldest first.
 
@@ -121,7 +112,3 @@ def live_nodes(before_gen=None, Py_ssize_t limit=-1):
             out.append(node)
         p = (<Node>p)._lnext
     return out
-
-
-def n_live_nodes():
-    return _n_live

@@ -33,7 +33,7 @@ def _table_function(row):
 
 for _row in _optable.UNARY + _optable.BINARY:
     globals()[_row.name] = op(_row.name, methods=_row.methods + _row.aliases,
-                              ref=_row.ref, primitive=True, domain=_row.domain,
+                              primitive=True, domain=_row.domain,
                               kind="unary" if _row.arity == 1 else "binary",
                               aliases=_row.aliases, row=_row)(_table_function(_row))
     for _other in _row.aliases:
@@ -100,8 +100,8 @@ for _name, _uf in (("lt", np.less), ("le", np.less_equal), ("gt", np.greater),
         fn.__name__ = name
         fn.__doc__ = f"Elementwise ``{name}`` comparison; a bool tensor."
         return fn
-    globals()[_name] = op(_name, methods=(_name, f"__{_name}__"), ref=_uf,
-                          kind="compare")(_mk(_uf, _name))
+    globals()[_name] = op(_name, methods=(_name, f"__{_name}__"), kind="compare")(
+        _mk(_uf, _name))
 
 
 def _logical(ufunc, name):

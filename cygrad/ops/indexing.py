@@ -4,9 +4,8 @@ gathered copies for advanced ones."""
 import numpy as np
 
 from cygrad._kernels.engine import TensorBase, _wrap, is_grad_enabled
-from cygrad._tensor import Tensor
 from cygrad.autograd.function import Function
-from cygrad.ops.registry import OPS, OpSpec, _view_of
+from cygrad.ops.registry import _view_of, op
 
 # --- indexing ----------------------------------------------------------------------------------
 
@@ -137,6 +136,4 @@ def getitem(input, index):
     return GetItem.apply(input, idx, basic)
 
 
-OPS["getitem"] = OpSpec("getitem", getitem, ("__getitem__",), None, True, None,
-                        "index")
-Tensor.__getitem__ = getitem
+op("getitem", methods=("__getitem__",), primitive=True, kind="index")(getitem)

@@ -66,7 +66,7 @@ class Matmul(Function):
         return xp.out(ga), xp.out(gb)
 
 
-@op("matmul", methods=("matmul",), ref=np.matmul, primitive=True, kind="matmul")
+@op("matmul", methods=("matmul",), primitive=True, kind="matmul")
 def matmul(input, other):
     """Matrix product with torch's 1-D and batched-broadcast rules (BLAS)."""
     if not isinstance(other, TensorBase) or not isinstance(input, TensorBase):

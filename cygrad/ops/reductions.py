@@ -54,7 +54,7 @@ class Sum(Function):
         return xp.out(xp.broadcast_to(gv, ctx.in_shape)), None, None
 
 
-@op("sum", methods=("sum",), ref=np.sum, primitive=True, kind="reduce")
+@op("sum", methods=("sum",), primitive=True, kind="reduce")
 def sum(input, dim=None, keepdim=False, dtype=None):
     """Sum over ``dim`` (int, tuple, or all); grad broadcasts g back."""
     if dtype is not None:
@@ -64,7 +64,7 @@ def sum(input, dim=None, keepdim=False, dtype=None):
     return Sum.apply(input, _dims(dim, input._arr.ndim), bool(keepdim))
 
 
-@op("mean", methods=("mean",), ref=np.mean, kind="reduce")
+@op("mean", methods=("mean",), kind="reduce")
 def mean(input, dim=None, keepdim=False, dtype=None):
     """Mean over ``dim``: sum / count (composite)."""
     if dtype is not None:
@@ -179,8 +179,7 @@ def _softmax_dim(input, dim, name):
     return _canon_dim(dim, input._arr.ndim)
 
 
-@op("softmax", methods=("softmax",), ref=lambda x, dim: _ref_softmax(x, dim),
-    primitive=True, kind="softmax")
+@op("softmax", methods=("softmax",), primitive=True, kind="softmax")
 def softmax(input, dim=None, dtype=None):
     """softmax along ``dim`` (stable); grad = y * (g - sum(g * y, dim))."""
     if dtype is not None:
@@ -189,25 +188,13 @@ def softmax(input, dim=None, dtype=None):
     return Softmax.apply(_float_input(input, "softmax"), d, False)
 
 
-@op("log_softmax", methods=("log_softmax",),
-    ref=lambda x, dim: np.log(_ref_softmax(x, dim)), primitive=True, kind="softmax")
+@op("log_softmax", methods=("log_softmax",), primitive=True, kind="softmax")
 def log_softmax(input, dim=None, dtype=None):
     """log(softmax) along ``dim`` (stable); grad = g - exp(y) * sum(g, dim)."""
     if dtype is not None:
         input = input.to(dtype)
     d = _softmax_dim(input, dim, "log_softmax")
     return LogSoftmax.apply(_float_input(input, "log_softmax"), d, True)
-
-
-def _ref_softmax(x, dim):
-    e = np.exp(x - np.max(x, axis=dim, keepdims=True))
-    return e / np.sum(e, axis=dim, keepdims=True)
-
-
-def _ref_logsumexp(x, dim=None, keepdim=False):
-    m = np.max(x, axis=dim, keepdims=True)
-    out = np.log(np.sum(np.exp(x - m), axis=dim, keepdims=True)) + m
-    return out if keepdim else np.squeeze(out, axis=dim)
 
 
 class LogSumExp(Function):
@@ -244,8 +231,7 @@ class LogSumExp(Function):
         return gk * exp(x - reshape(out, ctx.kept)), None, None
 
 
-@op("logsumexp", methods=("logsumexp",), ref=_ref_logsumexp, primitive=True,
-    kind="reduce")
+@op("logsumexp", methods=("logsumexp",), primitive=True, kind="reduce")
 def logsumexp(input, dim=None, keepdim=False):
     """log(sum(exp(x), dim)), stable; grad = g * softmax(x) over ``dim``."""
     input = _float_input(input, "logsumexp")
@@ -294,9 +280,7 @@ class Var(Function):
         return reshape(g, ctx.kept) * centered * scale, None, None, None
 
 
-@op("var", methods=("var",), ref=lambda x, dim=None, keepdim=False, correction=1:
-    np.var(x, axis=dim, ddof=correction, keepdims=keepdim), primitive=True,
-    kind="reduce")
+@op("var", methods=("var",), primitive=True, kind="reduce")
 def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     """Variance over ``dim`` with torch's ``correction`` (default 1, Bessel) or
     ``unbiased``; grad = g * 2 * (x - mean) / (n - correction)."""
@@ -471,7 +455,7 @@ def _extreme(input, dim, keepdim, is_min, name):
     return _MinMax(values, indices)
 
 
-@op("max", methods=("max",), ref=np.max, primitive=True, kind="reduce")
+@op("max", methods=("max",), primitive=True, kind="reduce")
 def max(input, dim=None, keepdim=False):
     """Largest element; with ``dim``, ``(values, indices)`` along it.
 
@@ -482,7 +466,7 @@ def max(input, dim=None, keepdim=False):
     return _extreme(input, dim, keepdim, False, "max")
 
 
-@op("min", methods=("min",), ref=np.min, primitive=True, kind="reduce")
+@op("min", methods=("min",), primitive=True, kind="reduce")
 def min(input, dim=None, keepdim=False):
     """Smallest element; with ``dim``, ``(values, indices)`` (see ``max``)."""
     return _extreme(input, dim, keepdim, True, "min")
@@ -503,13 +487,13 @@ def _arg_extreme(input, dim, keepdim, is_min):
     return res[1]
 
 
-@op("argmax", methods=("argmax",), ref=np.argmax, kind="index")
+@op("argmax", methods=("argmax",), kind="index")
 def argmax(input, dim=None, keepdim=False):
     """Index of the first largest element (NaN counts as largest); no gradient."""
     return _arg_extreme(input, dim, keepdim, False)
 
 
-@op("argmin", methods=("argmin",), ref=np.argmin, kind="index")
+@op("argmin", methods=("argmin",), kind="index")
 def argmin(input, dim=None, keepdim=False):
     """Index of the first smallest element (NaN first); no gradient."""
     return _arg_extreme(input, dim, keepdim, True)

@@ -22,16 +22,15 @@ from cygrad.creation import get_default_dtype
 # --- the registry ------------------------------------------------------------------
 
 class OpSpec:
-    """One public op: its function, Tensor method names and NumPy reference."""
+    """One public op: its function, Tensor method names and aliases."""
 
-    def __init__(self, name, fn, methods, ref, primitive, domain, kind, aliases=(),
+    def __init__(self, name, fn, methods, primitive, domain, kind, aliases=(),
                  row=None):
         self.name = name
         self.aliases = aliases
         self.row = row      # the op-table row of an elementwise op
         self.fn = fn
         self.methods = methods
-        self.ref = ref
         self.primitive = primitive
         self.domain = domain
         self.kind = kind
@@ -40,22 +39,14 @@ class OpSpec:
         return self.name
 
 
-class _Registry(dict):
-    def primitives(self):
-        return [s for s in self.values() if s.primitive]
-
-    def of_kind(self, kind):
-        return [s for s in self.values() if s.kind == kind]
+OPS = {}
 
 
-OPS = _Registry()
-
-
-def op(name, methods=(), ref=None, primitive=False, domain=None, kind="other",
-       aliases=(), row=None):
+def op(name, methods=(), primitive=False, domain=None, kind="other", aliases=(),
+       row=None):
     """Register ``fn`` as the public op ``name`` (and as Tensor methods)."""
     def deco(fn):
-        OPS[name] = OpSpec(name, fn, tuple(methods), ref, primitive, domain, kind,
+        OPS[name] = OpSpec(name, fn, tuple(methods), primitive, domain, kind,
                            tuple(aliases), row)
         for m in methods:
             setattr(Tensor, m, fn)

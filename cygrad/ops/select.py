@@ -89,7 +89,7 @@ def _select(xp, c, a, b):
     return where(c, a, b)
 
 
-@op("where", ref=np.where, primitive=True, kind="select")
+@op("where", primitive=True, kind="select")
 def where(condition, input, other):
     """Pick ``input`` where ``condition`` holds, else ``other`` (broadcasting)."""
     if not isinstance(condition, TensorBase):
@@ -137,7 +137,7 @@ def _is_int_bound(b):
         isinstance(b, bool)
 
 
-@op("clamp", methods=("clamp", "clip"), ref=np.clip, kind="unary")
+@op("clamp", methods=("clamp", "clip"), kind="unary")
 def clamp(input, min=None, max=None):
     """out = min(max(x, min), max); grad = g where min <= x <= max, else 0.
 

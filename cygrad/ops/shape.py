@@ -72,7 +72,7 @@ class Clone(Function):
         return g
 
 
-@op("clone", methods=("clone",), ref=np.copy, primitive=True, kind="shape")
+@op("clone", methods=("clone",), primitive=True, kind="shape")
 def clone(input, memory_format=None):
     """A copy with its own storage; the gradient flows through unchanged."""
     return Clone.apply(input)
@@ -143,7 +143,7 @@ class Reshape(Function):
         return xp.out(xp.reshape(xp.val(g), ctx.in_shape)), None, None
 
 
-@op("reshape", methods=("reshape",), ref=np.reshape, primitive=True, kind="shape")
+@op("reshape", methods=("reshape",), primitive=True, kind="shape")
 def reshape(input, *shape):
     """out = x with shape ``shape`` (-1 inferred); a view when the layout allows."""
     shape = _infer_shape(_shape_args(shape), input._arr.size)
@@ -177,7 +177,7 @@ class Permute(Function):
         return xp.out(xp.transpose(xp.val(g), ctx.inv)), None
 
 
-@op("permute", methods=("permute",), ref=np.transpose, primitive=True, kind="shape")
+@op("permute", methods=("permute",), primitive=True, kind="shape")
 def permute(input, *dims):
     """Reorder the axes (a view); grad = g with the inverse permutation."""
     dims = _shape_args(dims)
@@ -244,7 +244,7 @@ class Expand(Function):
         return xp.out(xp.sum_to_shape(xp.val(g), ctx.in_shape)), None
 
 
-@op("expand", methods=("expand",), ref=np.broadcast_to, primitive=True, kind="shape")
+@op("expand", methods=("expand",), primitive=True, kind="shape")
 def expand(input, *sizes):
     """Broadcast size-1 axes to ``sizes`` (-1 keeps a size; a view); grad = g
     summed back to the input's shape."""
@@ -384,7 +384,7 @@ def _promote_all(tensors):
     return [t if t._arr.dtype == dt else t.to(dt) for t in tensors]
 
 
-@op("cat", ref=np.concatenate, primitive=True, kind="join")
+@op("cat", primitive=True, kind="join")
 def cat(tensors, dim=0):
     """Join tensors along an existing ``dim`` (dtypes promoted as torch);
     each input's gradient is its slice of g.  1-D empty tensors are skipped,
@@ -419,7 +419,7 @@ def cat(tensors, dim=0):
 concat = concatenate = cat
 
 
-@op("stack", ref=np.stack, kind="join")
+@op("stack", kind="join")
 def stack(tensors, dim=0):
     """Join equal-shaped tensors along a new ``dim`` (unsqueeze, then cat)."""
     tensors = _as_tensor_list(tensors, "stack")
