@@ -59,6 +59,18 @@ cdef void _retain(TensorBase t) except *:
     t._retains_grad = True
 
 
+cdef inline void _attach(TensorBase res, Node node) except *:
+    """Make ``node`` the history of ``res``, a fresh result: registered for
+    the diagnostics when they are on, its ``.grad`` kept under
+    retain_grads()."""
+    if _debug_level > 0:
+        _register(node)
+    res._grad_fn = node
+    res._requires_grad = True
+    if _retain_all:
+        _retain(res)
+
+
 cdef void _note_no_grad(TensorBase res, TensorBase a, TensorBase b) except *:
     """Remember why ``res`` has no history (for explain()).
 

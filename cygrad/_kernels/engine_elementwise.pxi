@@ -186,12 +186,7 @@ cdef void _make_binary_node(int op, TensorBase res, TensorBase ta, TensorBase tb
         node.ny = 0
         res._ver.saved = True
     node._has_saved = need_a or need_b or need_y
-    if _debug_level > 0:
-        _register(node)
-    res._grad_fn = node
-    res._requires_grad = True
-    if _retain_all:
-        _retain(res)
+    _attach(res, node)
 
 
 cdef object _unary(int op, TensorBase t):
@@ -258,12 +253,7 @@ cdef void _make_unary_node(int op, TensorBase res, TensorBase t, cnp.ndarray x,
         node.ny = 0
         res._ver.saved = True
     node._has_saved = bits != 0
-    if _debug_level > 0:
-        _register(node)
-    res._grad_fn = node
-    res._requires_grad = True
-    if _retain_all:
-        _retain(res)
+    _attach(res, node)
 
 
 def unary_method(str name):

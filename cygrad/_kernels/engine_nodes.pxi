@@ -429,12 +429,7 @@ def matmul_2d(a, b):
         if ta._out_nr != 0 or tb._out_nr != 0:
             node._nrs = (ta._out_nr, tb._out_nr)
         node._has_saved = True
-        if _debug_level > 0:
-            _register(node)
-        res._grad_fn = node
-        res._requires_grad = True
-        if _retain_all:
-            _retain(res)
+        _attach(res, node)
     elif _debug_level > 0 and (ta._requires_grad or ta._origin is not None
                                or tb._requires_grad or tb._origin is not None):
         _note_no_grad(res, ta, tb)
@@ -495,12 +490,7 @@ def sum_all(TensorBase t):
         if t._out_nr != 0:
             node._nrs = (t._out_nr,)
         node.in_shape = t._arr.shape
-        if _debug_level > 0:
-            _register(node)      # site, generation, live list (diagnostics)
-        res._grad_fn = node
-        res._requires_grad = True
-        if _retain_all:
-            _retain(res)
+        _attach(res, node)
     elif _debug_level > 0 and (
             t._requires_grad or t._origin is not None):
         _note_no_grad(res, t, None)

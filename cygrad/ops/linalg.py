@@ -7,7 +7,7 @@ from cygrad._kernels import engine as _engine
 from cygrad._kernels.engine import TensorBase, _wrap
 from cygrad._tensor import Tensor
 from cygrad.autograd.function import Function
-from cygrad.ops.registry import _ns, op
+from cygrad.ops.registry import _ns, _TensorNS, op
 
 # --- matmul ---------------------------------------------------------------------------------
 
@@ -47,23 +47,30 @@ class Matmul(Function):
     @staticmethod
     def backward(ctx, g):
         a, b = ctx.saved_tensors
-        xp = _ns()
-        sx, sy = ctx.shapes
-        # Treat vectors as matrices: a (k,) is (1, k); b (k,) is (k, 1).
-        sx2 = (1,) + sx if len(sx) == 1 else sx
-        sy2 = sy + (1,) if len(sy) == 1 else sy
-        out_shape = np.broadcast_shapes(sx2[:-2], sy2[:-2]) + (sx2[-2], sy2[-1])
-        g2 = xp.reshape(xp.val(g), out_shape)
-        ga = gb = None
-        if ctx.needs_input_grad[0]:
-            y2 = xp.reshape(xp.val(b), sy2)
-            ga = xp.matmul(g2, xp.swapaxes(y2, -1, -2))
-            ga = xp.reshape(xp.sum_to_shape(ga, sx2), sx)
-        if ctx.needs_input_grad[1]:
-            x2 = xp.reshape(xp.val(a), sx2)
-            gb = xp.matmul(xp.swapaxes(x2, -1, -2), g2)
-            gb = xp.reshape(xp.sum_to_shape(gb, sy2), sy)
-        return xp.out(ga), xp.out(gb)
+        return _matmul_grads(_ns(), g, a, b, *ctx.shapes, *ctx.needs_input_grad)
+
+
+def _matmul_grads(xp, g, a, b, sx, sy, need_a, need_b):
+    """grad_a = g @ b^T, grad_b = a^T @ g for a @ b of shapes ``sx`` and
+    ``sy``: vectors taken as matrices (a (k,) as (1, k), b (k,) as (k, 1)),
+    broadcast batch dimensions summed back.  ``a`` is read only for grad_b,
+    ``b`` only for grad_a.  The one matmul backward: Matmul's, and the
+    compiled 2-D node's under create_graph (its fast path is this rule's
+    2-D case as two BLAS calls)."""
+    sx2 = (1,) + sx if len(sx) == 1 else sx
+    sy2 = sy + (1,) if len(sy) == 1 else sy
+    out_shape = np.broadcast_shapes(sx2[:-2], sy2[:-2]) + (sx2[-2], sy2[-1])
+    g2 = xp.reshape(xp.val(g), out_shape)
+    ga = gb = None
+    if need_a:
+        y2 = xp.reshape(xp.val(b), sy2)
+        ga = xp.matmul(g2, xp.swapaxes(y2, -1, -2))
+        ga = xp.reshape(xp.sum_to_shape(ga, sx2), sx)
+    if need_b:
+        x2 = xp.reshape(xp.val(a), sx2)
+        gb = xp.matmul(xp.swapaxes(x2, -1, -2), g2)
+        gb = xp.reshape(xp.sum_to_shape(gb, sy2), sy)
+    return xp.out(ga), xp.out(gb)
 
 
 @op("matmul", methods=("matmul",), primitive=True, kind="matmul")
@@ -84,9 +91,12 @@ def matmul(input, other):
 
 
 def _matmul_graph_backward(g, a, b, need_a, need_b):
-    """MatmulNode's rule over Tensors, recorded (create_graph=True)."""
-    return (matmul(g, b.t()) if need_a else None,
-            matmul(a.t(), g) if need_b else None)
+    """The compiled 2-D node's backward over Tensors (create_graph=True);
+    it saves a only when b needs a gradient, b only when a does."""
+    m, n = g.shape
+    sx = tuple(a.shape) if a is not None else (m, b.shape[0])
+    sy = tuple(b.shape) if b is not None else (a.shape[1], n)
+    return _matmul_grads(_TensorNS, g, a, b, sx, sy, need_a, need_b)
 
 
 mm = matmul
