@@ -45,3 +45,20 @@ def test_kernel_and_create_graph_backwards_agree(name, case, dtype):
         assert f.dtype == g.dtype and f.shape == g.shape
         assert not f.requires_grad
         np.testing.assert_allclose(f.numpy(), g.detach().numpy(), **tol)
+
+
+@pytest.mark.parametrize("create_graph", [False, True])
+@pytest.mark.parametrize("write", ["base", "view"])
+def test_overwritten_region_gets_zero_even_for_inf_and_nan(create_graph, write):
+    # torch zeroes the region (no g * mask: inf * 0 would be NaN).
+    x = cygrad.zeros(4, dtype=cygrad.float64, requires_grad=True)
+    y = x * 1.0
+    target = y if write == "base" else y.view(2, 2)[0]
+    if write == "base":
+        target[1:3] = cygrad.tensor([5.0, 6.0], dtype=cygrad.float64)
+    else:
+        target[1:] = cygrad.tensor([5.0], dtype=cygrad.float64)
+    g = cygrad.tensor([1.0, float("inf"), float("nan"), 2.0], dtype=cygrad.float64)
+    (gx,) = cygrad.autograd.grad(y, x, g, create_graph=create_graph)
+    want = [1.0, 0.0, 0.0, 2.0] if write == "base" else [1.0, 0.0, float("nan"), 2.0]
+    np.testing.assert_array_equal(gx.detach().numpy(), want)

@@ -14,10 +14,10 @@ import numpy as np
 
 from cygrad import ops
 from cygrad._kernels import loss as _k
-from cygrad._kernels.engine import is_grad_enabled
 from cygrad._tensor import Tensor
 from cygrad.autograd.function import Function
 from cygrad.creation import from_numpy, tensor
+from cygrad.ops.registry import _ns, xp_helper
 
 __all__ = [
     "binary_cross_entropy_with_logits",
@@ -52,8 +52,8 @@ def _real(t, name):
 
 
 def _grad_arr(grad, dtype):
-    """The incoming gradient as a flat contiguous array of ``dtype``."""
-    return np.ascontiguousarray(grad._arr, dtype=dtype).reshape(-1)
+    """The incoming gradient (an array) as a flat contiguous one of ``dtype``."""
+    return np.ascontiguousarray(grad, dtype=dtype).reshape(-1)
 
 
 def _scalar(value, dtype):
@@ -102,26 +102,17 @@ class _Linear(Function):
     def backward(ctx, grad):
         x, weight = ctx.saved_tensors
         needs = ctx.needs_input_grad
-        grad_x = grad_weight = grad_bias = None
+        xp = _ns()
+        g = xp.val(grad)
         out_f, in_f = weight.shape
-        if not is_grad_enabled():
-            g = grad._arr
-            g2 = g.reshape(-1, out_f)
-            if needs[0]:
-                grad_x = from_numpy(np.matmul(g, weight._arr))
-            if needs[1]:
-                x2 = x._arr.reshape(-1, in_f)
-                grad_weight = from_numpy(np.matmul(g2.T, x2))
-            if len(needs) > 2 and needs[2]:
-                grad_bias = from_numpy(g2.sum(axis=0))
-        else:
-            g2 = grad.reshape(-1, out_f)
-            if needs[0]:
-                grad_x = grad @ weight
-            if needs[1]:
-                grad_weight = g2.T @ x.reshape(-1, in_f)
-            if len(needs) > 2 and needs[2]:
-                grad_bias = g2.sum(0)
+        g2 = xp.reshape(g, (-1, out_f))
+        grad_x = xp.out(xp.matmul(g, xp.val(weight))) if needs[0] else None
+        grad_weight = grad_bias = None
+        if needs[1]:
+            x2 = xp.reshape(xp.val(x), (-1, in_f))
+            grad_weight = xp.out(xp.matmul(xp.swapaxes(g2, 0, 1), x2))
+        if len(needs) > 2 and needs[2]:
+            grad_bias = xp.out(xp.sum(g2, 0))
         if len(needs) > 2:
             return grad_x, grad_weight, grad_bias
         return grad_x, grad_weight
@@ -236,26 +227,31 @@ class _MSELoss(Function):
     def backward(ctx, grad):
         input, target = ctx.saved_tensors
         needs = ctx.needs_input_grad
-        n = input.numel()
-        if not is_grad_enabled():
-            x = np.ascontiguousarray(input._arr)
-            dt = x.dtype
-            y = np.ascontiguousarray(target._arr, dtype=dt)
-            g = _grad_arr(grad, dt)
-            if ctx.reduction == "mean":
-                g = (g.astype(np.float64) / n).astype(dt)
-            gx = np.empty(x.size, dtype=dt)
-            _k.mse_bwd(x.reshape(-1), y.reshape(-1), g, gx)
-            gx = gx.reshape(x.shape)
-            grad_x = from_numpy(gx) if needs[0] else None
-            grad_y = None
-            if needs[1]:
-                grad_y = from_numpy((-gx).astype(target.dtype, copy=False))
-            return grad_x, grad_y, None
-        diff = input - target
-        scale = grad * (2.0 / n) if ctx.reduction == "mean" else grad * 2.0
-        grad_x = diff * scale
-        return (grad_x if needs[0] else None), (-grad_x if needs[1] else None), None
+        xp = _ns()
+        gx = xp.mse_grad(xp.val(input), xp.val(target), xp.val(grad), ctx.reduction)
+        return (xp.out(gx) if needs[0] else None), (
+            xp.out(-gx) if needs[1] else None), None
+
+
+def _mse_grad_arrays(x, y, g, reduction):
+    x = np.ascontiguousarray(x)
+    dt = x.dtype
+    y = np.ascontiguousarray(y, dtype=dt)
+    g = _grad_arr(g, dt)
+    if reduction == "mean":
+        g = (g.astype(np.float64) / x.size).astype(dt)
+    gx = np.empty(x.size, dtype=dt)
+    _k.mse_bwd(x.reshape(-1), y.reshape(-1), g, gx)
+    return gx.reshape(x.shape)
+
+
+def _mse_grad_tensors(x, y, g, reduction):
+    scale = g * (2.0 / x.numel()) if reduction == "mean" else g * 2.0
+    return (x - y) * scale
+
+
+# grad_x = 2 g (x - y) (/ n for the mean); one compiled pass on arrays.
+xp_helper("mse_grad", _mse_grad_arrays, _mse_grad_tensors)
 
 
 def mse_loss(input, target, reduction="mean"):
@@ -323,27 +319,37 @@ class _BCEWithLogits(Function):
     def backward(ctx, grad):
         input, target = ctx.saved_tensors
         needs = ctx.needs_input_grad
-        n = input.numel()
-        if not is_grad_enabled():
-            x = np.ascontiguousarray(input._arr)
-            dt = x.dtype
-            y = np.ascontiguousarray(target._arr, dtype=dt)
-            g = _grad_arr(grad, dt)
-            if ctx.reduction == "mean":
-                g = (g.astype(np.float64) / n).astype(dt)
-            grad_x = grad_y = None
-            if needs[0]:
-                gx = np.empty(x.size, dtype=dt)
-                _k.bce_logits_bwd(x.reshape(-1), y.reshape(-1), g, gx)
-                grad_x = from_numpy(gx.reshape(x.shape))
-            if needs[1]:
-                gy = -(x * (g.reshape(x.shape) if ctx.reduction == "none" else g[0]))
-                grad_y = from_numpy(gy.astype(target.dtype, copy=False))
-            return grad_x, grad_y, None
-        scale = grad * (1.0 / n) if ctx.reduction == "mean" else grad
-        grad_x = (ops.sigmoid(input) - target) * scale if needs[0] else None
-        grad_y = -input * scale if needs[1] else None
-        return grad_x, grad_y, None
+        xp = _ns()
+        grad_x, grad_y = xp.bce_logits_grad(xp.val(input), xp.val(target),
+                                            xp.val(grad), ctx.reduction, *needs[:2])
+        return xp.out(grad_x), xp.out(grad_y), None
+
+
+def _bce_logits_grad_arrays(x, y, g, reduction, need_x, need_y):
+    x = np.ascontiguousarray(x)
+    dt = x.dtype
+    y = np.ascontiguousarray(y, dtype=dt)
+    g = _grad_arr(g, dt)
+    if reduction == "mean":
+        g = (g.astype(np.float64) / x.size).astype(dt)
+    gx = gy = None
+    if need_x:
+        gx = np.empty(x.size, dtype=dt)
+        _k.bce_logits_bwd(x.reshape(-1), y.reshape(-1), g, gx)
+        gx = gx.reshape(x.shape)
+    if need_y:
+        gy = -(x * (g.reshape(x.shape) if reduction == "none" else g[0]))
+    return gx, gy
+
+
+def _bce_logits_grad_tensors(x, y, g, reduction, need_x, need_y):
+    scale = g * (1.0 / x.numel()) if reduction == "mean" else g
+    return ((ops.sigmoid(x) - y) * scale if need_x else None,
+            -x * scale if need_y else None)
+
+
+# grad_x = g (sigmoid(x) - y), grad_y = -g x (/ n for the mean).
+xp_helper("bce_logits_grad", _bce_logits_grad_arrays, _bce_logits_grad_tensors)
 
 
 def binary_cross_entropy_with_logits(
@@ -442,71 +448,65 @@ class _CrossEntropy(Function):
         weight = saved[2] if ctx.has_weight else None
         if not ctx.needs_input_grad[0]:
             return None, None, None, None, None
-        if not is_grad_enabled():
-            return (
-                _ce_backward_kernel(ctx, input, target, weight, grad),
-                None,
-                None,
-                None,
-                None,
-            )
-        return (
-            _ce_backward_graph(ctx, input, target, weight, grad),
-            None,
-            None,
-            None,
-            None,
-        )
+        xp = _ns()
+        rule = (ctx.reduction, ctx.ignore_index, ctx.wsum, ctx.lse)
+        grad_x = xp.cross_entropy_grad(
+            xp.val(input), target._arr, None if weight is None else weight._arr,
+            xp.val(grad), rule)
+        return xp.out(grad_x), None, None, None, None
 
 
-def _ce_backward_kernel(ctx, input, target, weight, grad):
-    x = np.ascontiguousarray(input._arr)
+def _ce_grad_arrays(x, target, weight, grad, rule):
+    reduction, ignore_index, wsum, lse = rule
+    x = np.ascontiguousarray(x)
     dt = x.dtype
     c = x.shape[0 if x.ndim == 1 else 1]
     if x.ndim <= 2:
         rows = x.reshape(-1, c)
     else:
         rows = np.ascontiguousarray(np.moveaxis(x, 1, -1)).reshape(-1, c)
-    t = np.ascontiguousarray(target._arr, dtype=np.int64).reshape(-1)
-    w = (
-        np.empty(0, dt)
-        if weight is None
-        else np.ascontiguousarray(weight._arr, dtype=dt).reshape(-1)
-    )
+    t = np.ascontiguousarray(target, dtype=np.int64).reshape(-1)
+    w = np.empty(0, dt) if weight is None else np.ascontiguousarray(
+        weight, dtype=dt).reshape(-1)
     g = _grad_arr(grad, dt)
-    if ctx.reduction == "mean":
-        g = np.array([_mean(g[0], ctx.wsum)], dtype=dt)
+    if reduction == "mean":
+        g = np.array([_mean(g[0], wsum)], dtype=dt)
     out = np.empty(rows.shape, dtype=dt)
-    _k.cross_entropy_bwd(rows, t, w, ctx.ignore_index, ctx.lse, g, out)
+    _k.cross_entropy_bwd(rows, t, w, ignore_index, lse, g, out)
     if x.ndim <= 2:
-        return from_numpy(out.reshape(x.shape))
+        return out.reshape(x.shape)
     moved = out.reshape(x.shape[:1] + x.shape[2:] + (c,))
-    return from_numpy(np.ascontiguousarray(np.moveaxis(moved, -1, 1)))
+    return np.ascontiguousarray(np.moveaxis(moved, -1, 1))
 
 
-def _ce_backward_graph(ctx, input, target, weight, grad):
-    """The same gradient from differentiable Tensor ops (for create_graph)."""
+def _ce_grad_tensors(input, target, weight, grad, rule):
+    reduction, ignore_index, wsum, _ = rule
     axis = 0 if input.ndim == 1 else 1
     c = input.shape[axis]
     xa = input._arr
-    t = np.asarray(target._arr).astype(np.int64)
+    t = np.asarray(target).astype(np.int64)
     t_axis = np.expand_dims(t, axis)
     classes = np.arange(c).reshape((c,) + (1,) * (input.ndim - axis - 1))
     onehot = (classes == t_axis).astype(xa.dtype)
-    keep = t_axis != ctx.ignore_index
+    keep = t_axis != ignore_index
     if weight is not None:
-        wrow = np.where(keep, np.asarray(weight._arr)[np.where(keep, t_axis, 0)], 0)
+        wrow = np.where(keep, np.asarray(weight)[np.where(keep, t_axis, 0)], 0)
     else:
         wrow = keep
     e = (input - _row_max(input, axis)).exp()
     probs = e / e.sum(dim=axis, keepdim=True)
-    if ctx.reduction == "none":
+    if reduction == "none":
         g = grad.reshape(t_axis.shape)
-    elif ctx.reduction == "mean":
-        g = grad * float(_mean(1.0, ctx.wsum))
+    elif reduction == "mean":
+        g = grad * float(_mean(1.0, wsum))
     else:
         g = grad
     return (probs - _constant(onehot)) * (g * _constant(wrow.astype(xa.dtype)))
+
+
+# grad = (softmax(x) - onehot(target)) * g * w[target] (0 at ignore_index),
+# / the weight sum for the mean.  rule: (reduction, ignore_index, wsum, lse).
+xp_helper("cross_entropy_grad", _ce_grad_arrays, _ce_grad_tensors)
 
 
 def cross_entropy(

@@ -63,6 +63,6 @@ del _spec, _name
 def engine_hooks():
     """The Python pieces the compiled engine calls, for ``engine.install``."""
     unary, binary = _graph_rules()
-    return dict(graph_unary=unary, graph_binary=binary, graph_sum_to=sum_to_shape,
-                graph_matmul=_matmul_graph_backward, graph_expand=expand,
-                inplace_views=_view_aware_inplace)
+    return {"graph_unary": unary, "graph_binary": binary,
+            "graph_sum_to": sum_to_shape, "graph_matmul": _matmul_graph_backward,
+            "graph_expand": expand, "inplace_views": _view_aware_inplace}

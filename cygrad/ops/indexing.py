@@ -3,9 +3,9 @@ gathered copies for advanced ones."""
 
 import numpy as np
 
-from cygrad._kernels.engine import TensorBase, _wrap, is_grad_enabled
+from cygrad._kernels.engine import TensorBase, _wrap
 from cygrad.autograd.function import Function
-from cygrad.ops.registry import _view_of, op
+from cygrad.ops.registry import _ns, _view_of, op, xp_helper
 
 # --- indexing ----------------------------------------------------------------------------------
 
@@ -97,14 +97,18 @@ class GetItem(Function):
 
     @staticmethod
     def backward(ctx, g):
-        if not is_grad_enabled():
-            out = np.zeros(ctx.shape, g._arr.dtype)
-            if ctx.basic:
-                _basic_view(out, ctx.idx)[...] = g._arr
-            else:
-                np.add.at(out, ctx.idx, g._arr)
-            return _wrap(out), None, None
-        return PutItem.apply(g, ctx.idx, ctx.basic, ctx.shape), None, None
+        xp = _ns()
+        return xp.out(xp.put_item(xp.val(g), ctx.idx, ctx.basic, ctx.shape)), None, None
+
+
+def _put_item(g, idx, basic, shape):
+    """zeros(shape) with the array g put at idx (added over repeated indices)."""
+    out = np.zeros(shape, g.dtype)
+    if basic:
+        _basic_view(out, idx)[...] = g
+    else:
+        np.add.at(out, idx, g)
+    return out
 
 
 class PutItem(Function):
@@ -116,16 +120,14 @@ class PutItem(Function):
     @staticmethod
     def forward(ctx, g, idx, basic, shape):
         ctx.idx, ctx.basic = idx, basic
-        out = np.zeros(shape, g._arr.dtype)
-        if basic:
-            _basic_view(out, idx)[...] = g._arr
-        else:
-            np.add.at(out, idx, g._arr)
-        return _wrap(out)
+        return _wrap(_put_item(g._arr, idx, basic, shape))
 
     @staticmethod
     def backward(ctx, gg):
         return GetItem.apply(gg, ctx.idx, ctx.basic), None, None, None
+
+
+xp_helper("put_item", _put_item, PutItem.apply)
 
 
 def getitem(input, index):

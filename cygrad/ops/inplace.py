@@ -12,7 +12,7 @@ from cygrad.autograd.function import Function
 from cygrad.creation import tensor as _make_tensor
 from cygrad.ops.elementwise import clamp_max, clamp_min
 from cygrad.ops.indexing import GetItem, _basic_view, _index_error, _norm_index
-from cygrad.ops.registry import _no_grad, _ns, _prod, sum_to_shape
+from cygrad.ops.registry import _no_grad, _ns, _prod, sum_to_shape, xp_helper
 from cygrad.ops.select import clamp
 from cygrad.ops.shape import clone, reshape
 
@@ -151,8 +151,7 @@ class _ScatterAdd(Function):
 
     @staticmethod
     def backward(ctx, gg):
-        return _Gather.apply(reshape(gg, -1) if is_grad_enabled() else gg,
-                             ctx.ids, None), None, None
+        return _Gather.apply(gg, ctx.ids, None), None, None
 
 
 def _regenerate_views(root):
@@ -189,24 +188,29 @@ class IndexPut(Function):
 
     @staticmethod
     def backward(ctx, g):
-        idx, basic = ctx.idx, ctx.basic
-        if not is_grad_enabled():
-            garr = g._arr
-            gd = np.array(garr, copy=True)
-            if basic:
-                _basic_view(gd, idx)[...] = 0
-                gv = _basic_view(garr, idx)
-            else:
-                gd[idx] = 0
-                gv = garr[idx]
-            return _wrap(gd), _wrap(_sum_to(gv, ctx.vshape)), None, None
-        mask = np.ones(ctx.shape, g._arr.dtype)
-        if basic:
-            _basic_view(mask, idx)[...] = 0
+        xp = _ns()
+        gv = xp.val(g)
+        kept = np.ones(ctx.shape, bool)      # False on the overwritten region
+        if ctx.basic:
+            _basic_view(kept, ctx.idx)[...] = False
         else:
-            mask[idx] = 0
-        gv = sum_to_shape(GetItem.apply(g, idx, basic), ctx.vshape)
-        return g * _wrap(mask), gv, None, None
+            kept[ctx.idx] = False
+        # A select, not g * mask: an inf or NaN gradient there gives 0.
+        return (xp.out(xp.where(xp.const(kept), gv, 0.0)),
+                xp.out(xp.index_sum_to(gv, ctx.idx, ctx.basic, ctx.vshape)), None, None)
+
+
+def _index_sum_to_arrays(g, idx, basic, shape):
+    return _sum_to(_basic_view(g, idx) if basic else g[idx], shape)
+
+
+def _index_sum_to_tensors(g, idx, basic, shape):
+    return sum_to_shape(GetItem.apply(g, idx, basic), shape)
+
+
+# g[idx] summed to ``shape``: the gradient of the value written by
+# ``x[idx] = value``.
+xp_helper("index_sum_to", _index_sum_to_arrays, _index_sum_to_tensors)
 
 
 class CopySlices(Function):
@@ -228,16 +232,25 @@ class CopySlices(Function):
 
     @staticmethod
     def backward(ctx, g):
-        region = ctx.region
-        if not is_grad_enabled():
-            gd = np.array(g._arr, copy=True)
-            gd.reshape(-1)[region] = 0
-            gv = g._arr.reshape(-1)[region]
-            return _wrap(gd), _wrap(_sum_to(gv, ctx.vshape)), None
-        mask = np.ones(_prod(ctx.shape), g._arr.dtype)
-        mask[region] = 0
-        gv = sum_to_shape(_Gather.apply(reshape(g, -1), region, None), ctx.vshape)
-        return g * _wrap(mask.reshape(ctx.shape)), gv, None
+        xp = _ns()
+        gv = xp.val(g)
+        kept = np.ones(_prod(ctx.shape), bool)    # False on the written region
+        kept[ctx.region] = False
+        return (xp.out(xp.where(xp.const(kept.reshape(ctx.shape)), gv, 0.0)),
+                xp.out(xp.flat_sum_to(gv, ctx.region, ctx.vshape)), None)
+
+
+def _flat_sum_to_arrays(g, region, shape):
+    return _sum_to(g.reshape(-1)[region], shape)
+
+
+def _flat_sum_to_tensors(g, region, shape):
+    return sum_to_shape(_Gather.apply(reshape(g, -1), region, None), shape)
+
+
+# g.flat[region] summed to ``shape``: the gradient of the value written
+# through a view.
+xp_helper("flat_sum_to", _flat_sum_to_arrays, _flat_sum_to_tensors)
 
 
 def _sum_to(a, shape):

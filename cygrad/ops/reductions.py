@@ -6,20 +6,21 @@ import numpy as np
 from cygrad import dtypes as _dt
 from cygrad._kernels import engine as _engine
 from cygrad._kernels import reductions as _R
-from cygrad._kernels.engine import TensorBase, _wrap, is_grad_enabled
+from cygrad._kernels.engine import TensorBase, _wrap
 from cygrad._kernels.reduce import sum_all as _sum_all
 from cygrad._tensor import Tensor, _canon_dim
 from cygrad.autograd.function import Function
 from cygrad.ops.elementwise import exp, maximum, minimum, sqrt
 from cygrad.ops.registry import (
     _KERNEL_FLOATS,
+    _as_dtype,
     _dims,
     _float_input,
-    _grad_array,
     _kept_shape,
     _ns,
     _prod,
     op,
+    xp_helper,
 )
 from cygrad.ops.shape import reshape
 
@@ -151,20 +152,30 @@ class Softmax(Function):
     @staticmethod
     def backward(ctx, g):
         (y,) = ctx.saved_tensors
-        dim = ctx.dim
-        if not is_grad_enabled():
-            yarr = y._arr
-            if yarr.ndim == 0:
-                return _wrap(np.zeros((), yarr.dtype)), None, None
-            y2, perm = _to_rows(yarr, (dim,))
-            g2, _ = _to_rows(_grad_array(g, yarr.dtype), (dim,))
-            out, full = _rows_out(y2, perm, yarr.shape)
-            _R.softmax_bwd(y2, g2, out, ctx.take_log)
-            return _wrap(_from_rows(out, perm, yarr.shape, full)), None, None
-        d = dim if y._arr.ndim else None
-        if ctx.take_log:
-            return g - exp(y) * sum(g, d, True), None, None
-        return y * (g - sum(g * y, d, True)), None, None
+        xp = _ns()
+        return xp.out(xp.softmax_grad(xp.val(y), xp.val(g), ctx.dim,
+                                      ctx.take_log)), None, None
+
+
+def _softmax_grad_arrays(y, g, dim, take_log):
+    if y.ndim == 0:
+        return np.zeros((), y.dtype)
+    y2, perm = _to_rows(y, (dim,))
+    g2, _ = _to_rows(_as_dtype(g, y.dtype), (dim,))
+    out, full = _rows_out(y2, perm, y.shape)
+    _R.softmax_bwd(y2, g2, out, take_log)
+    return _from_rows(out, perm, y.shape, full)
+
+
+def _softmax_grad_tensors(y, g, dim, take_log):
+    d = dim if y.ndim else None
+    if take_log:
+        return g - exp(y) * sum(g, d, True)
+    return y * (g - sum(g * y, d, True))
+
+
+# grad = y * (g - sum(g * y, dim)); with take_log g - exp(y) * sum(g, dim).
+xp_helper("softmax_grad", _softmax_grad_arrays, _softmax_grad_tensors)
 
 
 class LogSoftmax(Softmax):
@@ -219,16 +230,25 @@ class LogSumExp(Function):
     @staticmethod
     def backward(ctx, g):
         x, out = ctx.saved_tensors
-        if not is_grad_enabled():
-            arr = x._arr
-            x2, perm = _to_rows(arr, ctx.axes)
-            res, full = _rows_out(x2, perm, arr.shape)
-            _R.logsumexp_bwd(x2, out._arr.reshape(-1),
-                             np.ascontiguousarray(_grad_array(g, arr.dtype)).reshape(-1),
-                             res)
-            return _wrap(_from_rows(res, perm, arr.shape, full)), None, None
-        gk = reshape(g, ctx.kept)
-        return gk * exp(x - reshape(out, ctx.kept)), None, None
+        xp = _ns()
+        return xp.out(xp.logsumexp_grad(xp.val(x), xp.val(out), xp.val(g), ctx.axes,
+                                        ctx.kept)), None, None
+
+
+def _logsumexp_grad_arrays(x, out, g, axes, kept):
+    x2, perm = _to_rows(x, axes)
+    res, full = _rows_out(x2, perm, x.shape)
+    g = _as_dtype(g, x.dtype)
+    _R.logsumexp_bwd(x2, out.reshape(-1), np.ascontiguousarray(g).reshape(-1), res)
+    return _from_rows(res, perm, x.shape, full)
+
+
+def _logsumexp_grad_tensors(x, out, g, axes, kept):
+    return reshape(g, kept) * exp(x - reshape(out, kept))
+
+
+# grad = g * exp(x - out) = g * softmax(x) over the reduced axes.
+xp_helper("logsumexp_grad", _logsumexp_grad_arrays, _logsumexp_grad_tensors)
 
 
 @op("logsumexp", methods=("logsumexp",), primitive=True, kind="reduce")
@@ -267,17 +287,26 @@ class Var(Function):
         (x,) = ctx.saved_tensors
         denom = ctx.n - ctx.correction
         scale = 2.0 / denom if denom > 0 else float("nan")
-        if not is_grad_enabled():
-            arr = x._arr
-            x2, perm = _to_rows(arr, ctx.axes)
-            res, full = _rows_out(x2, perm, arr.shape)
-            _R.var_bwd(x2, ctx.mean,
-                       np.ascontiguousarray(_grad_array(g, arr.dtype)).reshape(-1),
-                       scale, res)
-            return _wrap(_from_rows(res, perm, arr.shape, full)), None, None, None
-        axes = ctx.axes
-        centered = x - mean(x, axes, True)
-        return reshape(g, ctx.kept) * centered * scale, None, None, None
+        xp = _ns()
+        return xp.out(xp.var_grad(xp.val(x), xp.val(g), ctx.mean, ctx.axes, ctx.kept,
+                                  scale)), None, None, None
+
+
+def _var_grad_arrays(x, g, mean_rows, axes, kept, scale):
+    x2, perm = _to_rows(x, axes)
+    res, full = _rows_out(x2, perm, x.shape)
+    g = _as_dtype(g, x.dtype)
+    _R.var_bwd(x2, mean_rows, np.ascontiguousarray(g).reshape(-1), scale, res)
+    return _from_rows(res, perm, x.shape, full)
+
+
+def _var_grad_tensors(x, g, mean_rows, axes, kept, scale):
+    return reshape(g, kept) * (x - mean(x, axes, True)) * scale
+
+
+# grad = g * (x - mean) * 2 / (n - correction); the kernel reuses the rows'
+# means from the forward.
+xp_helper("var_grad", _var_grad_arrays, _var_grad_tensors)
 
 
 @op("var", methods=("var",), primitive=True, kind="reduce")
@@ -338,6 +367,26 @@ class _PutAlong(Function):
         return _TakeAlong.apply(gg, ctx.idx, ctx.dim), None, None, None
 
 
+def _put_along_arrays(g, idx, dim, kept, in_shape, rows):
+    if rows is not None and g.dtype.type in _KERNEL_FLOATS:
+        out = np.empty(in_shape, g.dtype)
+        _R.extreme_dim_bwd(idx.reshape(-1), np.ascontiguousarray(g).reshape(-1),
+                           out.reshape(rows))
+        return out
+    out = np.zeros(in_shape, g.dtype)
+    np.put_along_axis(out, idx, g.reshape(kept), axis=dim)
+    return out
+
+
+def _put_along_tensors(g, idx, dim, kept, in_shape, rows):
+    return _PutAlong.apply(reshape(g, kept), idx, dim, in_shape)
+
+
+# zeros(in_shape) with g (reduced over ``dim``, of shape ``kept``) placed at
+# idx along dim: the backward of a max/min over a dim.
+xp_helper("put_along", _put_along_arrays, _put_along_tensors)
+
+
 class _ExtremeDim(Function):
     """(values, indices) = max (or min) over ``dim``; the gradient goes to the
     element whose index is returned (the first of ties, as torch)."""
@@ -376,18 +425,9 @@ class _ExtremeDim(Function):
 
     @staticmethod
     def backward(ctx, g, g_idx):
-        if not is_grad_enabled():
-            if ctx.rows is not None and g._arr.dtype.type in _KERNEL_FLOATS:
-                out = np.empty(ctx.in_shape, g._arr.dtype)
-                _R.extreme_dim_bwd(ctx.idx.reshape(-1),
-                                   np.ascontiguousarray(g._arr).reshape(-1),
-                                   out.reshape(ctx.rows))
-                return _wrap(out), None, None, None
-            out = np.zeros(ctx.in_shape, g._arr.dtype)
-            np.put_along_axis(out, ctx.idx, g._arr.reshape(ctx.kept), axis=ctx.dim)
-            return _wrap(out), None, None, None
-        return (_PutAlong.apply(reshape(g, ctx.kept), ctx.idx, ctx.dim, ctx.in_shape),
-                None, None, None)
+        xp = _ns()
+        return (xp.out(xp.put_along(xp.val(g), ctx.idx, ctx.dim, ctx.kept,
+                                    ctx.in_shape, ctx.rows)), None, None, None)
 
 
 class _MinDim(_ExtremeDim):
@@ -411,10 +451,9 @@ class _ExtremeAll(Function):
 
     @staticmethod
     def backward(ctx, g):
-        if not is_grad_enabled():
-            return _wrap(np.asarray(ctx.mask * (g._arr / ctx.count))), None
-        m = _wrap(ctx.mask.astype(g._arr.dtype))
-        return m * (g / ctx.count), None
+        xp = _ns()
+        gv = xp.val(g)
+        return xp.out(xp.const(ctx.mask.astype(gv.dtype)) * (gv / ctx.count)), None
 
 
 class _MinAll(_ExtremeAll):

@@ -77,6 +77,11 @@ class _NumpyNS:
     sum_to_shape = staticmethod(_np_sum_to_shape)
 
     @staticmethod
+    def const(arr):
+        """A constant operand (no gradient) of the formula."""
+        return arr
+
+    @staticmethod
     def sum(a, axis=None, keepdims=False):
         return np.sum(a, axis=axis, keepdims=keepdims)
 
@@ -129,12 +134,26 @@ class _TensorNS:
         return sum_to_shape(a, shape)
 
     @staticmethod
+    def const(arr):
+        return _wrap(arr)
+
+    @staticmethod
     def sum(a, axis=None, keepdims=False):
         return a.sum(axis, keepdims)
 
 
 def _ns():
     return _TensorNS if is_grad_enabled() else _NumpyNS
+
+
+def xp_helper(name, arrays, tensors):
+    """Give both namespaces the backward helper ``name``: ``arrays`` computes
+    it on NumPy arrays (a compiled kernel, where speed needs one) and
+    ``tensors`` is the same math over Tensors, recorded (create_graph).  A
+    backward then calls ``xp.<name>`` once; ``tests/test_backward_paths.py``
+    checks that the two agree for every op."""
+    setattr(_NumpyNS, name, staticmethod(arrays))
+    setattr(_TensorNS, name, staticmethod(tensors))
 
 
 class _no_grad:
@@ -177,8 +196,8 @@ def _float_input(x, opname):
     return x
 
 
-def _grad_array(g, dtype):
-    a = g._arr
+def _as_dtype(a, dtype):
+    """The array ``a`` in ``dtype`` (itself when it has it already)."""
     return a if a.dtype == dtype else a.astype(dtype)
 
 

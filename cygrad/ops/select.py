@@ -6,10 +6,10 @@ import numpy as np
 
 from cygrad._kernels import engine as _engine
 from cygrad._kernels import select as _select_k
-from cygrad._kernels.engine import TensorBase, _wrap, is_grad_enabled
+from cygrad._kernels.engine import TensorBase, _wrap
 from cygrad.autograd.function import Function
 from cygrad.creation import tensor as _make_tensor
-from cygrad.ops.registry import _grad_array, _ns, _NumpyNS, op
+from cygrad.ops.registry import _as_dtype, _ns, _NumpyNS, op, xp_helper
 
 # --- selection ---------------------------------------------------------------------------
 
@@ -114,6 +114,9 @@ def where(condition, input, other):
     return Where.apply(condition, x, y)
 
 
+xp_helper("where", np.where, where)
+
+
 # --- clamp and integer-aware unary ops ------------------------------------------------------
 
 def _int_clip(input, min, max):
@@ -189,12 +192,21 @@ class Clamp(Function):
     @staticmethod
     def backward(ctx, g):
         (x,) = ctx.saved_tensors
-        if not is_grad_enabled():
-            arr = np.ascontiguousarray(x._arr)
-            garr = np.ascontiguousarray(_grad_array(g, arr.dtype))
-            out = np.empty(arr.shape, arr.dtype)
-            _select_k.clamp_bwd(arr.reshape(-1), garr.reshape(-1), ctx.lo, ctx.hi,
-                                out.reshape(-1))
-            return _wrap(out), None, None
-        mask = (x >= ctx.lo) & (x <= ctx.hi)
-        return where(mask, g, 0.0), None, None
+        xp = _ns()
+        return xp.out(xp.clamp_grad(xp.val(x), xp.val(g), ctx.lo, ctx.hi)), None, None
+
+
+def _clamp_grad_arrays(x, g, lo, hi):
+    x = np.ascontiguousarray(x)
+    g = np.ascontiguousarray(_as_dtype(g, x.dtype))
+    out = np.empty(x.shape, x.dtype)
+    _select_k.clamp_bwd(x.reshape(-1), g.reshape(-1), lo, hi, out.reshape(-1))
+    return out
+
+
+def _clamp_grad_tensors(x, g, lo, hi):
+    return where((x >= lo) & (x <= hi), g, 0.0)
+
+
+# grad = g where lo <= x <= hi, else 0 (one compiled pass on arrays).
+xp_helper("clamp_grad", _clamp_grad_arrays, _clamp_grad_tensors)

@@ -4,10 +4,9 @@ expand, squeeze/unsqueeze, flatten, cat and stack."""
 import numpy as np
 
 from cygrad import dtypes as _dt
-from cygrad._kernels.engine import TensorBase, _wrap, is_grad_enabled
+from cygrad._kernels.engine import TensorBase, _wrap
 from cygrad._tensor import Tensor, _canon_dim
 from cygrad.autograd.function import Function
-from cygrad.ops.indexing import getitem
 from cygrad.ops.registry import _dims, _ns, _view_of, op
 
 # --- dtype cast, clone, copy ---------------------------------------------------------------
@@ -347,12 +346,10 @@ class Cat(Function):
         dim = ctx.dim
         grads = []
         start = 0
+        xp = _ns()
         for n in ctx.sizes:
             sl = (slice(None),) * dim + (slice(start, start + n),)
-            if is_grad_enabled():
-                grads.append(getitem(g, sl))
-            else:
-                grads.append(_wrap(g._arr[sl]))
+            grads.append(xp.out(xp.val(g)[sl]))
             start += n
         return (None, *grads)
 
