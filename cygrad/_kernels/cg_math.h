@@ -159,9 +159,19 @@ CG_INLINE double cg_log2_fast(double a) {
     return e + ln_m * CG_INV_LN2;
 }
 
+/* exp(r) for |r| <= ln2/2 by its Taylor series to degree 13 (truncation
+   below 1e-17 relative, under half a double ulp): the exp polynomial of all
+   double code here, after the caller's range reduction. */
+CG_INLINE double cg_exp_poly(double r) {
+    return 1.0 + r * (1.0 + r * (1.0 / 2 + r * (1.0 / 6
+        + r * (1.0 / 24 + r * (1.0 / 120 + r * (1.0 / 720
+        + r * (1.0 / 5040 + r * (1.0 / 40320 + r * (1.0 / 362880
+        + r * (1.0 / 3628800 + r * (1.0 / 39916800
+        + r * (1.0 / 479001600 + r * (1.0 / 6227020800.0)))))))))))));
+}
+
 /* 2^t for |t| <= 1000 (the caller keeps t where the result is a normal
-   float).  t = n + f, f in [-1/2, 1/2]; 2^f = exp(f ln2) by Taylor to
-   degree 12 (truncation < 2e-16). */
+   float).  t = n + f, f in [-1/2, 1/2]; 2^f = exp(f ln2). */
 CG_INLINE double cg_exp2_fast(double t) {
     /* t outside [-1000, 1000] or NaN (the caller's fallback cases) is
        replaced so that every intermediate stays a normal double: a
@@ -170,11 +180,7 @@ CG_INLINE double cg_exp2_fast(double t) {
     t = cg_from_bits(cg_bits(t) & in);
     double nm = t + CG_ROUND;
     double n = nm - CG_ROUND;
-    double u = (t - n) * CG_LN2;
-    double p = 1.0 + u * (1.0 + u * (1.0 / 2 + u * (1.0 / 6 + u * (1.0 / 24
-               + u * (1.0 / 120 + u * (1.0 / 720 + u * (1.0 / 5040 + u * (1.0 / 40320
-               + u * (1.0 / 362880 + u * (1.0 / 3628800 + u * (1.0 / 39916800
-               + u * (1.0 / 479001600))))))))))));
+    double p = cg_exp_poly((t - n) * CG_LN2);
     uint64_t scale = (cg_bits(nm) + 1023) << 52;
     return p * cg_from_bits(scale);
 }
@@ -237,6 +243,61 @@ CG_INLINE int cg_sigmoid_ok(double x) {
 
 CG_INLINE double cg_sigmoid_fast(double x) {
     return 1.0 / (1.0 + cg_exp2_fast(-x * CG_INV_LN2));
+}
+
+/* ---- exp of a non-positive argument (softmax, logsumexp) ---------------- */
+
+/* exp(v) for v <= 0 (every caller subtracts a row maximum or a
+   log-sum-exp first).  Cody-Waite reduction v = k ln2 + r, |r| <= ln2/2,
+   Taylor polynomial in r (degree 7 in float arithmetic, so that a float32
+   softmax runs 8 lanes wide; cg_exp_poly for double: truncation below half
+   an ulp either way), 2^k built in the exponent bits.  k is rounded by
+   adding 1.5 * 2^p (p = mantissa bits), whose low bits then hold k, so
+   everything stays in SIMD registers; bit casts go through memcpy (no
+   aliasing UB).  Below the smallest normal result the answer is 0 (also
+   for -inf), applied as a bit mask: a ?: here would stop GCC from
+   vectorizing the loops that call these.  NaN stays NaN. */
+CG_INLINE float cg_expf_le0(float v) {
+    const float magic = 12582912.0f;
+    const uint32_t mb = 0x4b400000u;
+    float t = v * 1.44269504088896341f + magic;
+    float k = t - magic;
+    float r = v - k * 0.693359375f;
+    r = r - k * -2.12194440e-4f;
+    float p = 1.0f + r * (1.0f + r * (0.5f + r * (1.66666667e-1f
+              + r * (4.16666667e-2f + r * (8.33333333e-3f
+              + r * (1.38888889e-3f + r * 1.98412698e-4f))))));
+    uint32_t tb, sb, yb, keep;
+    float s, y;
+    memcpy(&tb, &t, 4);
+    sb = (tb - mb + 127u) << 23;
+    memcpy(&s, &sb, 4);
+    y = p * s;
+    memcpy(&yb, &y, 4);
+    keep = (uint32_t)(v < -87.33654f) - 1u;
+    yb &= keep;
+    memcpy(&y, &yb, 4);
+    return y;
+}
+CG_INLINE double cg_exp_le0(double v) {
+    const double magic = 6755399441055744.0;
+    const uint64_t mb = 0x4338000000000000ull;
+    double t = v * 1.4426950408889634074 + magic;
+    double k = t - magic;
+    double r = v - k * 6.93147180369123816490e-01;
+    r = r - k * 1.90821492927058770002e-10;
+    double p = cg_exp_poly(r);
+    uint64_t tb, sb, yb, keep;
+    double s, y;
+    memcpy(&tb, &t, 8);
+    sb = (tb - mb + 1023u) << 52;
+    memcpy(&s, &sb, 8);
+    y = p * s;
+    memcpy(&yb, &y, 8);
+    keep = (uint64_t)(v < -708.3964185322641) - 1u;
+    yb &= keep;
+    memcpy(&y, &yb, 8);
+    return y;
 }
 
 #endif

@@ -9,62 +9,8 @@
 /* Every helper below is compiled for AVX2 + FMA and for the baseline
    (CG_CLONES: see cg_simd.h). */
 #include "cg_simd.h"
-
-/* exp(v) for v <= 0 (every caller subtracts a row maximum or a
-   log-sum-exp first).  Cody-Waite reduction v = k ln2 + r, |r| <= ln2/2,
-   Taylor polynomial in r (degree 7 for float, 13 for double: truncation
-   below half an ulp), 2^k built in the exponent bits.  k is rounded by
-   adding 1.5 * 2^p (p = mantissa bits), whose low bits then hold k, so
-   everything stays in SIMD registers; bit casts go through memcpy (no
-   aliasing UB).  Below the smallest normal result the answer is 0 (also
-   for -inf), applied as a bit mask: a ?: here would stop GCC from
-   vectorizing the loops that call these.  NaN stays NaN. */
-static inline float cg_expf_le0(float v) {
-    const float magic = 12582912.0f;
-    const uint32_t mb = 0x4b400000u;
-    float t = v * 1.44269504088896341f + magic;
-    float k = t - magic;
-    float r = v - k * 0.693359375f;
-    r = r - k * -2.12194440e-4f;
-    float p = 1.0f + r * (1.0f + r * (0.5f + r * (1.66666667e-1f
-              + r * (4.16666667e-2f + r * (8.33333333e-3f
-              + r * (1.38888889e-3f + r * 1.98412698e-4f))))));
-    uint32_t tb, sb, yb, keep;
-    float s, y;
-    memcpy(&tb, &t, 4);
-    sb = (tb - mb + 127u) << 23;
-    memcpy(&s, &sb, 4);
-    y = p * s;
-    memcpy(&yb, &y, 4);
-    keep = (uint32_t)(v < -87.33654f) - 1u;
-    yb &= keep;
-    memcpy(&y, &yb, 4);
-    return y;
-}
-static inline double cg_exp_le0(double v) {
-    const double magic = 6755399441055744.0;
-    const uint64_t mb = 0x4338000000000000ull;
-    double t = v * 1.4426950408889634074 + magic;
-    double k = t - magic;
-    double r = v - k * 6.93147180369123816490e-01;
-    r = r - k * 1.90821492927058770002e-10;
-    double p = 1.0 + r * (1.0 + r * (1.0 / 2 + r * (1.0 / 6
-        + r * (1.0 / 24 + r * (1.0 / 120 + r * (1.0 / 720
-        + r * (1.0 / 5040 + r * (1.0 / 40320 + r * (1.0 / 362880
-        + r * (1.0 / 3628800 + r * (1.0 / 39916800
-        + r * (1.0 / 479001600 + r * (1.0 / 6227020800.0)))))))))))));
-    uint64_t tb, sb, yb, keep;
-    double s, y;
-    memcpy(&tb, &t, 8);
-    sb = (tb - mb + 1023u) << 52;
-    memcpy(&s, &sb, 8);
-    y = p * s;
-    memcpy(&yb, &y, 8);
-    keep = (uint64_t)(v < -708.3964185322641) - 1u;
-    yb &= keep;
-    memcpy(&y, &yb, 8);
-    return y;
-}
+/* cg_expf_le0 and cg_exp_le0, the softmax family's exp. */
+#include "cg_math.h"
 
 /* log1p(u) for 0 <= u <= 1 (u = exp(-|x|) in the logistic losses), as
    2 atanh(s) with s = u / (2 + u) <= 1/3: an odd series in s, whose

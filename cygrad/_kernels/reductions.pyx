@@ -14,8 +14,8 @@ Stability: softmax, log_softmax and logsumexp subtract the row maximum before
 1e4 give the right answer.  ``var`` is two-pass (mean, then squared
 deviations), never ``E[x^2] - E[x]^2``.
 
-Speed: ``exp`` of a non-positive argument is the C helper ``cg_expf_le0`` /
-``cg_exp_le0`` below, a range-reduced polynomial (max relative error about
+Speed: ``exp`` of a non-positive argument is ``cg_math.h``'s ``cg_expf_le0`` /
+``cg_exp_le0``, a range-reduced polynomial (max relative error about
 1e-7 and 2e-16 against libm) written without branches, so that the row
 helpers built on it (max, sum of exps, scaled exps) vectorize; each helper
 is compiled for AVX2+FMA and for the baseline, and picked at load.  libm's
