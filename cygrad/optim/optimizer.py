@@ -105,10 +105,20 @@ def zeros_state(p, fill=0.0):
     return from_numpy(np.full(p._arr.shape, fill, dtype=p._arr.dtype))
 
 
-def step_state():
-    """torch's ``step``: a 0-d float tensor (float32 unless the default is float64)."""
-    dtype = np.float64 if get_default_dtype() == np.float64 else np.float32
-    return from_numpy(np.zeros((), dtype=dtype))
+def _scalar_dtype():
+    return np.float64 if get_default_dtype() == np.float64 else np.float32
+
+
+def round_to_default(value):
+    """``value`` rounded to the default dtype, as ``torch.as_tensor(value)``."""
+    return float(_scalar_dtype()(value))
+
+
+def step_state(value=0.0):
+    """torch's ``step`` (and other scalar state: NAdam's ``mu_product``, ASGD's
+    ``eta`` and ``mu``): a 0-d float tensor in the default dtype (float32
+    unless the default is float64), holding ``value`` rounded to it."""
+    return from_numpy(np.array(value, dtype=_scalar_dtype()))
 
 
 def advance_step(step_t):
@@ -118,6 +128,15 @@ def advance_step(step_t):
     arr[()] = step
     step_t._bump_version()
     return step
+
+
+def set_scalar_state(t, value):
+    """Store ``value`` in a 0-d state tensor (rounded to its dtype), in place;
+    returns the stored value as a Python float (what torch's ``.item()`` reads)."""
+    arr = t._arr
+    arr[()] = value
+    t._bump_version()
+    return float(arr)
 
 
 def _copy_value(value, dtype=None):
@@ -158,6 +177,9 @@ class Optimizer:
         the parameter tensor.  Created at a parameter's first step.
     defaults : dict
     """
+
+    # state keys that hold a 0-d tensor whatever the parameter's shape
+    _scalar_keys = ()
 
     def __init__(self, params, defaults):
         self.defaults = defaults
@@ -365,10 +387,14 @@ class Optimizer:
                 if key == "step":
                     entry[key] = _copy_value(v)
                     continue
-                if isinstance(v, Tensor) and tuple(v.shape) != tuple(p.shape):
+                # 0-d scalar state (NAdam's mu_product, ASGD's eta, mu) is cast
+                # to the parameter's dtype like the rest, as torch casts it
+                want = () if key in self._scalar_keys else tuple(p.shape)
+                if isinstance(v, Tensor) and tuple(v.shape) != want:
                     raise ValueError(
                         f"loaded state dict has a state {key!r} of shape "
                         f"{tuple(v.shape)} for a parameter of shape {tuple(p.shape)}"
+                        + (" (it must be 0-d)" if want == () else "")
                     )
                 # Unlike torch, refuse what step() would choke on later with an
                 # unrelated error; an integer or bool tensor is cast (as torch).
