@@ -8,6 +8,7 @@ from .adamax import Adamax
 from .adamw import AdamW
 from .asgd import ASGD
 from .nadam import NAdam
+from .lbfgs import LBFGS
 from .optimizer import Optimizer
 from .radam import RAdam
 from .rmsprop import RMSprop
@@ -22,6 +23,7 @@ __all__ = [
     "Adam",
     "AdamW",
     "Adamax",
+    "LBFGS",
     "NAdam",
     "Optimizer",
     "RAdam",
