@@ -17,7 +17,12 @@ from cygrad.autograd.grad_mode import enable_grad, no_grad
 from cygrad.creation import from_numpy, get_default_dtype
 from cygrad._tensor import Tensor
 
-__all__ = ["Optimizer", "required"]
+__all__ = [
+    "Optimizer",
+    "register_optimizer_step_post_hook",
+    "register_optimizer_step_pre_hook",
+    "required",
+]
 
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 
@@ -155,6 +160,85 @@ def _copy_value(value, dtype=None):
     return copy.deepcopy(value)
 
 
+_global_step_pre_hooks = {}
+_global_step_post_hooks = {}
+
+
+class _RemovableHandle:
+    """What the ``register_*_hook`` methods return: ``remove()`` takes the hook
+    out again (also as a context manager)."""
+
+    _next_id = 0
+
+    def __init__(self, hooks):
+        self._hooks = hooks
+        self.id = _RemovableHandle._next_id
+        _RemovableHandle._next_id += 1
+
+    def remove(self):
+        self._hooks.pop(self.id, None)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.remove()
+
+
+def _add_hook(hooks, hook):
+    handle = _RemovableHandle(hooks)
+    hooks[handle.id] = hook
+    return handle
+
+
+def register_optimizer_step_pre_hook(hook):
+    """A pre-hook of every optimizer's ``step``: ``hook(optimizer, args, kwargs)``
+    (``args`` starts with the optimizer, as torch's) returns None or
+    ``(new_args, new_kwargs)``; runs before per-optimizer hooks."""
+    return _add_hook(_global_step_pre_hooks, hook)
+
+
+def register_optimizer_step_post_hook(hook):
+    """A post-hook of every optimizer's ``step``: ``hook(optimizer, args, kwargs)``."""
+    return _add_hook(_global_step_post_hooks, hook)
+
+
+def _with_step_hooks(step):
+    """``step`` wrapped so that the step hooks run around the outermost call."""
+
+    def wrapper(self, *args, **kwargs):
+        if self.__dict__.get("_in_step"):
+            return step(self, *args, **kwargs)  # a subclass calling super().step
+        args = (self,) + args  # as torch, the hooks see self among the args
+        pre = list(_global_step_pre_hooks.values())
+        pre += list(self.__dict__.get("_step_pre_hooks", {}).values())
+        for hook in pre:
+            result = hook(self, args, kwargs)
+            if result is not None:
+                if not (isinstance(result, tuple) and len(result) == 2):
+                    raise RuntimeError(
+                        f"{hook} must return None or a tuple of (new_args, "
+                        f"new_kwargs), but got {result}."
+                    )
+                args, kwargs = result
+        self._in_step = True
+        try:
+            out = step(*args, **kwargs)
+        finally:
+            self._in_step = False
+        post = list(self.__dict__.get("_step_post_hooks", {}).values())
+        post += list(_global_step_post_hooks.values())
+        for hook in post:
+            hook(self, args, kwargs)
+        return out
+
+    wrapper.__name__ = step.__name__
+    wrapper.__qualname__ = step.__qualname__
+    wrapper.__doc__ = step.__doc__
+    wrapper.__wrapped__ = step
+    return wrapper
+
+
 class Optimizer:
     """Base class of all optimizers (torch's ``torch.optim.Optimizer``).
 
@@ -180,6 +264,24 @@ class Optimizer:
 
     # state keys that hold a 0-d tensor whatever the parameter's shape
     _scalar_keys = ()
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        step = cls.__dict__.get("step")
+        if step is not None and not hasattr(step, "__wrapped__"):
+            cls.step = _with_step_hooks(step)
+
+    # ----------------------------------------------------------------- hooks
+
+    def register_step_pre_hook(self, hook):
+        """``hook(optimizer, args, kwargs)`` before each ``step``; it may return
+        ``(new_args, new_kwargs)``.  Returns a handle with ``remove()``."""
+        return _add_hook(self.__dict__.setdefault("_step_pre_hooks", {}), hook)
+
+    def register_step_post_hook(self, hook):
+        """``hook(optimizer, args, kwargs)`` after each ``step``.  Returns a
+        handle with ``remove()``."""
+        return _add_hook(self.__dict__.setdefault("_step_post_hooks", {}), hook)
 
     def __init__(self, params, defaults):
         self.defaults = defaults
@@ -428,3 +530,6 @@ class Optimizer:
                 lines.append(f"    {key}: {group[key]}")
         lines.append(")")
         return "\n".join(lines)
+
+
+Optimizer.step = _with_step_hooks(Optimizer.step)
