@@ -1,4 +1,4 @@
-"""NAdam, RAdam, Adamax, Adadelta, Rprop and ASGD against torch.
+"""NAdam, RAdam, Adamax, Adadelta, Rprop, ASGD and Adafactor against torch.
 
 Every combination of options runs 100 steps of a nonconvex loss on several
 parameter shapes in both libraries; float64 trajectories agree to 1e-10 and
@@ -88,7 +88,19 @@ GRIDS = {
             "maximize": [False, True],
         },
     ),
+    "Adafactor": (
+        {"lr": 1e-2},
+        {
+            "weight_decay": [0, 0.1],
+            "maximize": [False, True],
+            "eps": [(None, 1e-3), (1e-6, 1e-2)],
+            "d": [1.0, 2.0],
+            "beta2_decay": [-0.8, -0.5],
+        },
+    ),
 }
+# torch's Adafactor takes neither capturable nor differentiable
+TORCH_ONLY = {"Adafactor": {"foreach": True}}
 
 
 def combos(name):
@@ -242,6 +254,12 @@ BAD = [
     ("Rprop", {"etas": (0.0, 1.2)}),
     ("ASGD", {"lr": -1}),
     ("ASGD", {"weight_decay": -1}),
+    ("Adafactor", {"lr": -1}),
+    ("Adafactor", {"beta2_decay": 0.5}),
+    ("Adafactor", {"eps": (-1e-3, 1e-3)}),
+    ("Adafactor", {"eps": (None, -1.0)}),
+    ("Adafactor", {"d": 0.5}),
+    ("Adafactor", {"weight_decay": -0.1}),
 ]
 
 
@@ -268,6 +286,9 @@ def test_defaults_match_torch(name):
 @pytest.mark.parametrize("name", list(GRIDS))
 def test_torch_only_options_accepted_off(name):
     p = cygrad.zeros(2, requires_grad=True)
+    if name in TORCH_ONLY:
+        getattr(optim, name)([p], **TORCH_ONLY[name])
+        return
     getattr(optim, name)([p], foreach=True, differentiable=False, capturable=False)
     with pytest.raises(NotImplementedError):
         getattr(optim, name)([p], differentiable=True)
@@ -384,3 +405,41 @@ def test_avx2_build_matches_baseline_bit_for_bit(monkeypatch, name, dtype):
     for a, b in zip(*results):
         for x, y in zip(a, b):
             np.testing.assert_array_equal(x, y)
+
+
+def test_adafactor_state_shapes_factor_the_last_two_dims():
+    p = cygrad.zeros(2, 3, 4, dtype=cygrad.float64, requires_grad=True)
+    v = cygrad.zeros(5, dtype=cygrad.float64, requires_grad=True)
+    opt = optim.Adafactor([p, v])
+    p.grad = cygrad.ones(2, 3, 4, dtype=cygrad.float64)
+    v.grad = cygrad.ones(5, dtype=cygrad.float64)
+    opt.step()
+    assert tuple(opt.state[p]["row_var"].shape) == (2, 3, 1)
+    assert tuple(opt.state[p]["col_var"].shape) == (2, 1, 4)
+    assert sorted(opt.state[v]) == ["step", "variance"]
+    # step 1: beta2_t = 0, so the moments are the squares' means: 1 and 1
+    np.testing.assert_array_equal(opt.state[p]["row_var"].numpy(), 1.0)
+
+
+def test_sparse_adam_refuses_to_step_and_changes_nothing():
+    p = cygrad.ones(3, requires_grad=True)
+    opt = optim.SparseAdam([p], lr=0.1)
+    p.grad = cygrad.ones(3)
+    with pytest.raises(RuntimeError, match="does not support dense gradients"):
+        opt.step()
+    assert len(opt.state) == 0
+    np.testing.assert_array_equal(p.detach().numpy(), 1.0)
+    with pytest.raises(ValueError, match="Invalid learning rate: 0"):
+        optim.SparseAdam([p], lr=0)
+    with pytest.raises(ValueError, match="Invalid epsilon value: 0"):
+        optim.SparseAdam([p], eps=0)
+    with pytest.raises(ValueError, match="Invalid beta parameter at index 1"):
+        optim.SparseAdam([p], betas=(0.9, 1.0))
+    optim.SparseAdam([cygrad.ones(2, requires_grad=True)]).step()  # no gradient
+
+
+def test_sparse_adam_defaults_match_torch():
+    torch = pytest.importorskip("torch")
+    ours = optim.SparseAdam([cygrad.zeros(2, requires_grad=True)]).defaults
+    theirs = torch.optim.SparseAdam([torch.nn.Parameter(torch.zeros(2))]).defaults
+    assert ours == {k: v for k, v in theirs.items()}

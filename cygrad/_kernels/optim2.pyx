@@ -1,7 +1,7 @@
 # distutils: extra_compile_args = -fno-math-errno
 # (sqrt must not set errno, or GCC will not vectorise a loop that calls it.)
 
-"""Fused updates of NAdam, RAdam, Adamax, Adadelta, Rprop and ASGD.
+"""Fused updates of NAdam, RAdam, Adamax, Adadelta, Rprop, ASGD and Adafactor.
 
 The conventions of ``optim.pyx`` hold here unchanged:
 
@@ -9,7 +9,11 @@ Layout: every array is a flat, C-contiguous view of one parameter; a
 parameter, its gradient and its state buffers have the same length and dtype.
 
 Dtypes: ``real_t`` (float32 or float64).  One pass over the parameter and its
-state, reading and writing every element once; no temporaries.
+state, reading and writing every element once; no temporaries.  Adafactor is
+the exception: its step needs the norms of the parameter and of the whole
+update first, so it makes three passes (moments, update norm, update) and
+forms the update twice rather than storing it; a factored matrix's column
+sums go to a malloc'ed scratch row of doubles.
 
 Order of operations: torch's single-tensor path (``foreach=False``) operation
 by operation, in the parameter's dtype.  Scalars are formed in double as
@@ -33,6 +37,7 @@ its own branch-free loop.
 """
 
 from libc.math cimport fabs, sqrt, sqrtf
+from libc.stdlib cimport free, malloc
 
 from cygrad._kernels._types cimport real_t
 
@@ -446,3 +451,166 @@ cdef inline void _asgd_loop(
             ax[i] = ai + (pi - ai) * mu
         else:
             ax[i] = pi
+
+
+# --------------------------------------------------------------------------
+# Adafactor
+
+
+def adafactor(
+    real_t[::1] param,                # in/out, viewed as (batch, rows, cols)
+    const real_t[::1] grad,           # in, same
+    real_t[::1] row_var,              # in/out (batch, rows), or None
+    real_t[::1] col_var,              # in/out (batch, cols), or None
+    real_t[::1] variance,             # in/out (like param) when not factored
+    Py_ssize_t rows,
+    Py_ssize_t cols,
+    double lr,
+    double weight,                    # 1 - beta2_t = step ** beta2_decay
+    double eps1,
+    double eps2,
+    double d,
+    double rho,                       # min(lr, 1 / sqrt(step))
+    double weight_decay,
+    bint maximize,
+):
+    """One Adafactor step, in place; returns nothing.
+
+    ``alpha = max(eps2, |p| / sqrt(numel)) * rho`` (norm before the decay);
+    ``p = p * (1 - lr * wd)`` if wd; factored (``row_var`` given, a matrix or
+    a batch of them): ``row_var = lerp(row_var, |g_row|**2 / cols, weight)``,
+    ``col_var`` likewise over rows, ``v = row_var * col_var / max(mean(row_var),
+    eps1)``; else ``variance = lerp(variance, g * g, weight)``, ``v =
+    variance``; ``u = g / sqrt(max(v, eps1**2))`` (``rsqrt(.) * g``);
+    ``p = p - alpha / max(1, |u| / (sqrt(numel) * d)) * u``.  Norms
+    accumulate in double and are rounded to ``real_t`` as torch's are.
+    """
+    cdef Py_ssize_t n = param.shape[0]
+    cdef bint factored = row_var is not None
+    cdef Py_ssize_t batch = 0
+    _check("adafactor", n, grad.shape[0], "grad")
+    if factored:
+        if col_var is None or rows <= 0 or cols <= 0 or n % (rows * cols):
+            raise ValueError("adafactor: a factored update needs rows and cols")
+        batch = n // (rows * cols)
+        _check("adafactor", batch * rows, row_var.shape[0], "row_var")
+        _check("adafactor", batch * cols, col_var.shape[0], "col_var")
+    else:
+        if variance is None:
+            raise ValueError("adafactor: needs row_var and col_var, or variance")
+        _check("adafactor", n, variance.shape[0], "variance")
+    if n == 0:
+        return
+    _check_alias("adafactor", &param[0], &grad[0], &grad[0])
+    cdef double* colsum = NULL
+    if factored:
+        colsum = <double*>malloc(cols * sizeof(double))
+        if colsum == NULL:
+            raise MemoryError()
+    try:
+        with nogil:
+            _adafactor(
+                &param[0], &grad[0], &row_var[0] if factored else NULL,
+                &col_var[0] if factored else NULL,
+                NULL if factored else &variance[0], colsum, n, batch, rows, cols,
+                lr, <real_t>weight, eps1, eps2, d, rho, weight_decay,
+                <real_t>(-1.0 if maximize else 1.0), fabs(weight) < 0.5,
+            )
+    finally:
+        free(colsum)
+
+
+cdef inline real_t _adafactor_u(
+    real_t g, real_t v, real_t clamp_min
+) noexcept nogil:
+    v = clamp_min if v < clamp_min else v
+    return (<real_t>1 / _sqrt(v)) * g
+
+
+cdef void _adafactor(
+    real_t* p, const real_t* grad, real_t* rv, real_t* cv, real_t* var,
+    double* colsum, Py_ssize_t n, Py_ssize_t batch, Py_ssize_t rows,
+    Py_ssize_t cols, double lr, real_t w, double eps1, double eps2, double d,
+    double rho, double wd, real_t sign, bint small,
+) noexcept nogil:
+    cdef Py_ssize_t i, b, r, c, base
+    cdef double acc = 0.0
+    cdef real_t g, nrm, mean, u, coef, decay, vmin = <real_t>(eps1 * eps1)
+    cdef real_t rmin = <real_t>eps1
+    cdef double alpha, denom
+    for i in range(n):
+        acc += <double>p[i] * <double>p[i]
+    alpha = <double>(<real_t>sqrt(acc)) / sqrt(<double>n)
+    alpha = (alpha if alpha > eps2 else eps2) * rho
+    decay = <real_t>(1.0 - lr * wd)
+    # the second moments
+    if rv != NULL:
+        for b in range(batch):
+            base = b * rows * cols
+            for c in range(cols):
+                colsum[c] = 0.0
+            for r in range(rows):
+                acc = 0.0
+                for c in range(cols):
+                    g = sign * grad[base + r * cols + c]
+                    acc += <double>g * <double>g
+                    colsum[c] += <double>g * <double>g
+                nrm = <real_t>sqrt(acc)
+                rv[b * rows + r] = _lerp(
+                    rv[b * rows + r], (nrm * nrm) / <real_t>cols, w, small
+                )
+            for c in range(cols):
+                nrm = <real_t>sqrt(colsum[c])
+                cv[b * cols + c] = _lerp(
+                    cv[b * cols + c], (nrm * nrm) / <real_t>rows, w, small
+                )
+    else:
+        for i in range(n):
+            g = sign * grad[i]
+            var[i] = _lerp(var[i], g * g, w, small)
+    # |u|, then the update with it (u is formed twice, the same way)
+    acc = 0.0
+    for b in range(batch if rv != NULL else 1):
+        mean = _row_mean(rv, b, rows, rmin) if rv != NULL else 0
+        for i in range(rows * cols if rv != NULL else n):
+            u = _adafactor_elem(grad, rv, cv, var, b, i, rows, cols, mean, sign, vmin)
+            acc += <double>u * <double>u
+    denom = <double>(<real_t>sqrt(acc)) / (sqrt(<double>n) * d)
+    denom = denom if denom > 1.0 else 1.0
+    coef = <real_t>(-alpha / denom)
+    for b in range(batch if rv != NULL else 1):
+        mean = _row_mean(rv, b, rows, rmin) if rv != NULL else 0
+        base = b * rows * cols
+        for i in range(rows * cols if rv != NULL else n):
+            u = _adafactor_elem(grad, rv, cv, var, b, i, rows, cols, mean, sign, vmin)
+            if wd != 0:
+                p[base + i] = p[base + i] * decay
+            p[base + i] = p[base + i] + coef * u
+
+
+cdef inline real_t _row_mean(
+    const real_t* rv, Py_ssize_t b, Py_ssize_t rows, real_t rmin
+) noexcept nogil:
+    # row_var.mean(dim=-2) clamped below at eps1, in real_t
+    cdef Py_ssize_t r
+    cdef double acc = 0.0
+    cdef real_t mean
+    for r in range(rows):
+        acc += rv[b * rows + r]
+    mean = <real_t>acc / <real_t>rows
+    return rmin if mean < rmin else mean
+
+
+cdef inline real_t _adafactor_elem(
+    const real_t* grad, const real_t* rv, const real_t* cv, const real_t* var,
+    Py_ssize_t b, Py_ssize_t i, Py_ssize_t rows, Py_ssize_t cols, real_t mean,
+    real_t sign, real_t vmin,
+) noexcept nogil:
+    cdef Py_ssize_t r, c
+    cdef real_t v
+    if rv != NULL:
+        r = i // cols
+        c = i - r * cols
+        v = (rv[b * rows + r] * cv[b * cols + c]) / mean
+        return _adafactor_u(sign * grad[b * rows * cols + i], v, vmin)
+    return _adafactor_u(sign * grad[i], var[i], vmin)

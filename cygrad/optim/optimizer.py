@@ -265,6 +265,11 @@ class Optimizer:
     # state keys that hold a 0-d tensor whatever the parameter's shape
     _scalar_keys = ()
 
+    def _state_shape(self, key, shape):
+        """The shape a loaded state tensor ``key`` must have for a parameter of
+        ``shape``: 0-d for the ``_scalar_keys``, the parameter's otherwise."""
+        return () if key in self._scalar_keys else shape
+
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
         step = cls.__dict__.get("step")
@@ -491,7 +496,7 @@ class Optimizer:
                     continue
                 # 0-d scalar state (NAdam's mu_product, ASGD's eta, mu) is cast
                 # to the parameter's dtype like the rest, as torch casts it
-                want = () if key in self._scalar_keys else tuple(p.shape)
+                want = self._state_shape(key, tuple(p.shape))
                 if isinstance(v, Tensor) and tuple(v.shape) != want:
                     raise ValueError(
                         f"loaded state dict has a state {key!r} of shape "
