@@ -34,4 +34,15 @@ __all__ = [
     "Rprop",
     "SparseAdam",
     "lr_scheduler",
+    "swa_utils",
 ]
+
+
+def __getattr__(name):
+    # swa_utils builds on cygrad.nn, which imports this package's kernels:
+    # loaded on first use, so that neither package needs the other half-built
+    if name == "swa_utils":
+        import importlib
+
+        return importlib.import_module(".swa_utils", __name__)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
