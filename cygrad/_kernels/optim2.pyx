@@ -36,7 +36,7 @@ body; at ``-O3`` GCC unswitches the loop on them, so each combination runs
 its own branch-free loop.
 """
 
-from libc.math cimport fabs, sqrt, sqrtf
+from libc.math cimport fabs, fabsf, sqrt, sqrtf
 from libc.stdlib cimport free, malloc
 
 from cygrad._kernels._types cimport real_t
@@ -61,6 +61,14 @@ cdef inline real_t _lerp(
 cdef inline real_t _max_nan(real_t a, real_t b) noexcept nogil:
     # torch.maximum: NaN from either side wins.
     return a if (a > b) | (a != a) else b
+
+
+cdef inline real_t _fabs(real_t x) noexcept nogil:
+    # fabsf for float32: fabs() would widen to double and back
+    if real_t is float:
+        return fabsf(x)
+    else:
+        return fabs(x)
 
 
 cdef inline real_t _sign(real_t x) noexcept nogil:
@@ -121,7 +129,7 @@ def nadam(
     cdef double coef_g = -lr * (1.0 - mu) / (1.0 - mu_product)
     cdef double coef_m = (-lr * mu_next) / (1.0 - mu_product * mu_next)
     with nogil:
-        _nadam_loop(
+        _nadam(
             &param[0], &grad[0], &exp_avg[0], &exp_avg_sq[0], n,
             <real_t>(1.0 - beta1), <real_t>beta2, <real_t>(1.0 - beta2),
             <real_t>bias_correction2, <real_t>eps,
@@ -130,6 +138,21 @@ def nadam(
             weight_decay != 0 and not decoupled, decay,
             fabs(1.0 - beta1) < 0.5,
         )
+
+
+cdef void _nadam(
+    real_t* p, const real_t* grad, real_t* m, real_t* v, Py_ssize_t n,
+    real_t b1c, real_t b2, real_t b2c, real_t bc2, real_t eps, real_t wd,
+    real_t decay, real_t coef_g, real_t coef_m, real_t sign, bint l2,
+    bint decoupled, bint small,
+) noexcept nogil:
+    # literal flags for the default options: a branch-free, vectorised loop
+    if small and not l2 and not decoupled:
+        _nadam_loop(p, grad, m, v, n, b1c, b2, b2c, bc2, eps, wd, decay, coef_g,
+                    coef_m, sign, False, False, True)
+    else:
+        _nadam_loop(p, grad, m, v, n, b1c, b2, b2c, bc2, eps, wd, decay, coef_g,
+                    coef_m, sign, l2, decoupled, small)
 
 
 cdef inline void _nadam_loop(
@@ -192,7 +215,7 @@ def radam(
     _check_alias("radam", &param[0], &grad[0], &exp_avg[0])
     cdef bint decay = decoupled and weight_decay != 0
     with nogil:
-        _radam_loop(
+        _radam(
             &param[0], &grad[0], &exp_avg[0], &exp_avg_sq[0], n,
             <real_t>(1.0 - beta1), <real_t>beta2, <real_t>(1.0 - beta2),
             <real_t>bias_correction1, <real_t>(bias_correction2 ** 0.5),
@@ -202,6 +225,23 @@ def radam(
             weight_decay != 0 and not decoupled, decay,
             fabs(1.0 - beta1) < 0.5, rectify,
         )
+
+
+cdef void _radam(
+    real_t* p, const real_t* grad, real_t* m, real_t* v, Py_ssize_t n,
+    real_t b1c, real_t b2, real_t b2c, real_t bc1, real_t bc2_sqrt, real_t eps,
+    real_t lr, real_t rect, real_t wd, real_t decay, real_t sign, bint l2,
+    bint decoupled, bint small, bint rectify,
+) noexcept nogil:
+    if small and not l2 and not decoupled and rectify:
+        _radam_loop(p, grad, m, v, n, b1c, b2, b2c, bc1, bc2_sqrt, eps, lr, rect,
+                    wd, decay, sign, False, False, True, True)
+    elif small and not l2 and not decoupled:
+        _radam_loop(p, grad, m, v, n, b1c, b2, b2c, bc1, bc2_sqrt, eps, lr, rect,
+                    wd, decay, sign, False, False, True, False)
+    else:
+        _radam_loop(p, grad, m, v, n, b1c, b2, b2c, bc1, bc2_sqrt, eps, lr, rect,
+                    wd, decay, sign, l2, decoupled, small, rectify)
 
 
 cdef inline void _radam_loop(
@@ -259,12 +299,23 @@ def adamax(
         return
     _check_alias("adamax", &param[0], &grad[0], &exp_avg[0])
     with nogil:
-        _adamax_loop(
+        _adamax(
             &param[0], &grad[0], &exp_avg[0], &exp_inf[0], n,
             <real_t>(1.0 - beta1), <real_t>beta2, <real_t>eps, <real_t>(-clr),
             <real_t>weight_decay, <real_t>(-1.0 if maximize else 1.0),
             weight_decay != 0, fabs(1.0 - beta1) < 0.5,
         )
+
+
+cdef void _adamax(
+    real_t* p, const real_t* grad, real_t* m, real_t* u, Py_ssize_t n,
+    real_t b1c, real_t b2, real_t eps, real_t neg_clr, real_t wd, real_t sign,
+    bint l2, bint small,
+) noexcept nogil:
+    if small and not l2:
+        _adamax_loop(p, grad, m, u, n, b1c, b2, eps, neg_clr, wd, sign, False, True)
+    else:
+        _adamax_loop(p, grad, m, u, n, b1c, b2, eps, neg_clr, wd, sign, l2, small)
 
 
 cdef inline void _adamax_loop(
@@ -281,7 +332,7 @@ cdef inline void _adamax_loop(
             g = g + wd * pi
         mi = _lerp(m[i], g, b1c, small)
         m[i] = mi
-        ui = _max_nan(u[i] * b2, fabs(g) + eps)
+        ui = _max_nan(u[i] * b2, _fabs(g) + eps)
         u[i] = ui
         p[i] = pi + (neg_clr * mi) / ui
 
@@ -316,12 +367,18 @@ def adadelta(
         return
     _check_alias("adadelta", &param[0], &grad[0], &square_avg[0])
     with nogil:
-        _adadelta_loop(
-            &param[0], &grad[0], &square_avg[0], &acc_delta[0], n,
-            <real_t>rho, <real_t>(1.0 - rho), <real_t>eps, <real_t>(-lr),
-            <real_t>weight_decay, <real_t>(-1.0 if maximize else 1.0),
-            weight_decay != 0,
-        )
+        if weight_decay == 0:
+            _adadelta_loop(
+                &param[0], &grad[0], &square_avg[0], &acc_delta[0], n,
+                <real_t>rho, <real_t>(1.0 - rho), <real_t>eps, <real_t>(-lr),
+                <real_t>weight_decay, <real_t>(-1.0 if maximize else 1.0), False,
+            )
+        else:
+            _adadelta_loop(
+                &param[0], &grad[0], &square_avg[0], &acc_delta[0], n,
+                <real_t>rho, <real_t>(1.0 - rho), <real_t>eps, <real_t>(-lr),
+                <real_t>weight_decay, <real_t>(-1.0 if maximize else 1.0), True,
+            )
 
 
 cdef inline void _adadelta_loop(
@@ -425,11 +482,23 @@ def asgd(
         return
     _check_alias("asgd", &param[0], &grad[0], &ax[0])
     with nogil:
-        _asgd_loop(
+        _asgd(
             &param[0], &grad[0], &ax[0], n, <real_t>(1.0 - lambd * eta),
             <real_t>(-eta), <real_t>mu, <real_t>weight_decay,
             <real_t>(-1.0 if maximize else 1.0), weight_decay != 0, mu != 1.0,
         )
+
+
+cdef void _asgd(
+    real_t* p, const real_t* grad, real_t* ax, Py_ssize_t n, real_t decay,
+    real_t neg_eta, real_t mu, real_t wd, real_t sign, bint l2, bint average,
+) noexcept nogil:
+    if not l2 and not average:
+        _asgd_loop(p, grad, ax, n, decay, neg_eta, mu, wd, sign, False, False)
+    elif not l2:
+        _asgd_loop(p, grad, ax, n, decay, neg_eta, mu, wd, sign, False, True)
+    else:
+        _asgd_loop(p, grad, ax, n, decay, neg_eta, mu, wd, sign, l2, average)
 
 
 cdef inline void _asgd_loop(
@@ -538,8 +607,7 @@ cdef void _adafactor(
     cdef real_t g, nrm, mean, u, coef, decay, vmin = <real_t>(eps1 * eps1)
     cdef real_t rmin = <real_t>eps1
     cdef double alpha, denom
-    for i in range(n):
-        acc += <double>p[i] * <double>p[i]
+    acc = _sumsq(p, n)
     alpha = <double>(<real_t>sqrt(acc)) / sqrt(<double>n)
     alpha = (alpha if alpha > eps2 else eps2) * rho
     decay = <real_t>(1.0 - lr * wd)
@@ -570,22 +638,91 @@ cdef void _adafactor(
             var[i] = _lerp(var[i], g * g, w, small)
     # |u|, then the update with it (u is formed twice, the same way)
     acc = 0.0
-    for b in range(batch if rv != NULL else 1):
-        mean = _row_mean(rv, b, rows, rmin) if rv != NULL else 0
-        for i in range(rows * cols if rv != NULL else n):
-            u = _adafactor_elem(grad, rv, cv, var, b, i, rows, cols, mean, sign, vmin)
-            acc += <double>u * <double>u
+    if rv != NULL:
+        for b in range(batch):
+            mean = _row_mean(rv, b, rows, rmin)
+            base = b * rows * cols
+            for r in range(rows):
+                acc += _factored_row(p, grad + base + r * cols, rv[b * rows + r],
+                                     cv + b * cols, cols, mean, sign, vmin, 0, 1,
+                                     False)
+    else:
+        acc = _vector_pass(p, grad, var, n, sign, vmin, 0, 1, False)
     denom = <double>(<real_t>sqrt(acc)) / (sqrt(<double>n) * d)
     denom = denom if denom > 1.0 else 1.0
     coef = <real_t>(-alpha / denom)
-    for b in range(batch if rv != NULL else 1):
-        mean = _row_mean(rv, b, rows, rmin) if rv != NULL else 0
-        base = b * rows * cols
-        for i in range(rows * cols if rv != NULL else n):
-            u = _adafactor_elem(grad, rv, cv, var, b, i, rows, cols, mean, sign, vmin)
-            if wd != 0:
-                p[base + i] = p[base + i] * decay
-            p[base + i] = p[base + i] + coef * u
+    if rv != NULL:
+        for b in range(batch):
+            mean = _row_mean(rv, b, rows, rmin)
+            base = b * rows * cols
+            for r in range(rows):
+                _factored_row(p + base + r * cols, grad + base + r * cols,
+                              rv[b * rows + r], cv + b * cols, cols, mean, sign,
+                              vmin, coef, decay, True)
+    else:
+        _vector_pass(p, grad, var, n, sign, vmin, coef, decay, True)
+
+
+cdef inline double _sumsq(const real_t* x, Py_ssize_t n) noexcept nogil:
+    # eight partial sums in double: independent chains in flight (a single
+    # chain is bound by the add latency), combined in a fixed order
+    cdef Py_ssize_t i, j
+    cdef double s[8]
+    for j in range(8):
+        s[j] = 0.0
+    for i in range(0, n - 7, 8):
+        for j in range(8):
+            s[j] += <double>x[i + j] * <double>x[i + j]
+    for i in range(n - n % 8, n):
+        s[0] += <double>x[i] * <double>x[i]
+    return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]))
+
+
+# u is formed in chunks of _CHUNK on the stack: a vectorised loop (sqrt and
+# divide) fills the chunk, then its squares are summed or it is applied.
+cdef enum:
+    _CHUNK = 256
+
+
+cdef inline double _factored_row(
+    real_t* p, const real_t* g, real_t rvr, const real_t* cv, Py_ssize_t cols,
+    real_t mean, real_t sign, real_t vmin, real_t coef, real_t decay, bint apply,
+) noexcept nogil:
+    # one row of a factored update: the sum of u*u, or (apply) p += coef * u
+    cdef Py_ssize_t c0 = 0, c, m
+    cdef double acc = 0.0
+    cdef real_t u[_CHUNK]
+    while c0 < cols:
+        m = cols - c0 if cols - c0 < _CHUNK else _CHUNK
+        for c in range(m):
+            u[c] = _adafactor_u(sign * g[c0 + c], (rvr * cv[c0 + c]) / mean, vmin)
+        if apply:
+            for c in range(m):
+                p[c0 + c] = p[c0 + c] * decay + coef * u[c]
+        else:
+            acc += _sumsq(u, m)
+        c0 += m
+    return acc
+
+
+cdef inline double _vector_pass(
+    real_t* p, const real_t* grad, const real_t* var, Py_ssize_t n, real_t sign,
+    real_t vmin, real_t coef, real_t decay, bint apply,
+) noexcept nogil:
+    cdef Py_ssize_t i0 = 0, i, m
+    cdef double acc = 0.0
+    cdef real_t u[_CHUNK]
+    while i0 < n:
+        m = n - i0 if n - i0 < _CHUNK else _CHUNK
+        for i in range(m):
+            u[i] = _adafactor_u(sign * grad[i0 + i], var[i0 + i], vmin)
+        if apply:
+            for i in range(m):
+                p[i0 + i] = p[i0 + i] * decay + coef * u[i]
+        else:
+            acc += _sumsq(u, m)
+        i0 += m
+    return acc
 
 
 cdef inline real_t _row_mean(
@@ -599,18 +736,3 @@ cdef inline real_t _row_mean(
         acc += rv[b * rows + r]
     mean = <real_t>acc / <real_t>rows
     return rmin if mean < rmin else mean
-
-
-cdef inline real_t _adafactor_elem(
-    const real_t* grad, const real_t* rv, const real_t* cv, const real_t* var,
-    Py_ssize_t b, Py_ssize_t i, Py_ssize_t rows, Py_ssize_t cols, real_t mean,
-    real_t sign, real_t vmin,
-) noexcept nogil:
-    cdef Py_ssize_t r, c
-    cdef real_t v
-    if rv != NULL:
-        r = i // cols
-        c = i - r * cols
-        v = (rv[b * rows + r] * cv[b * cols + c]) / mean
-        return _adafactor_u(sign * grad[b * rows * cols + i], v, vmin)
-    return _adafactor_u(sign * grad[i], var[i], vmin)
