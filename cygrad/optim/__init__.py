@@ -10,6 +10,7 @@ from .adamw import AdamW
 from .asgd import ASGD
 from .nadam import NAdam
 from .lbfgs import LBFGS
+from .muon import Muon
 from .optimizer import Optimizer
 from .radam import RAdam
 from .rmsprop import RMSprop
@@ -27,6 +28,7 @@ __all__ = [
     "AdamW",
     "Adamax",
     "LBFGS",
+    "Muon",
     "NAdam",
     "Optimizer",
     "RAdam",
