@@ -226,7 +226,7 @@ def test_float64_default_dtype_matches_torch(name):
     try:
         kw = dict(GRIDS[name][0], **({"t0": 10} if name == "ASGD" else {}))
         for dtype in DTYPES:
-            ours, theirs, copt, cp = trajectories(torch, name, kw, dtype)
+            ours, theirs, copt, _ = trajectories(torch, name, kw, dtype)
             assert_same_trajectory(ours, theirs, TOL[dtype])
             for st in copt.state.values():
                 assert st["step"].dtype == cygrad.float64

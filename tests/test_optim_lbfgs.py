@@ -134,7 +134,7 @@ def test_autograd_closure_matches_torch():
         x = lib.tensor([-1.2, 1.0], dtype=lib.float64, requires_grad=True)
         opt = lib.optim.LBFGS([x], line_search_fn="strong_wolfe", max_iter=10)
 
-        def closure():
+        def closure(opt=opt, x=x):
             opt.zero_grad()
             loss = (1 - x[0]) ** 2 + 100 * (x[1] - x[0] ** 2) ** 2
             loss.backward()

@@ -104,7 +104,7 @@ BAD = [
 ]
 
 
-@pytest.mark.parametrize("kw", BAD, ids=lambda kw: list(kw)[0])
+@pytest.mark.parametrize("kw", BAD, ids=lambda kw: next(iter(kw)))
 def test_bad_hyperparameters_raise_torchs_value_error(kw):
     p = cygrad.zeros(3, 2, requires_grad=True)
     with pytest.raises(ValueError) as ours:

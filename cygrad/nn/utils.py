@@ -12,9 +12,9 @@ import warnings
 
 import numpy as np
 
-from cygrad.optim._kernels import k as _k
-from cygrad.creation import get_default_dtype, tensor
 from cygrad._tensor import Tensor
+from cygrad.creation import get_default_dtype, tensor
+from cygrad.optim._kernels import k as _k
 
 __all__ = [
     "clip_grad_norm",

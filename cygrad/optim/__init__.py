@@ -8,9 +8,9 @@ from .adam import Adam
 from .adamax import Adamax
 from .adamw import AdamW
 from .asgd import ASGD
-from .nadam import NAdam
 from .lbfgs import LBFGS
 from .muon import Muon
+from .nadam import NAdam
 from .optimizer import Optimizer
 from .radam import RAdam
 from .rmsprop import RMSprop
@@ -20,6 +20,7 @@ from .sparse_adam import SparseAdam
 
 __all__ = [
     "ASGD",
+    "LBFGS",
     "SGD",
     "Adadelta",
     "Adafactor",
@@ -27,7 +28,6 @@ __all__ = [
     "Adam",
     "AdamW",
     "Adamax",
-    "LBFGS",
     "Muon",
     "NAdam",
     "Optimizer",

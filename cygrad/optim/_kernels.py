@@ -19,8 +19,8 @@ def _cpu_has_avx2():
 
 
 if _cpu_has_avx2() and os.environ.get("CYGRAD_NO_AVX2", "0") == "0":
-    from cygrad._kernels import optim_avx2 as k
     from cygrad._kernels import optim2_avx2 as k2
+    from cygrad._kernels import optim_avx2 as k
 else:
     from cygrad._kernels import optim as k
     from cygrad._kernels import optim2 as k2

@@ -5,9 +5,9 @@ import math
 import numpy as np
 
 from cygrad._kernels import optim_lbfgs as _kl
+from cygrad._tensor import Tensor
 from cygrad.autograd.grad_mode import enable_grad, no_grad
 from cygrad.creation import from_numpy
-from cygrad._tensor import Tensor
 from cygrad.optim._kernels import k as _k
 
 from .optimizer import Optimizer, _check_param_layout, _copy_value

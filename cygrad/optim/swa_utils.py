@@ -12,11 +12,11 @@ import math
 
 import numpy as np
 
+from cygrad._tensor import Tensor
 from cygrad.autograd.grad_mode import no_grad
 from cygrad.creation import from_numpy, get_default_dtype, tensor
 from cygrad.nn.module import Module
 from cygrad.nn.parameter import Parameter
-from cygrad._tensor import Tensor
 
 from ._lr_base import LRScheduler, per_group
 
