@@ -221,8 +221,176 @@ def _interleaved(reps=300):
             )
 
 
+# --------------------------------------------------------------------------
+# the whole suite: every optimizer against torch's fastest CPU form
+
+# torch's fastest CPU form of each (fused=True where torch has it on the CPU)
+SUITE = {
+    "Adam": ({"lr": 1e-3}, {"fused": True}),
+    "AdamW": ({"lr": 1e-3}, {"fused": True}),
+    "SGD": ({"lr": 1e-3, "momentum": 0.9}, {"fused": True}),
+    "Adagrad": ({"lr": 1e-2}, {"fused": True}),
+    "RMSprop": ({"lr": 1e-2}, {"foreach": True}),
+    "NAdam": ({"lr": 2e-3}, {"foreach": True}),
+    "RAdam": ({"lr": 1e-3}, {"foreach": True}),
+    "Adamax": ({"lr": 2e-3}, {"foreach": True}),
+    "Adadelta": ({"lr": 1.0}, {"foreach": True}),
+    "Rprop": ({"lr": 1e-2}, {"foreach": True}),
+    "ASGD": ({"lr": 1e-2}, {"foreach": True}),
+    "Adafactor": ({"lr": 1e-2}, {"foreach": True}),
+}
+# 24 small tensors (per-step overhead dominates) and ten of 100k (bandwidth)
+SHAPES = {
+    "small": [(64, 64)] * 12 + [(64,)] * 12,
+    "large": [(pick(100_000, 100),)] * NPARAMS,
+}
+LBFGS_N = pick(1000, 10)
+
+
+def _suite_arrays(shapes, seed=0):
+    rng = np.random.default_rng(seed)
+    params = [rng.standard_normal(s).astype(F32) for s in shapes]
+    grads = [rng.standard_normal(s).astype(F32) for s in shapes]
+    return params, grads
+
+
+def build_suite(lib, name, sizes):
+    """One step of optimizer ``name`` (cygrad, or torch in its fastest form)."""
+    T = need(lib, f"optim.{name}")
+    options, fastest = SUITE[name]
+    params, grads = _suite_arrays(SHAPES[sizes])
+    ps = []
+    for p, g in zip(params, grads):
+        if lib == "torch":
+            t = T.nn.Parameter(T.from_numpy(p))
+            t.grad = T.from_numpy(g)
+        else:
+            t = T.tensor(p, requires_grad=True)
+            t.grad = T.tensor(g)
+        ps.append(t)
+    kw = dict(options, **(fastest if lib == "torch" else {}))
+    try:
+        opt = getattr(T.optim, name)(ps, **kw)
+    except (RuntimeError, TypeError, ValueError) as err:  # no fused form here
+        if lib != "torch":
+            raise
+        pytest.skip(f"torch {name}({kw}): {err}")
+    return opt.step
+
+
+def _rosenbrock_closure(lib, x):
+    """The n-D Rosenbrock function and its gradient, in NumPy, as a closure."""
+    T = need(lib, "optim.LBFGS")
+
+    def closure():
+        a = x.detach().numpy()
+        d = a[1:] - a[:-1] ** 2
+        e = 1 - a[:-1]
+        g = np.zeros_like(a)
+        g[:-1] = -2 * e - 400 * a[:-1] * d
+        g[1:] += 200 * d
+        x.grad = T.from_numpy(g)
+        return T.tensor(float((e * e).sum() + (100 * d * d).sum()))
+
+    return closure
+
+
+def build_lbfgs(lib, line_search_fn=None):
+    """One L-BFGS step (20 iterations, history 10) on LBFGS_N parameters."""
+    T = need(lib, "optim.LBFGS")
+    x0 = np.random.default_rng(0).uniform(-1.5, 1.5, LBFGS_N)
+    if lib == "torch":
+        x = T.nn.Parameter(T.from_numpy(x0.copy()))
+    else:
+        x = T.tensor(x0.copy(), requires_grad=True)
+    kw = {"history_size": 10, "max_iter": 20, "line_search_fn": line_search_fn}
+    opt = T.optim.LBFGS([x], **kw)
+    closure = _rosenbrock_closure(lib, x)
+
+    def step():
+        x._arr[...] = x0 if lib != "torch" else None
+        opt.state.clear()
+        opt.step(closure)
+
+    def step_torch():
+        with T.no_grad():
+            x.copy_(T.from_numpy(x0))
+        opt.state.clear()
+        opt.step(closure)
+
+    return step_torch if lib == "torch" else step
+
+
+@pytest.mark.parametrize("sizes", list(SHAPES))
+@pytest.mark.parametrize("name", list(SUITE))
+@pytest.mark.parametrize("lib", ["cygrad", "torch"])
+def test_suite_step(benchmark, lib, name, sizes):
+    step = build_suite(lib, name, sizes)
+    step()
+    tag(benchmark, f"optim_suite_{sizes}_{name}", lib, optimizer=name, sizes=sizes)
+    run(benchmark, step)
+
+
+@pytest.mark.parametrize("line_search_fn", [None, "strong_wolfe"])
+@pytest.mark.parametrize("lib", ["cygrad", "torch"])
+def test_lbfgs_step(benchmark, lib, line_search_fn):
+    step = build_lbfgs(lib, line_search_fn)
+    step()
+    tag(benchmark, f"optim_lbfgs_{line_search_fn}", lib, numel=LBFGS_N)
+    run(benchmark, step)
+
+
+def _suite_interleaved(reps=200):
+    """Every optimizer, cygrad and torch's fastest form in turn, round after
+    round; prints min and median per step and the ratio of medians."""
+    import time
+
+    def timed(fn):
+        t = time.perf_counter()
+        fn()
+        return time.perf_counter() - t
+
+    rows = []
+    for sizes in SHAPES:
+        for name in SUITE:
+            steps = {lib: build_suite(lib, name, sizes) for lib in ("cygrad", "torch")}
+            for fn in steps.values():
+                fn()
+            times = {lib: [] for lib in steps}
+            for _ in range(reps):
+                for lib, fn in steps.items():
+                    times[lib].append(timed(fn))
+            rows.append((sizes, name, times))
+    for ls in (None, "strong_wolfe"):
+        steps = {lib: build_lbfgs(lib, ls) for lib in ("cygrad", "torch")}
+        times = {lib: [] for lib in steps}
+        for _ in range(max(reps // 10, 5)):
+            for lib, fn in steps.items():
+                times[lib].append(timed(fn))
+        rows.append(("lbfgs", f"LBFGS({ls})", times))
+    sums = {}
+    print(f"{'case':8s} {'optimizer':20s} {'cygrad us':>10s} {'torch us':>10s} ratio")
+    for sizes, name, times in rows:
+        c, t = np.median(times["cygrad"]), np.median(times["torch"])
+        fast = SUITE.get(name, ({}, {}))[1]
+        form = ",".join(f"{k}={v}" for k, v in fast.items()) or "-"
+        print(f"{sizes:8s} {name:20s} {c * 1e6:10.1f} {t * 1e6:10.1f} {c / t:5.2f}"
+              f"  (torch {form})")
+        if sizes == "small" and name not in ("Adafactor",):
+            sums.setdefault("c", 0.0)
+            sums["c"] = sums["c"] + c
+            sums["t"] = sums.get("t", 0.0) + t
+    print(f"sum of the eleven on small tensors: cygrad {sums['c'] * 1e6:.1f} us, "
+          f"torch {sums['t'] * 1e6:.1f} us, ratio {sums['c'] / sums['t']:.2f}")
+
+
 if __name__ == "__main__":
     import benchmarks.conftest as _conf  # the same thread policy as the suite
 
     _conf._apply_threads(__import__("benchmarks").requested_threads())
-    _interleaved()
+    import sys
+
+    if "--suite" in sys.argv:
+        _suite_interleaved()
+    else:
+        _interleaved()

@@ -42,7 +42,7 @@ of the memory bandwidth; the same source built with ``-mavx2`` (no FMA, so
 still bitwise equal) halves Adam's time.
 """
 
-from libc.math cimport NAN, fabs, pow, sqrt, sqrtf
+from libc.math cimport INFINITY, NAN, fabs, pow, sqrt, sqrtf
 
 from cygrad._kernels._types cimport real_t
 
@@ -425,81 +425,81 @@ cdef inline void _adagrad_loop(
 
 
 # --------------------------------------------------------------------------
-# gradient norms (clip_grad_norm_)
+# gradient norms and clipping (cygrad.nn.utils)
 
 
-def sum_squares(const real_t[::1] x):    # x: in
-    """``sum(x * x)`` accumulated in double (float32 grads lose no digits)."""
+def vector_norm(const real_t[::1] x, double ord):    # x: in
+    """``torch.linalg.vector_norm(x, ord)`` of a flat array, as a double.
+
+    Sums accumulate in double (float32 gradients lose no digits); ``ord`` is
+    ``inf`` (max ``|x|``), ``-inf`` (min ``|x|``), ``0`` (count of non-zeros;
+    NaN counts), ``1``, ``2`` or any other real.  A NaN element makes every
+    norm but the 0-norm NaN, as torch's.  An empty array has norm 0 (``inf``
+    for ``ord=-inf``).
+    """
     cdef Py_ssize_t n = x.shape[0]
-    cdef double total = 0.0
+    cdef double result
+    cdef int kind
+    if ord == 2.0:
+        kind = 2
+    elif ord == 1.0:
+        kind = 1
+    elif ord == 0.0:
+        kind = 0
+    elif ord == INFINITY:
+        kind = 3
+    elif ord == -INFINITY:
+        kind = 4
+    else:
+        kind = 5
     if n == 0:
-        return 0.0
+        return INFINITY if kind == 4 else 0.0
     with nogil:
-        total = _sum_squares(&x[0], n)
-    return total
-
-
-cdef double _sum_squares(const real_t* x, Py_ssize_t n) noexcept nogil:
-    # Four partial sums: independent chains the compiler can keep in flight
-    # (and pairwise-ish accuracy); summed in a fixed order, so deterministic.
-    cdef Py_ssize_t i
-    cdef double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0
-    cdef double a
-    for i in range(0, n - 3, 4):
-        s0 += <double>x[i] * <double>x[i]
-        s1 += <double>x[i + 1] * <double>x[i + 1]
-        s2 += <double>x[i + 2] * <double>x[i + 2]
-        s3 += <double>x[i + 3] * <double>x[i + 3]
-    for i in range(n - n % 4, n):
-        a = x[i]
-        s0 += a * a
-    return (s0 + s1) + (s2 + s3)
-
-
-def max_abs(const real_t[::1] x):        # x: in
-    """``max(|x|)`` (0 for an empty array; NaN if any element is NaN)."""
-    cdef Py_ssize_t n = x.shape[0]
-    cdef double result = 0.0
-    if n == 0:
-        return 0.0
-    with nogil:
-        result = _max_abs(&x[0], n)
+        result = _vector_norm(&x[0], n, ord, kind)
     return result
 
 
-cdef double _max_abs(const real_t* x, Py_ssize_t n) noexcept nogil:
-    # A NaN anywhere makes the norm NaN, as torch's; tracked by a flag so the
-    # loop has no early exit.
+cdef double _vector_norm(
+    const real_t* x, Py_ssize_t n, double ord, int kind
+) noexcept nogil:
+    # Four partial sums: independent chains the compiler keeps in flight,
+    # summed in a fixed order, so the result is deterministic.  max/min track
+    # NaN with a flag, so the loops have no early exit.
     cdef Py_ssize_t i
-    cdef double best = 0.0
-    cdef double a
+    cdef double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0
+    cdef double a, best
     cdef bint nan = False
+    if kind == 2:
+        for i in range(0, n - 3, 4):
+            s0 += <double>x[i] * <double>x[i]
+            s1 += <double>x[i + 1] * <double>x[i + 1]
+            s2 += <double>x[i + 2] * <double>x[i + 2]
+            s3 += <double>x[i + 3] * <double>x[i + 3]
+        for i in range(n - n % 4, n):
+            a = x[i]
+            s0 += a * a
+        return sqrt((s0 + s1) + (s2 + s3))
+    if kind == 1:
+        for i in range(n):
+            s0 += fabs(<double>x[i])
+        return s0
+    if kind == 0:
+        for i in range(n):
+            s0 += 1.0 if x[i] != 0 else 0.0
+        return s0
+    if kind == 3 or kind == 4:
+        best = fabs(<double>x[0])
+        for i in range(n):
+            a = fabs(<double>x[i])
+            nan = nan | (a != a)
+            if kind == 3:
+                best = a if a > best else best
+            else:
+                best = a if a < best else best
+        return NAN if nan else best
     for i in range(n):
-        a = fabs(<double>x[i])
-        nan = nan | (a != a)
-        best = a if a > best else best
-    if nan:
-        return NAN
-    return best
-
-
-def sum_abs_pow(const real_t[::1] x, double p):    # x: in
-    """``sum(|x| ** p)`` accumulated in double, for a general norm order."""
-    cdef Py_ssize_t n = x.shape[0]
-    cdef double total = 0.0
-    if n == 0:
-        return 0.0
-    with nogil:
-        total = _sum_abs_pow(&x[0], n, p)
-    return total
-
-
-cdef double _sum_abs_pow(const real_t* x, Py_ssize_t n, double p) noexcept nogil:
-    cdef Py_ssize_t i
-    cdef double total = 0.0
-    for i in range(n):
-        total += pow(fabs(<double>x[i]), p)
-    return total
+        s0 += pow(fabs(<double>x[i]), ord)
+    return pow(s0, 1.0 / ord)
 
 
 def scale(real_t[::1] x, double coef):    # x: in/out
@@ -515,3 +515,24 @@ cdef void _scale(real_t* x, Py_ssize_t n, real_t coef) noexcept nogil:
     cdef Py_ssize_t i
     for i in range(n):
         x[i] = x[i] * coef
+
+
+def clamp(real_t[::1] x, double lo, double hi):    # x: in/out
+    """``x = min(max(x, lo), hi)`` in place (torch's ``clamp_``; NaN stays NaN).
+
+    ``lo`` and ``hi`` are rounded to ``real_t`` first.
+    """
+    cdef Py_ssize_t n = x.shape[0]
+    if n == 0:
+        return
+    with nogil:
+        _clamp(&x[0], n, <real_t>lo, <real_t>hi)
+
+
+cdef void _clamp(real_t* x, Py_ssize_t n, real_t lo, real_t hi) noexcept nogil:
+    cdef Py_ssize_t i
+    cdef real_t a
+    for i in range(n):
+        a = x[i]
+        a = lo if a < lo else a
+        x[i] = hi if a > hi else a

@@ -1,4 +1,5 @@
-"""The optimizer kernels: the AVX2 build when this CPU has AVX2.
+"""The optimizer kernels (``k``: optim.pyx, ``k2``: optim2.pyx): the AVX2
+builds when this CPU has AVX2.
 
 ``CYGRAD_NO_AVX2=1`` forces the baseline build (both give the same bits).
 """
@@ -18,8 +19,10 @@ def _cpu_has_avx2():
 
 
 if _cpu_has_avx2() and os.environ.get("CYGRAD_NO_AVX2", "0") == "0":
+    from cygrad._kernels import optim2_avx2 as k2
     from cygrad._kernels import optim_avx2 as k
 else:
     from cygrad._kernels import optim as k
+    from cygrad._kernels import optim2 as k2
 
-__all__ = ["k"]
+__all__ = ["k", "k2"]

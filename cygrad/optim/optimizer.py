@@ -17,7 +17,12 @@ from cygrad.autograd.grad_mode import enable_grad, no_grad
 from cygrad.creation import from_numpy, get_default_dtype
 from cygrad._tensor import Tensor
 
-__all__ = ["Optimizer", "required"]
+__all__ = [
+    "Optimizer",
+    "register_optimizer_step_post_hook",
+    "register_optimizer_step_pre_hook",
+    "required",
+]
 
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 
@@ -105,10 +110,20 @@ def zeros_state(p, fill=0.0):
     return from_numpy(np.full(p._arr.shape, fill, dtype=p._arr.dtype))
 
 
-def step_state():
-    """torch's ``step``: a 0-d float tensor (float32 unless the default is float64)."""
-    dtype = np.float64 if get_default_dtype() == np.float64 else np.float32
-    return from_numpy(np.zeros((), dtype=dtype))
+def _scalar_dtype():
+    return np.float64 if get_default_dtype() == np.float64 else np.float32
+
+
+def round_to_default(value):
+    """``value`` rounded to the default dtype, as ``torch.as_tensor(value)``."""
+    return float(_scalar_dtype()(value))
+
+
+def step_state(value=0.0):
+    """torch's ``step`` (and other scalar state: NAdam's ``mu_product``, ASGD's
+    ``eta`` and ``mu``): a 0-d float tensor in the default dtype (float32
+    unless the default is float64), holding ``value`` rounded to it."""
+    return from_numpy(np.array(value, dtype=_scalar_dtype()))
 
 
 def advance_step(step_t):
@@ -118,6 +133,15 @@ def advance_step(step_t):
     arr[()] = step
     step_t._bump_version()
     return step
+
+
+def set_scalar_state(t, value):
+    """Store ``value`` in a 0-d state tensor (rounded to its dtype), in place;
+    returns the stored value as a Python float (what torch's ``.item()`` reads)."""
+    arr = t._arr
+    arr[()] = value
+    t._bump_version()
+    return float(arr)
 
 
 def _copy_value(value, dtype=None):
@@ -134,6 +158,85 @@ def _copy_value(value, dtype=None):
     if isinstance(value, (list, tuple)):
         return type(value)(_copy_value(v, dtype) for v in value)
     return copy.deepcopy(value)
+
+
+_global_step_pre_hooks = {}
+_global_step_post_hooks = {}
+
+
+class _RemovableHandle:
+    """What the ``register_*_hook`` methods return: ``remove()`` takes the hook
+    out again (also as a context manager)."""
+
+    _next_id = 0
+
+    def __init__(self, hooks):
+        self._hooks = hooks
+        self.id = _RemovableHandle._next_id
+        _RemovableHandle._next_id += 1
+
+    def remove(self):
+        self._hooks.pop(self.id, None)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.remove()
+
+
+def _add_hook(hooks, hook):
+    handle = _RemovableHandle(hooks)
+    hooks[handle.id] = hook
+    return handle
+
+
+def register_optimizer_step_pre_hook(hook):
+    """A pre-hook of every optimizer's ``step``: ``hook(optimizer, args, kwargs)``
+    (``args`` starts with the optimizer, as torch's) returns None or
+    ``(new_args, new_kwargs)``; runs before per-optimizer hooks."""
+    return _add_hook(_global_step_pre_hooks, hook)
+
+
+def register_optimizer_step_post_hook(hook):
+    """A post-hook of every optimizer's ``step``: ``hook(optimizer, args, kwargs)``."""
+    return _add_hook(_global_step_post_hooks, hook)
+
+
+def _with_step_hooks(step):
+    """``step`` wrapped so that the step hooks run around the outermost call."""
+
+    def wrapper(self, *args, **kwargs):
+        if self.__dict__.get("_in_step"):
+            return step(self, *args, **kwargs)  # a subclass calling super().step
+        args = (self,) + args  # as torch, the hooks see self among the args
+        pre = list(_global_step_pre_hooks.values())
+        pre += list(self.__dict__.get("_step_pre_hooks", {}).values())
+        for hook in pre:
+            result = hook(self, args, kwargs)
+            if result is not None:
+                if not (isinstance(result, tuple) and len(result) == 2):
+                    raise RuntimeError(
+                        f"{hook} must return None or a tuple of (new_args, "
+                        f"new_kwargs), but got {result}."
+                    )
+                args, kwargs = result
+        self._in_step = True
+        try:
+            out = step(*args, **kwargs)
+        finally:
+            self._in_step = False
+        post = list(self.__dict__.get("_step_post_hooks", {}).values())
+        post += list(_global_step_post_hooks.values())
+        for hook in post:
+            hook(self, args, kwargs)
+        return out
+
+    wrapper.__name__ = step.__name__
+    wrapper.__qualname__ = step.__qualname__
+    wrapper.__doc__ = step.__doc__
+    wrapper.__wrapped__ = step
+    return wrapper
 
 
 class Optimizer:
@@ -158,6 +261,32 @@ class Optimizer:
         the parameter tensor.  Created at a parameter's first step.
     defaults : dict
     """
+
+    # state keys that hold a 0-d tensor whatever the parameter's shape
+    _scalar_keys = ()
+
+    def _state_shape(self, key, shape):
+        """The shape a loaded state tensor ``key`` must have for a parameter of
+        ``shape``: 0-d for the ``_scalar_keys``, the parameter's otherwise."""
+        return () if key in self._scalar_keys else shape
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        step = cls.__dict__.get("step")
+        if step is not None and not hasattr(step, "__wrapped__"):
+            cls.step = _with_step_hooks(step)
+
+    # ----------------------------------------------------------------- hooks
+
+    def register_step_pre_hook(self, hook):
+        """``hook(optimizer, args, kwargs)`` before each ``step``; it may return
+        ``(new_args, new_kwargs)``.  Returns a handle with ``remove()``."""
+        return _add_hook(self.__dict__.setdefault("_step_pre_hooks", {}), hook)
+
+    def register_step_post_hook(self, hook):
+        """``hook(optimizer, args, kwargs)`` after each ``step``.  Returns a
+        handle with ``remove()``."""
+        return _add_hook(self.__dict__.setdefault("_step_post_hooks", {}), hook)
 
     def __init__(self, params, defaults):
         self.defaults = defaults
@@ -365,10 +494,14 @@ class Optimizer:
                 if key == "step":
                     entry[key] = _copy_value(v)
                     continue
-                if isinstance(v, Tensor) and tuple(v.shape) != tuple(p.shape):
+                # 0-d scalar state (NAdam's mu_product, ASGD's eta, mu) is cast
+                # to the parameter's dtype like the rest, as torch casts it
+                want = self._state_shape(key, tuple(p.shape))
+                if isinstance(v, Tensor) and tuple(v.shape) != want:
                     raise ValueError(
                         f"loaded state dict has a state {key!r} of shape "
                         f"{tuple(v.shape)} for a parameter of shape {tuple(p.shape)}"
+                        + (" (it must be 0-d)" if want == () else "")
                     )
                 # Unlike torch, refuse what step() would choke on later with an
                 # unrelated error; an integer or bool tensor is cast (as torch).
@@ -402,3 +535,6 @@ class Optimizer:
                 lines.append(f"    {key}: {group[key]}")
         lines.append(")")
         return "\n".join(lines)
+
+
+Optimizer.step = _with_step_hooks(Optimizer.step)

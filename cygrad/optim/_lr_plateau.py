@@ -1,0 +1,148 @@
+"""ReduceLROnPlateau: cut the rate when a metric stops improving."""
+
+import warnings
+from math import inf
+
+from ._lr_base import EPOCH_DEPRECATION_WARNING, LRScheduler, group_values
+from .optimizer import Optimizer
+
+__all__ = ["ReduceLROnPlateau"]
+
+
+class ReduceLROnPlateau(LRScheduler):
+    """Multiply every group's rate by ``factor`` after more than ``patience``
+    epochs without improvement (torch's ``ReduceLROnPlateau``).
+
+    ``step(metrics)`` compares the metric with the best so far: in ``"min"``
+    mode it improves when ``a < best * (1 - threshold)`` (``"rel"``) or
+    ``a < best - threshold`` (``"abs"``); ``"max"`` mirrors it.  After a cut,
+    ``cooldown`` epochs pass in which bad epochs do not count.  A rate never
+    goes below its ``min_lr``, and a cut smaller than ``eps`` is skipped.
+
+    Parameters
+    ----------
+    optimizer : Optimizer
+    mode : {"min", "max"}, default "min"
+    factor : float, default 0.1
+    patience : int, default 10
+    threshold : float, default 1e-4
+    threshold_mode : {"rel", "abs"}, default "rel"
+    cooldown : int, default 0
+    min_lr : float or list of float, default 0
+    eps : float, default 1e-8
+
+    Raises
+    ------
+    ValueError
+        ``"Factor should be < 1.0."``, an unknown mode, or a list of
+        ``min_lr`` not one per group.
+    """
+
+    def __init__(
+        self,
+        optimizer,
+        mode="min",
+        factor=0.1,
+        patience=10,
+        threshold=1e-4,
+        threshold_mode="rel",
+        cooldown=0,
+        min_lr=0,
+        eps=1e-8,
+    ):
+        if factor >= 1.0:
+            raise ValueError("Factor should be < 1.0.")
+        self.factor = factor
+        if not isinstance(optimizer, Optimizer):
+            raise TypeError(f"{type(optimizer).__name__} is not an Optimizer")
+        self.optimizer = optimizer
+        if isinstance(min_lr, (list, tuple)):
+            if len(min_lr) != len(optimizer.param_groups):
+                raise ValueError(
+                    f"expected {len(optimizer.param_groups)} min_lrs, got "
+                    f"{len(min_lr)}"
+                )
+            self.default_min_lr = None
+            self.min_lrs = list(min_lr)
+        else:
+            self.default_min_lr = min_lr
+            self.min_lrs = [min_lr] * len(optimizer.param_groups)
+        self.patience = patience
+        self.cooldown = cooldown
+        self.eps = eps
+        self.last_epoch = 0
+        self._last_lr = group_values(optimizer, "lr")
+        self._init_is_better(mode, threshold, threshold_mode)
+        self._reset()
+
+    def _reset(self):
+        self.best = self.mode_worse
+        self.cooldown_counter = 0
+        self.num_bad_epochs = 0
+
+    def step(self, metrics, epoch=None):
+        """Record one epoch's ``metrics`` and cut the rates if it is time."""
+        current = float(metrics)
+        if epoch is None:
+            epoch = self.last_epoch + 1
+        else:
+            warnings.warn(EPOCH_DEPRECATION_WARNING, UserWarning, stacklevel=2)
+        self.last_epoch = epoch
+        if self._is_better(current, self.best):
+            self.best = current
+            self.num_bad_epochs = 0
+        else:
+            self.num_bad_epochs += 1
+        if self.in_cooldown:
+            self.cooldown_counter -= 1
+            self.num_bad_epochs = 0
+        if self.num_bad_epochs > self.patience:
+            self._reduce_lr()
+            self.cooldown_counter = self.cooldown
+            self.num_bad_epochs = 0
+        self._last_lr = group_values(self.optimizer, "lr")
+
+    def _reduce_lr(self):
+        groups = self.optimizer.param_groups
+        if len(groups) != len(self.min_lrs):
+            if self.default_min_lr is None:
+                raise RuntimeError(
+                    f"The number of param groups in the `optimizer` ({len(groups)}) "
+                    "differs from when `ReduceLROnPlateau` was initialized "
+                    f"({len(self.min_lrs)}), usually due to a new param group being "
+                    "added to the optimizer. Please modify the `min_lrs` field to "
+                    "match the length of the `optimizer` param groups."
+                )
+            self.min_lrs = [self.default_min_lr] * len(groups)
+        for i, group in enumerate(groups):
+            old_lr = float(group["lr"])
+            new_lr = max(old_lr * self.factor, self.min_lrs[i])
+            if old_lr - new_lr > self.eps:
+                group["lr"] = new_lr
+
+    @property
+    def in_cooldown(self):
+        return self.cooldown_counter > 0
+
+    def _is_better(self, a, best):
+        if self.mode == "min" and self.threshold_mode == "rel":
+            return a < best * (1.0 - self.threshold)
+        if self.mode == "min":
+            return a < best - self.threshold
+        if self.threshold_mode == "rel":
+            return a > best * (self.threshold + 1.0)
+        return a > best + self.threshold
+
+    def _init_is_better(self, mode, threshold, threshold_mode):
+        if mode not in {"min", "max"}:
+            raise ValueError("mode " + mode + " is unknown!")
+        if threshold_mode not in {"rel", "abs"}:
+            raise ValueError("threshold mode " + threshold_mode + " is unknown!")
+        self.mode_worse = inf if mode == "min" else -inf
+        self.mode = mode
+        self.threshold = threshold
+        self.threshold_mode = threshold_mode
+
+    def load_state_dict(self, state_dict):
+        self.__dict__.update(state_dict)
+        self._init_is_better(self.mode, self.threshold, self.threshold_mode)
