@@ -81,18 +81,20 @@ def _arr4(a):
 
 
 def _check_real(*tensors):
-    dt = np.dtype(tensors[0].dtype)
-    for t in tensors:
-        if t is None:
-            continue
+    """One floating dtype with a kernel for every tensor given (None skipped);
+    a mismatch names the second tensor's (the weight's) dtype as expected,
+    as torch does."""
+    present = [t for t in tensors if t is not None]
+    ref = np.dtype(present[1].dtype if len(present) > 1 else present[0].dtype)
+    for t in present:
         d = np.dtype(t.dtype)
-        if d != dt:
+        if d != ref:
             raise RuntimeError(
-                f"expected scalar type {_tname(dt)} but found {_tname(d)}"
+                f"expected scalar type {_tname(ref)} but found {_tname(d)}"
             )
-    if dt not in _REAL:
+    if ref not in _REAL:
         raise NotImplementedError(
-            f"convolution: no kernel for dtype {dt}; use float32 or float64"
+            f"no kernel for dtype {ref}; use float32 or float64 inputs"
         )
 
 

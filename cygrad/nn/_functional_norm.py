@@ -145,27 +145,9 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None,
     RuntimeError
         Running statistics or affine parameters of the wrong size.
     """
-    if input.ndim < 2:
-        raise ValueError(f"batch_norm: expected at least 2D input (got {input.ndim}D "
-                         "input)")
-    _check_real(input, weight, bias)
+    _check_batch_norm(input, running_mean, running_var, weight, bias, training)
     n, c = input.shape[0], input.shape[1]
-    for name, t in (("running_mean", running_mean), ("running_var", running_var),
-                    ("weight", weight), ("bias", bias)):
-        if t is not None and t.numel() != c:
-            raise RuntimeError(
-                f"{name} should contain {c} elements not {t.numel()}"
-            )
     count = input.numel() // c if c else 0
-    if training and count <= 1:
-        raise ValueError(
-            "Expected more than 1 value per channel when training, got input size "
-            f"cygrad.Size({_size_str(input.shape)})"
-        )
-    if not training and (running_mean is None or running_var is None):
-        raise RuntimeError(
-            "running_mean and running_var must be defined in evaluation mode"
-        )
     x3 = _flat3(input._arr, n, c)
     if training:
         mean = np.empty(c)
@@ -182,6 +164,32 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None,
             np.asarray(running_var._arr, dtype=np.float64).reshape(-1) + eps)
     return _BatchNorm.apply(input, weight, bias, mean, invstd, bool(training),
                             float(eps))
+
+
+def _check_batch_norm(input, running_mean, running_var, weight, bias, training):
+    """Every check of ``batch_norm``, so that callers can run it before they
+    change any state (BatchNorm's ``num_batches_tracked``)."""
+    if input.ndim < 2:
+        raise ValueError(f"batch_norm: expected at least 2D input (got {input.ndim}D "
+                         "input)")
+    _check_real(input, weight, bias)
+    c = input.shape[1]
+    for name, t in (("running_mean", running_mean), ("running_var", running_var),
+                    ("weight", weight), ("bias", bias)):
+        if t is not None and t.numel() != c:
+            raise RuntimeError(
+                f"{name} should contain {c} elements not {t.numel()}"
+            )
+    count = input.numel() // c if c else 0
+    if training and count <= 1:
+        raise ValueError(
+            "Expected more than 1 value per channel when training, got input size "
+            f"cygrad.Size({_size_str(input.shape)})"
+        )
+    if not training and (running_mean is None or running_var is None):
+        raise RuntimeError(
+            "running_mean and running_var must be defined in evaluation mode"
+        )
 
 
 def _lerp_(t, value, momentum):
@@ -344,5 +352,11 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
             )
     _check_real(input, weight, bias)
     length = input.numel() // (n * c) if n * c else 0
+    if n * (c // g) * length == 1:
+        # torch's batch-size check, on the sizes it forms for group norm
+        raise ValueError(
+            "Expected more than 1 value per channel when training, got input size "
+            f"{_size_str([n * c // g, g, *input.shape[2:]])}"
+        )
     geom = (n * g, g, c // g, length, float(eps), False)
     return _RowNorm.apply(input, weight, bias, geom)

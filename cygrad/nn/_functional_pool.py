@@ -304,6 +304,13 @@ def _avg_windows(size, out, k, s, p, count_pad):
 
 def _avg_pool(input, nd, kernel_size, stride, padding, ceil_mode, count_include_pad,
               divisor_override, name):
+    if nd == 2 and input.ndim < 3:
+        # torch reads dimension -3 first, so the error is its IndexError
+        raise IndexError(
+            f"Dimension out of range (expected to be in range of [{-input.ndim}, "
+            f"{input.ndim - 1}], but got -3): {name} expects 3D or 4D input, got "
+            f"input of size {_size_str(input.shape)}"
+        )
     _check_pool_input(input, nd, name)
     ks, st, pd, _, outs = _pool_geometry(input, nd, kernel_size, stride, padding, 1,
                                          ceil_mode, name)

@@ -39,7 +39,7 @@ class _BatchNorm(Module):
     """
 
     def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True,
-                 track_running_stats=True, device=None, dtype=None):
+                 track_running_stats=True, device=None, dtype=None, *, bias=True):
         super().__init__()
         _check_device(device)
         dt = _dtype(dtype)
@@ -50,7 +50,10 @@ class _BatchNorm(Module):
         self.track_running_stats = track_running_stats
         if affine:
             self.weight = Parameter(empty(self.num_features, dtype=dt))
-            self.bias = Parameter(empty(self.num_features, dtype=dt))
+            if bias:
+                self.bias = Parameter(empty(self.num_features, dtype=dt))
+            else:
+                self.register_parameter("bias", None)
         else:
             self.register_parameter("weight", None)
             self.register_parameter("bias", None)
@@ -76,7 +79,8 @@ class _BatchNorm(Module):
         self.reset_running_stats()
         if self.affine:
             init.ones_(self.weight)
-            init.zeros_(self.bias)
+            if self.bias is not None:
+                init.zeros_(self.bias)
 
     def _check_input_dim(self, input):
         raise NotImplementedError
@@ -84,11 +88,20 @@ class _BatchNorm(Module):
     def extra_repr(self):
         return (
             f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
-            f"affine={self.affine}, track_running_stats={self.track_running_stats}"
+            f"affine={self.affine}, bias={self.bias is not None}, "
+            f"track_running_stats={self.track_running_stats}"
         )
 
     def forward(self, input):
         self._check_input_dim(input)
+        bn_training = self.training or (
+            self.running_mean is None and self.running_var is None)
+        use_stats = not self.training or self.track_running_stats
+        running_mean = self.running_mean if use_stats else None
+        running_var = self.running_var if use_stats else None
+        # all checks before num_batches_tracked moves: bad input changes nothing
+        Fn._check_batch_norm(input, running_mean, running_var, self.weight, self.bias,
+                             bn_training)
         factor = 0.0 if self.momentum is None else self.momentum
         if self.training and self.track_running_stats:
             if self.num_batches_tracked is not None:
@@ -96,13 +109,10 @@ class _BatchNorm(Module):
                 self.num_batches_tracked._bump_version()
                 if self.momentum is None:
                     factor = 1.0 / float(self.num_batches_tracked._arr)
-        bn_training = self.training or (
-            self.running_mean is None and self.running_var is None)
-        use_stats = not self.training or self.track_running_stats
         return Fn.batch_norm(
             input,
-            self.running_mean if use_stats else None,
-            self.running_var if use_stats else None,
+            running_mean,
+            running_var,
             self.weight,
             self.bias,
             bn_training,
@@ -168,7 +178,8 @@ class LayerNorm(Module):
 
     def extra_repr(self):
         return (f"{self.normalized_shape}, eps={self.eps}, "
-                f"elementwise_affine={self.elementwise_affine}")
+                f"elementwise_affine={self.elementwise_affine}, "
+                f"bias={self.bias is not None}")
 
 
 class GroupNorm(Module):
@@ -176,7 +187,7 @@ class GroupNorm(Module):
     per-channel ``weight``/``bias`` (``affine``)."""
 
     def __init__(self, num_groups, num_channels, eps=1e-5, affine=True, device=None,
-                 dtype=None):
+                 dtype=None, *, bias=True):
         super().__init__()
         _check_device(device)
         if num_channels % num_groups != 0:
@@ -191,7 +202,10 @@ class GroupNorm(Module):
         self.affine = affine
         if affine:
             self.weight = Parameter(ones(self.num_channels, dtype=dt))
-            self.bias = Parameter(zeros(self.num_channels, dtype=dt))
+            if bias:
+                self.bias = Parameter(zeros(self.num_channels, dtype=dt))
+            else:
+                self.register_parameter("bias", None)
         else:
             self.register_parameter("weight", None)
             self.register_parameter("bias", None)
@@ -199,14 +213,15 @@ class GroupNorm(Module):
     def reset_parameters(self):
         if self.affine:
             init.ones_(self.weight)
-            init.zeros_(self.bias)
+            if self.bias is not None:
+                init.zeros_(self.bias)
 
     def forward(self, input):
         return Fn.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
 
     def extra_repr(self):
-        return f"{self.num_groups}, {self.num_channels}, eps={self.eps}, " \
-            f"affine={self.affine}"
+        return (f"{self.num_groups}, {self.num_channels}, eps={self.eps}, "
+                f"affine={self.affine}, bias={self.bias is not None}")
 
 
 class RMSNorm(Module):
