@@ -56,7 +56,8 @@ CASES = [
     # (N, C, H, W, O, kernel, stride, padding, dilation, groups)
     (2, 3, 7, 6, 4, 3, 1, 1, 1, 1),
     (2, 4, 9, 8, 6, (3, 2), (2, 1), (1, 0), (1, 2), 2),
-    (1, 4, 5, 5, 4, 3, 1, 0, 1, 4),          # depthwise
+    (1, 4, 5, 5, 4, 3, 1, 0, 1, 4),          # depthwise (direct kernels)
+    (2, 3, 7, 8, 6, (3, 2), 2, (1, 2), (2, 1), 3),  # depthwise, multiplier 2
     (3, 16, 6, 6, 8, 3, 1, 1, 1, 1),          # K = 144: the patch-rows path
     (2, 8, 10, 9, 4, (3, 3), 2, 2, 2, 1),     # K = 72, strided and dilated
     (2, 2, 4, 4, 3, 1, 1, 0, 1, 1),           # 1x1

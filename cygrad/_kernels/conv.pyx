@@ -239,6 +239,163 @@ cdef inline void _copy_row(const real_t* srow, Py_ssize_t off, Py_ssize_t sw,
 
 
 # --------------------------------------------------------------------------
+# depthwise convolution (groups == C_in): direct loops, no lowering
+
+
+cdef _check_dw(str name, Py_ssize_t n, Py_ssize_t c, Py_ssize_t h, Py_ssize_t w,
+               Py_ssize_t o, Py_ssize_t taps, Py_ssize_t kh, Py_ssize_t kw,
+               Py_ssize_t sh, Py_ssize_t sw, Py_ssize_t ph, Py_ssize_t pw,
+               Py_ssize_t dh, Py_ssize_t dw, Py_ssize_t n2, Py_ssize_t o2,
+               Py_ssize_t oh2, Py_ssize_t ow2):
+    if kh < 1 or kw < 1 or sh < 1 or sw < 1 or dh < 1 or dw < 1 or ph < 0 or pw < 0:
+        raise ValueError(f"{name}: bad window geometry")
+    if c == 0 or o % c != 0 or taps != kh * kw:
+        raise ValueError(
+            f"{name}: weight ({o}, {taps}) does not fit {c} channels and a "
+            f"{kh}x{kw} kernel"
+        )
+    oh = conv_out_size(h, kh, sh, ph, dh)
+    ow = conv_out_size(w, kw, sw, pw, dw)
+    if n2 != n or o2 != o or oh2 != oh or ow2 != ow:
+        raise ValueError(
+            f"{name}: output ({n2}, {o2}, {oh2}, {ow2}), expected ({n}, {o}, {oh}, "
+            f"{ow})"
+        )
+
+
+def depthwise_fwd(
+    const real_t[:, :, :, ::1] x,     # in  (N, C, H, W)
+    const real_t[:, ::1] wt,          # in  (C * m, kh * kw)
+    Py_ssize_t kh, Py_ssize_t kw, Py_ssize_t sh, Py_ssize_t sw,
+    Py_ssize_t ph, Py_ssize_t pw, Py_ssize_t dh, Py_ssize_t dw,
+    real_t[:, :, :, ::1] y,           # out (N, C * m, OH, OW)
+):
+    """Depthwise convolution: output channel ``k`` is input channel ``k // m``
+    correlated with its own kernel (``groups == C``, channel multiplier m).
+
+    One pass per kernel tap adding ``w * shifted row`` into the output rows:
+    measured 40x faster than the per-group lowering, whose products are
+    (1 x kh*kw) @ (kh*kw x L), a stack of thousands of BLAS calls."""
+    cdef Py_ssize_t n = x.shape[0], c = x.shape[1], h = x.shape[2], w = x.shape[3]
+    cdef Py_ssize_t o = wt.shape[0]
+    _check_dw("depthwise_fwd", n, c, h, w, o, wt.shape[1], kh, kw, sh, sw, ph, pw,
+              dh, dw, y.shape[0], y.shape[1], y.shape[2], y.shape[3])
+    if n == 0 or o == 0:
+        return
+    with nogil:
+        _depthwise(<real_t*>&x[0, 0, 0, 0], n, c, h, w, o, <real_t*>&wt[0, 0], kh, kw,
+                   sh, sw, ph, pw, dh, dw, y.shape[2], y.shape[3], &y[0, 0, 0, 0],
+                   NULL, 0)
+
+
+def depthwise_bwd_data(
+    const real_t[:, :, :, ::1] g,     # in  (N, C * m, OH, OW)
+    const real_t[:, ::1] wt,          # in  (C * m, kh * kw)
+    Py_ssize_t kh, Py_ssize_t kw, Py_ssize_t sh, Py_ssize_t sw,
+    Py_ssize_t ph, Py_ssize_t pw, Py_ssize_t dh, Py_ssize_t dw,
+    real_t[:, :, :, ::1] dx,          # out (N, C, H, W), overwritten
+):
+    """The input gradient of ``depthwise_fwd`` (its adjoint in x)."""
+    cdef Py_ssize_t n = dx.shape[0], c = dx.shape[1], h = dx.shape[2], w = dx.shape[3]
+    cdef Py_ssize_t o = wt.shape[0]
+    _check_dw("depthwise_bwd_data", n, c, h, w, o, wt.shape[1], kh, kw, sh, sw, ph,
+              pw, dh, dw, g.shape[0], g.shape[1], g.shape[2], g.shape[3])
+    if n == 0 or c == 0:
+        return
+    with nogil:
+        memset(&dx[0, 0, 0, 0], 0, n * c * h * w * sizeof(real_t))
+        if o > 0:
+            _depthwise(&dx[0, 0, 0, 0], n, c, h, w, o, <real_t*>&wt[0, 0], kh, kw,
+                       sh, sw, ph, pw, dh, dw, g.shape[2], g.shape[3],
+                       <real_t*>&g[0, 0, 0, 0], NULL, 1)
+
+
+def depthwise_bwd_weight(
+    const real_t[:, :, :, ::1] x,     # in  (N, C, H, W)
+    const real_t[:, :, :, ::1] g,     # in  (N, C * m, OH, OW)
+    Py_ssize_t kh, Py_ssize_t kw, Py_ssize_t sh, Py_ssize_t sw,
+    Py_ssize_t ph, Py_ssize_t pw, Py_ssize_t dh, Py_ssize_t dw,
+    double[:, ::1] gw,                # out (C * m, kh * kw), overwritten
+):
+    """The weight gradient of ``depthwise_fwd``: per tap, the dot product of
+    the output gradient with the shifted input (summed in double)."""
+    cdef Py_ssize_t n = x.shape[0], c = x.shape[1], h = x.shape[2], w = x.shape[3]
+    cdef Py_ssize_t o = gw.shape[0]
+    _check_dw("depthwise_bwd_weight", n, c, h, w, o, gw.shape[1], kh, kw, sh, sw,
+              ph, pw, dh, dw, g.shape[0], g.shape[1], g.shape[2], g.shape[3])
+    if o == 0:
+        return
+    gw[:, :] = 0.0
+    if n == 0:
+        return
+    with nogil:
+        _depthwise(<real_t*>&x[0, 0, 0, 0], n, c, h, w, o, NULL, kh, kw, sh, sw, ph,
+                   pw, dh, dw, g.shape[2], g.shape[3], <real_t*>&g[0, 0, 0, 0],
+                   &gw[0, 0], 2)
+
+
+cdef void _depthwise(real_t* x, Py_ssize_t n, Py_ssize_t c, Py_ssize_t h,
+                     Py_ssize_t w, Py_ssize_t o, real_t* wt, Py_ssize_t kh,
+                     Py_ssize_t kw, Py_ssize_t sh, Py_ssize_t sw, Py_ssize_t ph,
+                     Py_ssize_t pw, Py_ssize_t dh, Py_ssize_t dw, Py_ssize_t oh,
+                     Py_ssize_t ow, real_t* y, double* gw,
+                     int mode) noexcept nogil:
+    # One loop nest for the three directions (they cannot disagree on the
+    # geometry): mode 0  y[out] += w * x[in]   (y zeroed here)
+    #            mode 1  x[in]  += w * y[out]  (y is the output gradient)
+    #            mode 2  gw[k, tap] += y[out] * x[in]
+    cdef Py_ssize_t s, k, ci, i, j, r, q, ih, off, lo, hi, m = o // c
+    cdef real_t wv
+    cdef double acc
+    cdef real_t* src
+    cdef real_t* dst
+    cdef real_t* srow
+    cdef real_t* drow
+    for s in range(n):
+        for k in range(o):
+            ci = k // m
+            src = x + (s * c + ci) * h * w
+            dst = y + (s * o + k) * oh * ow
+            if mode == 0:
+                memset(dst, 0, oh * ow * sizeof(real_t))
+            for i in range(kh):
+                for j in range(kw):
+                    off = j * dw - pw
+                    _ow_range(ow, w, sw, off, &lo, &hi)
+                    if mode != 2:
+                        wv = wt[k * kh * kw + i * kw + j]
+                    acc = 0.0
+                    for r in range(oh):
+                        ih = r * sh - ph + i * dh
+                        if ih < 0 or ih >= h:
+                            continue
+                        if hi <= lo:
+                            continue
+                        # first tap inside the row: q = lo reads column lo*sw+off
+                        srow = src + ih * w + lo * sw + off
+                        drow = dst + r * ow + lo
+                        if mode == 0:
+                            if sw == 1:
+                                for q in range(hi - lo):
+                                    drow[q] += wv * srow[q]
+                            else:
+                                for q in range(hi - lo):
+                                    drow[q] += wv * srow[q * sw]
+                        elif mode == 1:
+                            if sw == 1:
+                                for q in range(hi - lo):
+                                    srow[q] += wv * drow[q]
+                            else:
+                                for q in range(hi - lo):
+                                    srow[q * sw] += wv * drow[q]
+                        else:
+                            for q in range(hi - lo):
+                                acc += <double>drow[q] * srow[q * sw]
+                    if mode == 2:
+                        gw[k * kh * kw + i * kw + j] += acc
+
+
+# --------------------------------------------------------------------------
 # gathers through per-axis index maps (padding, nearest interpolation)
 
 

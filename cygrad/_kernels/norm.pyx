@@ -28,6 +28,67 @@ Outputs must not alias inputs.  Single-threaded.
 from libc.math cimport sqrt
 
 from cygrad._kernels._types cimport real_t
+from cygrad._kernels.reductions cimport row_dot, row_sum
+
+
+# Sums of the statistics and gradients run in double with four independent
+# accumulators (or the lane-split row_sum/row_dot of reductions.pyx): one
+# accumulator chains every add on the last (4 cycles each) and made layer
+# norm 13x torch.  No -ffast-math, so the compiler never reassociates these.
+
+cdef inline double _sq_dev(const real_t* p, Py_ssize_t n, double m) noexcept nogil:
+    """sum((p - m)^2)."""
+    cdef double a0 = 0.0, a1 = 0.0, a2 = 0.0, a3 = 0.0, d0, d1, d2, d3
+    cdef Py_ssize_t k = 0
+    while k + 4 <= n:
+        d0 = p[k] - m
+        d1 = p[k + 1] - m
+        d2 = p[k + 2] - m
+        d3 = p[k + 3] - m
+        a0 += d0 * d0
+        a1 += d1 * d1
+        a2 += d2 * d2
+        a3 += d3 * d3
+        k += 4
+    while k < n:
+        d0 = p[k] - m
+        a0 += d0 * d0
+        k += 1
+    return (a0 + a1) + (a2 + a3)
+
+
+cdef inline double _dot_dev(const real_t* q, const real_t* p, Py_ssize_t n,
+                            double m) noexcept nogil:
+    """sum(q * (p - m))."""
+    cdef double a0 = 0.0, a1 = 0.0, a2 = 0.0, a3 = 0.0
+    cdef Py_ssize_t k = 0
+    while k + 4 <= n:
+        a0 += q[k] * (p[k] - m)
+        a1 += q[k + 1] * (p[k + 1] - m)
+        a2 += q[k + 2] * (p[k + 2] - m)
+        a3 += q[k + 3] * (p[k + 3] - m)
+        k += 4
+    while k < n:
+        a0 += q[k] * (p[k] - m)
+        k += 1
+    return (a0 + a1) + (a2 + a3)
+
+
+cdef inline double _dot3_dev(const real_t* q, const real_t* w, const real_t* p,
+                             Py_ssize_t n, double m) noexcept nogil:
+    """sum(q * w * (p - m))."""
+    cdef double a0 = 0.0, a1 = 0.0, a2 = 0.0, a3 = 0.0
+    cdef Py_ssize_t k = 0
+    while k + 4 <= n:
+        a0 += <double>q[k] * w[k] * (p[k] - m)
+        a1 += <double>q[k + 1] * w[k + 1] * (p[k + 1] - m)
+        a2 += <double>q[k + 2] * w[k + 2] * (p[k + 2] - m)
+        a3 += <double>q[k + 3] * w[k + 3] * (p[k + 3] - m)
+        k += 4
+    while k < n:
+        a0 += <double>q[k] * w[k] * (p[k] - m)
+        k += 1
+    return (a0 + a1) + (a2 + a3)
 
 
 cdef _same3(str name, Py_ssize_t a0, Py_ssize_t a1, Py_ssize_t a2,
@@ -64,22 +125,16 @@ def bn_stats(
 
 cdef void _bn_stats(const real_t* x, Py_ssize_t n, Py_ssize_t c, Py_ssize_t l,
                     double* mean, double* var) noexcept nogil:
-    cdef Py_ssize_t s, ch, k
-    cdef const real_t* p
-    cdef double acc, m, d
+    cdef Py_ssize_t s, ch
+    cdef double acc, m
     for ch in range(c):
         acc = 0.0
         for s in range(n):
-            p = x + (s * c + ch) * l
-            for k in range(l):
-                acc += p[k]
+            acc += row_sum(x + (s * c + ch) * l, l)
         m = acc / (n * l)
         acc = 0.0
         for s in range(n):
-            p = x + (s * c + ch) * l
-            for k in range(l):
-                d = p[k] - m
-                acc += d * d
+            acc += _sq_dev(x + (s * c + ch) * l, l, m)
         mean[ch] = m
         var[ch] = acc / (n * l)
 
@@ -144,20 +199,15 @@ def bn_bwd_sums(
 cdef void _bn_bwd_sums(const real_t* x, const real_t* g, Py_ssize_t n,
                        Py_ssize_t c, Py_ssize_t l, const double* mean,
                        double* sum_g, double* sum_gx) noexcept nogil:
-    cdef Py_ssize_t s, ch, k
-    cdef const real_t* p
-    cdef const real_t* q
-    cdef double a, b, m
+    cdef Py_ssize_t s, ch, off
+    cdef double a, b
     for ch in range(c):
         a = 0.0
         b = 0.0
-        m = mean[ch]
         for s in range(n):
-            p = x + (s * c + ch) * l
-            q = g + (s * c + ch) * l
-            for k in range(l):
-                a += q[k]
-                b += q[k] * (p[k] - m)
+            off = (s * c + ch) * l
+            a += row_sum(g + off, l)
+            b += _dot_dev(g + off, x + off, l, mean[ch])
         sum_g[ch] = a
         sum_gx[ch] = b
 
@@ -188,17 +238,17 @@ cdef void _bn_bwd_data(const real_t* x, const real_t* g, Py_ssize_t n,
                        Py_ssize_t c, Py_ssize_t l, const double* mean,
                        const double* a, const double* b, const double* c0,
                        real_t* dx) noexcept nogil:
+    # coefficients folded per channel, so the element loop is two FMAs in real_t
     cdef Py_ssize_t s, ch, k, off
-    cdef double ac, bc, cc, m
+    cdef real_t ac, bc, cc
     for s in range(n):
         for ch in range(c):
             off = (s * c + ch) * l
-            ac = a[ch]
-            bc = b[ch]
-            cc = c0[ch]
-            m = mean[ch]
+            ac = <real_t>a[ch]
+            bc = <real_t>b[ch]
+            cc = <real_t>(c0[ch] - b[ch] * mean[ch])
             for k in range(l):
-                dx[off + k] = <real_t>(ac * g[off + k] + bc * (x[off + k] - m) + cc)
+                dx[off + k] = ac * g[off + k] + bc * x[off + k] + cc
 
 
 # --------------------------------------------------------------------------
@@ -249,32 +299,45 @@ cdef void _row_norm_fwd(const real_t* x, Py_ssize_t r, Py_ssize_t cg,
                         Py_ssize_t l, const real_t* w, const real_t* b,
                         Py_ssize_t groups, double eps, bint rms, real_t* y,
                         double* mean, double* rstd) noexcept nogil:
-    cdef Py_ssize_t i, c, k, ch, d = cg * l
+    # Statistics in double; the output pass in real_t as y = x * a + c with
+    # a = rstd * w, c = b - mean * a folded per channel (one FMA an element,
+    # vectorized; LayerNorm's L = 1 takes the per-element weight loop).
+    cdef Py_ssize_t i, c, k, ch0, d = cg * l
     cdef const real_t* p
     cdef real_t* q
-    cdef double acc, m, dv, s, wc, bc
+    cdef double acc, m, sd, wc, bc
+    cdef real_t ar, cr, mr, sr
     for i in range(r):
         p = x + i * d
         q = y + i * d
         m = 0.0
-        if not rms:
-            acc = 0.0
-            for k in range(d):
-                acc += p[k]
-            m = acc / d if d > 0 else 0.0
-        acc = 0.0
-        for k in range(d):
-            dv = p[k] - m
-            acc += dv * dv
-        s = 1.0 / sqrt((acc / d if d > 0 else 0.0) + eps)
+        if not rms and d > 0:
+            m = row_sum(p, d) / d
+        acc = _sq_dev(p, d, m)
+        sd = 1.0 / sqrt((acc / d if d > 0 else 0.0) + eps)
         mean[i] = m
-        rstd[i] = s
+        rstd[i] = sd
+        ch0 = (i % groups) * cg
+        if l == 1:
+            mr = <real_t>m
+            sr = <real_t>sd
+            if w != NULL and b != NULL:
+                for k in range(d):
+                    q[k] = (p[k] - mr) * sr * w[ch0 + k] + b[ch0 + k]
+            elif w != NULL:
+                for k in range(d):
+                    q[k] = (p[k] - mr) * sr * w[ch0 + k]
+            else:
+                for k in range(d):
+                    q[k] = (p[k] - mr) * sr + (b[ch0 + k] if b != NULL else 0)
+            continue
         for c in range(cg):
-            ch = (i % groups) * cg + c
-            wc = w[ch] if w != NULL else 1.0
-            bc = b[ch] if b != NULL else 0.0
+            wc = w[ch0 + c] if w != NULL else 1.0
+            bc = b[ch0 + c] if b != NULL else 0.0
+            ar = <real_t>(sd * wc)
+            cr = <real_t>(bc - m * sd * wc)
             for k in range(c * l, (c + 1) * l):
-                q[k] = <real_t>((p[k] - m) * s * wc + bc)
+                q[k] = p[k] * ar + cr
 
 
 def row_norm_bwd(
@@ -312,40 +375,64 @@ cdef void _row_norm_bwd(const real_t* x, const real_t* g, Py_ssize_t r,
                         Py_ssize_t groups, bint rms, const double* mean,
                         const double* rstd, real_t* dx, double* dw,
                         double* db) noexcept nogil:
-    cdef Py_ssize_t i, c, k, ch, d = cg * l
+    # Two passes a row: the sums (in double), then dx in real_t as
+    # dx = g * (rstd w) + x * u + v with u, v folded per row and channel.
+    cdef Py_ssize_t i, c, k, ch0, d = cg * l
     cdef const real_t* p
     cdef const real_t* q
     cdef real_t* o
-    cdef double m, s, wc, s1, s2, xh, gw, gxh, gs
+    cdef double m, sd, wc, s1, s2, gxh, gs, u, v
+    cdef real_t ur, vr, ar
     for i in range(r):
         p = x + i * d
         q = g + i * d
         o = dx + i * d
         m = mean[i]
-        s = rstd[i]
+        sd = rstd[i]
+        ch0 = (i % groups) * cg
         s1 = 0.0
         s2 = 0.0
-        for c in range(cg):
-            ch = (i % groups) * cg + c
-            wc = w[ch] if w != NULL else 1.0
-            gxh = 0.0
-            gs = 0.0
-            for k in range(c * l, (c + 1) * l):
-                xh = (p[k] - m) * s
-                gs += q[k]
-                gxh += q[k] * xh
-            s1 += wc * gs
-            s2 += wc * gxh
+        if l == 1:
+            if w != NULL:
+                s1 = row_dot(q, w + ch0, d)
+                s2 = _dot3_dev(q, w + ch0, p, d, m) * sd
+            else:
+                s1 = row_sum(q, d)
+                s2 = _dot_dev(q, p, d, m) * sd
             if dw != NULL:
-                dw[ch] += gxh
+                for k in range(d):
+                    dw[ch0 + k] += q[k] * (p[k] - m) * sd
             if db != NULL:
-                db[ch] += gs
+                for k in range(d):
+                    db[ch0 + k] += q[k]
+        else:
+            for c in range(cg):
+                wc = w[ch0 + c] if w != NULL else 1.0
+                gs = row_sum(q + c * l, l)
+                gxh = _dot_dev(q + c * l, p + c * l, l, m) * sd
+                s1 += wc * gs
+                s2 += wc * gxh
+                if dw != NULL:
+                    dw[ch0 + c] += gxh
+                if db != NULL:
+                    db[ch0 + c] += gs
         s1 = 0.0 if rms else s1 / d
         s2 = s2 / d
+        # dx = sd * (g w - s1 - xhat s2), xhat = (x - m) sd
+        u = -sd * sd * s2
+        v = -sd * s1 + sd * sd * s2 * m
+        ur = <real_t>u
+        vr = <real_t>v
+        if l == 1:
+            ar = <real_t>sd
+            if w != NULL:
+                for k in range(d):
+                    o[k] = q[k] * (ar * w[ch0 + k]) + p[k] * ur + vr
+            else:
+                for k in range(d):
+                    o[k] = q[k] * ar + p[k] * ur + vr
+            continue
         for c in range(cg):
-            ch = (i % groups) * cg + c
-            wc = w[ch] if w != NULL else 1.0
+            ar = <real_t>(sd * (w[ch0 + c] if w != NULL else 1.0))
             for k in range(c * l, (c + 1) * l):
-                xh = (p[k] - m) * s
-                gw = q[k] * wc
-                o[k] = <real_t>(s * (gw - s1 - xh * s2))
+                o[k] = q[k] * ar + p[k] * ur + vr

@@ -136,12 +136,36 @@ def _patch_rows(w_shape, groups):
     return groups == 1 and w_shape[1] * w_shape[2] * w_shape[3] >= _ROWS_MIN_K
 
 
+def _depthwise(c, w_shape, groups):
+    """groups == C_in > 1: the direct depthwise kernels, not the lowering."""
+    return groups > 1 and groups == c and w_shape[1] == 1
+
+
+def _geo_args(kh, kw, geo):
+    (sh, sw), (ph, pw), (dh, dw), _ = geo
+    return kh, kw, sh, sw, ph, pw, dh, dw
+
+
+def _depthwise_arr(x, w, b, geo):
+    o, _, kh, kw = w.shape
+    n, _, h, wd = x.shape
+    oh, ow = _out_hw(h, wd, kh, kw, geo)
+    y = np.empty((n, o, oh, ow), dtype=x.dtype)
+    _k.depthwise_fwd(x, np.ascontiguousarray(w).reshape(o, kh * kw),
+                     *_geo_args(kh, kw, geo), y)
+    if b is not None:
+        y += b.reshape(1, o, 1, 1)
+    return y
+
+
 def _conv_arr(x, w, b, geo, cols=None):
     """y = B(x, w) + b for x (N, C, H, W), w (O, C/G, kh, kw); returns (y, cols)
     (cols in the layout ``_patch_rows`` picks)."""
     n = x.shape[0]
     o, cg, kh, kw = w.shape
     groups = geo[3]
+    if _depthwise(x.shape[1], w.shape, groups):
+        return _depthwise_arr(x, w, b, geo), None
     rows = _patch_rows(w.shape, groups)
     if cols is None:
         cols, oh, ow = _cols(x, kh, kw, geo, patch_rows=rows)
@@ -177,6 +201,11 @@ def _conv_t_arr(g, w, x_shape, geo):
     n = g.shape[0]
     g = np.ascontiguousarray(g)
     k = cg * kh * kw
+    if _depthwise(x_shape[1], w.shape, groups):
+        x = np.empty(x_shape, dtype=g.dtype)
+        _k.depthwise_bwd_data(g, np.ascontiguousarray(w).reshape(o, kh * kw),
+                              *_geo_args(kh, kw, geo), x)
+        return x
     if groups == 1:
         gcols = np.matmul(w.reshape(o, k).T, g.reshape(n, o, -1))
     else:
@@ -193,6 +222,11 @@ def _conv_w_arr(x, g, w_shape, geo, cols=None):
     ``cols`` are the forward's when it kept them."""
     o, cg, kh, kw = w_shape
     groups = geo[3]
+    if cols is None and _depthwise(x.shape[1], w_shape, groups):
+        gw = np.empty((o, kh * kw))
+        _k.depthwise_bwd_weight(np.ascontiguousarray(x), np.ascontiguousarray(g),
+                                *_geo_args(kh, kw, geo), gw)
+        return gw.astype(x.dtype).reshape(w_shape)
     rows = _patch_rows(w_shape, groups)
     if cols is None:
         cols = _cols(x, kh, kw, geo, patch_rows=rows)[0]
