@@ -533,3 +533,23 @@ def test_same_torch_error_types_as_torch():
         with pytest.raises(Exception) as ce:
             case(cygrad, cygrad)
         assert type(ce.value) is type(te.value), (ce.value, te.value)
+
+
+def test_recycled_patch_buffers_never_leak_between_graphs():
+    """Two live graphs of the same shape, retain_graph, then a second
+    backward: the scratch buffers of one never show up in the other."""
+    rng = np.random.default_rng(8)
+    w = _t(rng.standard_normal((8, 16, 3, 3)), True)   # K = 144: patch rows
+    x1, x2 = (rng.standard_normal((2, 16, 6, 6)) for _ in range(2))
+    y1 = F.conv2d(_t(x1), w, padding=1)
+    y2 = F.conv2d(_t(x2), w, padding=1)
+    g = rng.standard_normal(tuple(y1.shape))
+    y1.backward(_t(g), retain_graph=True)
+    first = w.grad.numpy().copy()
+    w.grad = None
+    y2.backward(_t(g))
+    w.grad = None
+    y1.backward(_t(g))   # cols of y1 were recycled: recomputed from x1
+    np.testing.assert_allclose(w.grad.numpy(), first, **TOL[np.float64])
+    gx = np.einsum("nohw,nchw->oc", g, x1)  # centre tap of a padded 3x3
+    np.testing.assert_allclose(first[:, :, 1, 1], gx, **TOL[np.float64])

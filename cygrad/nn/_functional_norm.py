@@ -233,7 +233,7 @@ class _RowNorm(Function):
         needs = ctx.needs_input_grad
         if is_grad_enabled():
             return _row_backward_graph(ctx, x, w, grad)
-        r, groups, cg, length, eps, rms = ctx.geom
+        r, groups, cg, length, _, rms = ctx.geom
         dt = x._arr.dtype
         x3 = np.ascontiguousarray(x._arr).reshape(r, cg, length)
         g3 = np.ascontiguousarray(grad._arr, dtype=dt).reshape(r, cg, length)

@@ -26,7 +26,7 @@ from cygrad.autograd.function import Function
 from cygrad.autograd.grad_mode import is_grad_enabled
 from cygrad.creation import from_numpy
 
-from ._functional_conv import _Pad, _check_real, _size_str, _tuple
+from ._functional_conv import _check_real, _Pad, _size_str, _tuple
 
 __all__ = [
     "adaptive_avg_pool1d",
@@ -451,7 +451,7 @@ def _scales(input, nd, size, scale_factor, recompute):
             f" but got input with spatial dimensions of {list(spatial)} and "
             f"scale_factor of shape {list(sf)}."
         )
-    outs = tuple(int(math.floor(i * float(f))) for i, f in zip(spatial, sf))
+    outs = tuple(math.floor(i * float(f)) for i, f in zip(spatial, sf))
     if recompute:
         return spatial, outs, tuple(i / o for i, o in zip(spatial, outs))
     return spatial, outs, tuple(1.0 / float(f) for f in sf)
