@@ -19,6 +19,8 @@ checks that the CNN steps and the layers give the same numbers in both.
 
     pytest benchmarks/bench_nn.py --benchmark-only        # timings
     pytest benchmarks/bench_nn.py --benchmark-disable     # fast check
+    python -m benchmarks.bench_nn    # cygrad and torch alternating, round by
+                                     # round: median ratios on a busy machine
 """
 
 import importlib
@@ -200,3 +202,40 @@ def test_agree_layer(name):
         scale = max(1.0, float(np.abs(want).max()))
         np.testing.assert_allclose(got, want, rtol=1e-3, atol=1e-4 * scale,
                                    err_msg=f"layer {name}: output {i} differs")
+
+
+def _interleaved(rounds=9):
+    """Every case, cygrad and torch in alternation round after round; print
+    the median per-round ratio (robust when other work shares the cores,
+    where the minimum of separate runs favours whichever hit a quiet moment)."""
+    import time
+
+    cases = [(f"cnn_step-{n}", lambda lib, n=n: cnn_step(lib, n)) for n in CNNS]
+    cases += [(f"layer-{n}", lambda lib, n=n: layer_step(lib, n)) for n in LAYER_NAMES]
+    print(f"{'case':44s} {'cygrad':>10s} {'torch':>10s} {'ratio':>7s}")
+    for name, make in cases:
+        steps = {lib: make(lib) for lib in LIBS}
+        for fn in steps.values():
+            fn()
+            fn()
+        # about 50 ms per library per round
+        t0 = time.perf_counter()
+        steps["torch"]()
+        reps = max(1, int(0.05 / max(time.perf_counter() - t0, 1e-6)))
+        times = {lib: [] for lib in LIBS}
+        for _ in range(rounds):
+            for lib in LIBS:
+                t0 = time.perf_counter()
+                for _ in range(reps):
+                    steps[lib]()
+                times[lib].append((time.perf_counter() - t0) / reps)
+        ratios = [a / b for a, b in zip(times["cygrad"], times["torch"], strict=True)]
+        print(f"{name:44s} {np.median(times['cygrad']) * 1e3:8.2f}ms "
+              f"{np.median(times['torch']) * 1e3:8.2f}ms {np.median(ratios):6.2f}x")
+
+
+if __name__ == "__main__":
+    import benchmarks.conftest as _conf  # the same thread policy as the suite
+
+    _conf._apply_threads(__import__("benchmarks").requested_threads())
+    _interleaved()
