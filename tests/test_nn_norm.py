@@ -325,3 +325,17 @@ def test_norm_error_types_match_torch():
         with pytest.raises(Exception) as ce:
             case(cygrad)
         assert type(ce.value) is type(te.value), (ce.value, te.value)
+
+
+def test_empty_batch_like_torch():
+    torch = pytest.importorskip("torch")
+    bn, tbn = nn.BatchNorm1d(4), torch.nn.BatchNorm1d(4)
+    x = cygrad.zeros(0, 4, 3, requires_grad=True)
+    y = bn(x)
+    ty = tbn(torch.zeros(0, 4, 3))
+    assert tuple(y.shape) == tuple(ty.shape) == (0, 4, 3)
+    y.sum().backward()
+    assert tuple(x.grad.shape) == (0, 4, 3)
+    for name, buf in tbn.named_buffers():  # kept, and the batch counted, as torch
+        np.testing.assert_array_equal(getattr(bn, name).numpy(), buf.numpy())
+    assert tuple(F.layer_norm(cygrad.zeros(0, 5), 5).shape) == (0, 5)

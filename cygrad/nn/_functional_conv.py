@@ -101,7 +101,8 @@ def _check_real(*tensors):
 
 
 def _tname(dt):
-    return {"float32": "Float", "float64": "Double"}.get(str(dt), str(dt))
+    return {"float32": "Float", "float64": "Double", "int64": "Long", "int32": "Int",
+            "bool": "Bool"}.get(str(dt), str(dt))
 
 
 # ---------------------------------------------------------------------------

@@ -26,7 +26,10 @@ __all__ = ["batch_norm", "group_norm", "layer_norm", "rms_norm"]
 
 def _flat3(a, n, c):
     """Contiguous (n, c, rest) view of an array with leading dims (n, c)."""
-    return np.ascontiguousarray(a).reshape(n, c, -1)
+    rest = 1
+    for s in a.shape[2:]:
+        rest *= int(s)
+    return np.ascontiguousarray(a).reshape(n, c, rest)
 
 
 def _arr_or_empty(t, dt):
@@ -73,7 +76,7 @@ class _BatchNorm(Function):
         x3 = _flat3(x._arr, n, c)
         g3 = _flat3(grad._arr.astype(x3.dtype, copy=False), n, c)
         mean, invstd = ctx.mean, ctx.invstd
-        m = x3.shape[0] * x3.shape[2]
+        m = max(x3.shape[0] * x3.shape[2], 1)  # an empty batch has zero sums
         sum_g = np.empty(c)
         sum_gx = np.empty(c)
         _k.bn_bwd_sums(x3, g3, mean, sum_g, sum_gx)
@@ -101,8 +104,9 @@ def _bn_backward_graph(ctx, x, w, grad):
     """The same gradients as differentiable Tensor ops (create_graph)."""
     needs = ctx.needs_input_grad
     n, c = x.shape[0], x.shape[1]
-    x3 = x.reshape(n, c, -1)
-    g3 = grad.reshape(n, c, -1)
+    rest = x.numel() // (n * c) if n * c else 0
+    x3 = x.reshape(n, c, rest)
+    g3 = grad.reshape(n, c, rest)
     dims = (0, 2)
     dt = x._arr.dtype
     if ctx.training:
@@ -149,7 +153,10 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None,
     n, c = input.shape[0], input.shape[1]
     count = input.numel() // c if c else 0
     x3 = _flat3(input._arr, n, c)
-    if training:
+    if training and count == 0:
+        # an empty batch (as torch): an empty output, running statistics kept
+        mean, invstd = np.zeros(c), np.ones(c)
+    elif training:
         mean = np.empty(c)
         var = np.empty(c)
         _k.bn_stats(x3, mean, var)
@@ -181,7 +188,7 @@ def _check_batch_norm(input, running_mean, running_var, weight, bias, training):
                 f"{name} should contain {c} elements not {t.numel()}"
             )
     count = input.numel() // c if c else 0
-    if training and count <= 1:
+    if training and count == 1:
         raise ValueError(
             "Expected more than 1 value per channel when training, got input size "
             f"cygrad.Size({_size_str(input.shape)})"
