@@ -12,15 +12,16 @@ linear too: ``_AvgPool`` and its adjoint ``_AvgPoolGrad`` differentiate into
 each other.
 
 ``interpolate``: 'nearest' is a gather through index maps (the padding
-Function of ``_functional_conv``); 'linear'/'bilinear' are two such gathers
-per axis mixed by constant weights (a composite, so it differentiates to any
-order).
+Function of ``_functional_conv``); 'linear'/'bilinear' is the compiled
+kernel of ``_kernels/interp.pyx``, whose adjoint is its gradient (so it
+differentiates to any order).
 """
 
 import math
 
 import numpy as np
 
+from cygrad._kernels import interp as _ki
 from cygrad._kernels import pool as _k
 from cygrad.autograd.function import Function
 from cygrad.autograd.grad_mode import is_grad_enabled
@@ -471,7 +472,7 @@ def _linear_axis(size, out, scale, align_corners):
         src = np.maximum((o + 0.5) * scale - 0.5, 0.0)
     i0 = np.minimum(np.floor(src), size - 1).astype(_INTP)
     i1 = np.minimum(i0 + 1, size - 1).astype(_INTP)
-    lam = src - i0
+    lam = np.ascontiguousarray(src - i0, dtype=np.float64)
     return i0, i1, lam
 
 
@@ -525,26 +526,67 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest",
         y = _Pad.apply(x, ih, iw, 0.0)
     else:
         ac = bool(align_corners)
-        y = x
         if nd == 2:
-            y = _lerp_axis(y, spatial[0], outs[0], scales[0], ac, rows=True)
-        y = _lerp_axis(y, spatial[1], outs[1], scales[1], ac, rows=False)
+            rows = _linear_axis(spatial[0], outs[0], scales[0], ac)
+        else:
+            rows = (np.zeros(1, _INTP), np.zeros(1, _INTP), np.zeros(1))
+        maps = rows + _linear_axis(spatial[1], outs[1], scales[1], ac)
+        y = _Bilinear.apply(x, maps, tuple(x.shape[:-2]) + tuple(outs))
     return y if nd == 2 else y.squeeze(-2)
 
 
-def _lerp_axis(x, size, out, scale, align_corners, rows):
-    """Linear interpolation along the last (rows=False) or second-last axis."""
-    i0, i1, lam = _linear_axis(size, out, scale, align_corners)
-    h, w = x.shape[-2:]
-    keep_h = np.arange(h, dtype=_INTP)
-    keep_w = np.arange(w, dtype=_INTP)
-    dt = x._arr.dtype
-    if rows:
-        a = _Pad.apply(x, i0, keep_w, 0.0)
-        b = _Pad.apply(x, i1, keep_w, 0.0)
-        lam_t = from_numpy(lam.astype(dt).reshape(out, 1))
-    else:
-        a = _Pad.apply(x, keep_h, i0, 0.0)
-        b = _Pad.apply(x, keep_h, i1, 0.0)
-        lam_t = from_numpy(lam.astype(dt))
-    return a + (b - a) * lam_t
+def _bilinear_arr(x, maps, y_shape):
+    x = np.ascontiguousarray(x)
+    out = np.empty(y_shape, dtype=x.dtype)
+    _ki.bilinear_fwd(x.reshape((-1,) + x.shape[-2:]), *maps,
+                     out.reshape((-1,) + tuple(y_shape[-2:])))
+    return out
+
+
+def _bilinear_grad_arr(g, maps, x_shape):
+    g = np.ascontiguousarray(g)
+    out = np.empty(x_shape, dtype=g.dtype)
+    _ki.bilinear_bwd(g.reshape((-1,) + g.shape[-2:]), *maps,
+                     out.reshape((-1,) + tuple(x_shape[-2:])))
+    return out
+
+
+class _Bilinear(Function):
+    """``y = bilinear resampling of x`` (compiled);  grad_x = its adjoint."""
+
+    _node_name = "UpsampleBilinear2DBackward0"
+
+    @staticmethod
+    def forward(ctx, x, maps, y_shape):
+        ctx.maps = maps
+        ctx.x_shape = tuple(x.shape)
+        return from_numpy(_bilinear_arr(x._arr, maps, y_shape))
+
+    @staticmethod
+    def backward(ctx, grad):
+        if not ctx.needs_input_grad[0]:
+            return None, None, None
+        if is_grad_enabled():
+            return _BilinearGrad.apply(grad, ctx.maps, ctx.x_shape), None, None
+        return from_numpy(_bilinear_grad_arr(grad._arr, ctx.maps, ctx.x_shape)), \
+            None, None
+
+
+class _BilinearGrad(Function):
+    """The adjoint of ``_Bilinear``; its gradient is ``_Bilinear``."""
+
+    _node_name = "UpsampleBilinear2DBackwardBackward0"
+
+    @staticmethod
+    def forward(ctx, g, maps, x_shape):
+        ctx.maps = maps
+        ctx.y_shape = tuple(g.shape)
+        return from_numpy(_bilinear_grad_arr(g._arr, maps, x_shape))
+
+    @staticmethod
+    def backward(ctx, grad):
+        if not ctx.needs_input_grad[0]:
+            return None, None, None
+        if is_grad_enabled():
+            return _Bilinear.apply(grad, ctx.maps, ctx.y_shape), None, None
+        return from_numpy(_bilinear_arr(grad._arr, ctx.maps, ctx.y_shape)), None, None
