@@ -4,12 +4,11 @@ Layout: images are C-contiguous ``(N, C, H, W)`` (a 1-d signal is ``H = 1``).
 ``im2col`` writes the column matrices as ``(N, C * kh * kw, OH * OW)``: row
 ``(c * kh + i) * kw + j`` of sample ``n`` holds, for every output position,
 the input pixel that kernel tap ``(i, j)`` of channel ``c`` sees (zero where
-it falls in the padding).  The caller multiplies ``weight (C_out, C*kh*kw)``
-by the stack with one ``np.matmul`` (per group: a 4-d stack), whose result is
-already ``(N, C_out, OH*OW)``: no transposed copy of the output or of its
-gradient.  (Measured, one thread: the stacked product is 1.6-2.7x faster
-than one big ``(C_out, K) @ (K, N*L)`` product plus the transposes for
-28x28 MNIST layers, and equal for 8x8 images at batch 64.)  ``col2im`` is
+it falls in the padding); or, with ``rows_first``, as one matrix
+``(C * kh * kw, N * OH * OW)`` for the whole batch.  The caller does the
+products with NumPy's BLAS: a per-sample stack ``weight @ cols[n]`` (small
+K: its result is already ``(N, C_out, L)``), or one product with the batch
+matrix's transpose (large K; see ``_functional_conv``).  ``col2im`` is
 its adjoint: it adds each column entry back into the pixel it came from (the
 gradient of im2col), so it overwrites ``out`` and then accumulates.
 
@@ -29,10 +28,6 @@ from libc.string cimport memcpy, memset
 import numpy as np
 
 from cygrad._kernels._types cimport real_t
-
-# output columns per transposed block of im2col(patch_rows=True)
-cdef enum:
-    _QB = 32
 
 
 def conv_out_size(Py_ssize_t size, Py_ssize_t k, Py_ssize_t s, Py_ssize_t p,
@@ -68,36 +63,26 @@ def im2col(
     const real_t[:, :, :, ::1] x,     # in  (N, C, H, W)
     Py_ssize_t kh, Py_ssize_t kw, Py_ssize_t sh, Py_ssize_t sw,
     Py_ssize_t ph, Py_ssize_t pw, Py_ssize_t dh, Py_ssize_t dw,
-    real_t[:, :, ::1] cols,           # out (N, C*kh*kw, OH*OW), or (N, OH*OW, ..)
-    bint patch_rows=False,
+    real_t[:, :, ::1] cols,           # out (N, C*kh*kw, OH*OW), or (C*kh*kw, N, ..)
+    bint rows_first=False,
 ):
     """Write the column matrices of ``x`` for the given window (module doc).
 
-    ``patch_rows=True`` writes each sample's matrix transposed, ``(OH*OW,
-    C*kh*kw)``: one row per output position holding its whole patch."""
+    ``rows_first=True`` writes them as ``(C*kh*kw, N, OH*OW)``: one matrix
+    ``(K, N*L)`` for the whole batch, whose transpose BLAS reads directly."""
     cdef Py_ssize_t n = x.shape[0], c = x.shape[1], h = x.shape[2], w = x.shape[3]
     cdef Py_ssize_t oh, ow
-    if patch_rows:
+    if rows_first:
         oh, ow = _check_geometry("im2col", n, c, h, w, kh, kw, sh, sw, ph, pw, dh,
-                                 dw, cols.shape[0], cols.shape[2], cols.shape[1])
+                                 dw, cols.shape[1], cols.shape[0], cols.shape[2])
     else:
         oh, ow = _check_geometry("im2col", n, c, h, w, kh, kw, sh, sw, ph, pw, dh,
                                  dw, cols.shape[0], cols.shape[1], cols.shape[2])
     if n == 0 or c == 0:
         return
-    cdef real_t[::1] tile
-    if patch_rows:
-        # one output row's (K, OW) block, built by row copies, then transposed
-        # into place: 1.9x faster than writing the patch rows directly
-        tile = np.empty(c * kh * kw * _QB,
-                        dtype=np.float32 if real_t is float else np.float64)
-        with nogil:
-            _im2col_rows(&x[0, 0, 0, 0], n, c, h, w, kh, kw, sh, sw, ph, pw, dh,
-                         dw, oh, ow, &cols[0, 0, 0], &tile[0])
-        return
     with nogil:
         _im2col(<real_t*>&x[0, 0, 0, 0], n, c, h, w, kh, kw, sh, sw, ph, pw, dh,
-                dw, oh, ow, &cols[0, 0, 0], 0)
+                dw, oh, ow, &cols[0, 0, 0], 0, rows_first)
 
 
 def col2im(
@@ -116,7 +101,7 @@ def col2im(
     with nogil:
         memset(&x[0, 0, 0, 0], 0, n * c * h * w * sizeof(real_t))
         _im2col(<real_t*>&x[0, 0, 0, 0], n, c, h, w, kh, kw, sh, sw, ph, pw, dh, dw,
-                oh, ow, <real_t*>&cols[0, 0, 0], 1)
+                oh, ow, <real_t*>&cols[0, 0, 0], 1, 0)
 
 
 cdef inline void _ow_range(Py_ssize_t ow, Py_ssize_t w, Py_ssize_t sw,
@@ -142,9 +127,10 @@ cdef void _im2col(real_t* x, Py_ssize_t n, Py_ssize_t c, Py_ssize_t h,
                   Py_ssize_t w, Py_ssize_t kh, Py_ssize_t kw, Py_ssize_t sh,
                   Py_ssize_t sw, Py_ssize_t ph, Py_ssize_t pw, Py_ssize_t dh,
                   Py_ssize_t dw, Py_ssize_t oh, Py_ssize_t ow, real_t* cols,
-                  bint adjoint) noexcept nogil:
+                  bint adjoint, bint rows_first) noexcept nogil:
     # adjoint = 0: cols[s, row, pos] = x[pixel]; adjoint = 1: x[pixel] += cols[..]
     # (one loop nest for both, so the two can never disagree on the geometry).
+    # rows_first: entry (s, row, pos) lives at (row * n + s) * L + pos.
     cdef Py_ssize_t s, ci, i, j, o, ih, off, lo, hi
     cdef Py_ssize_t plane = oh * ow, k = c * kh * kw
     cdef real_t* dst
@@ -156,86 +142,25 @@ cdef void _im2col(real_t* x, Py_ssize_t n, Py_ssize_t c, Py_ssize_t h,
                 for j in range(kw):
                     off = j * dw - pw
                     _ow_range(ow, w, sw, off, &lo, &hi)
-                    dst = cols + (s * k + (ci * kh + i) * kw + j) * plane
+                    if rows_first:
+                        dst = cols + (((ci * kh + i) * kw + j) * n + s) * plane
+                    else:
+                        dst = cols + (s * k + (ci * kh + i) * kw + j) * plane
                     for o in range(oh):
                         ih = o * sh - ph + i * dh
                         if ih < 0 or ih >= h:
                             if not adjoint:
-                                _zero(dst, 0, ow, 1)
+                                _zero(dst, 0, ow)
                         elif adjoint:
                             _add_row(src + ih * w, off, sw, dst, lo, hi)
                         else:
-                            _copy_row(src + ih * w, off, sw, dst, lo, hi, ow, 1)
+                            _copy_row(src + ih * w, off, sw, dst, lo, hi, ow)
                         dst += ow
 
 
-cdef void _im2col_rows(const real_t* x, Py_ssize_t n, Py_ssize_t c, Py_ssize_t h,
-                       Py_ssize_t w, Py_ssize_t kh, Py_ssize_t kw, Py_ssize_t sh,
-                       Py_ssize_t sw, Py_ssize_t ph, Py_ssize_t pw, Py_ssize_t dh,
-                       Py_ssize_t dw, Py_ssize_t oh, Py_ssize_t ow, real_t* cols,
-                       real_t* tile) noexcept nogil:
-    # cols[s, o * ow + q, row] = the entry (row, q) of a (K, QB) block of
-    # output row o, columns [q0, q0 + QB): the block stays in L1/L2 while it
-    # is transposed (a whole 512-wide 1-d row as one block was 3x slower).
-    cdef Py_ssize_t s, ci, i, j, o, q, r, ih, off, lo, hi, q0, nq
-    cdef Py_ssize_t k = c * kh * kw
-    cdef const real_t* src
-    cdef real_t* t
-    cdef real_t* dst
-    for s in range(n):
-        for o in range(oh):
-            q0 = 0
-            while q0 < ow:
-                nq = ow - q0 if ow - q0 < _QB else _QB
-                t = tile
-                for ci in range(c):
-                    src = x + (s * c + ci) * h * w
-                    for i in range(kh):
-                        ih = o * sh - ph + i * dh
-                        for j in range(kw):
-                            if ih < 0 or ih >= h:
-                                _zero(t, 0, nq, 1)
-                            else:
-                                off = j * dw - pw
-                                _ow_range(ow, w, sw, off, &lo, &hi)
-                                _copy_cols(src + ih * w, off, sw, t, lo, hi, q0,
-                                           q0 + nq)
-                            t += nq
-                dst = cols + ((s * oh + o) * ow + q0) * k
-                for q in range(nq):
-                    for r in range(k):
-                        dst[q * k + r] = tile[r * nq + q]
-                q0 += nq
-
-
-cdef inline void _copy_cols(const real_t* srow, Py_ssize_t off, Py_ssize_t sw,
-                            real_t* d, Py_ssize_t lo, Py_ssize_t hi, Py_ssize_t q0,
-                            Py_ssize_t q1) noexcept nogil:
-    # d[q - q0] = srow[q * sw + off] for q in [q0, q1) inside [lo, hi), else 0
-    cdef Py_ssize_t a = lo if lo > q0 else q0
-    cdef Py_ssize_t b = hi if hi < q1 else q1
-    cdef Py_ssize_t q
-    if b < a:
-        b = a
-    _zero(d, 0, a - q0, 1)
-    if sw == 1:
-        if b > a:
-            memcpy(d + a - q0, srow + a + off, (b - a) * sizeof(real_t))
-    else:
-        for q in range(a, b):
-            d[q - q0] = srow[q * sw + off]
-    _zero(d, b - q0, q1 - q0, 1)
-
-
-cdef inline void _zero(real_t* d, Py_ssize_t lo, Py_ssize_t hi,
-                       Py_ssize_t step) noexcept nogil:
-    cdef Py_ssize_t q
-    if step == 1:
-        if hi > lo:
-            memset(d + lo, 0, (hi - lo) * sizeof(real_t))
-    else:
-        for q in range(lo, hi):
-            d[q * step] = 0
+cdef inline void _zero(real_t* d, Py_ssize_t lo, Py_ssize_t hi) noexcept nogil:
+    if hi > lo:
+        memset(d + lo, 0, (hi - lo) * sizeof(real_t))
 
 
 cdef inline void _add_row(real_t* srow, Py_ssize_t off, Py_ssize_t sw,
@@ -254,18 +179,18 @@ cdef inline void _add_row(real_t* srow, Py_ssize_t off, Py_ssize_t sw,
 
 
 cdef inline void _copy_row(const real_t* srow, Py_ssize_t off, Py_ssize_t sw,
-                           real_t* d, Py_ssize_t lo, Py_ssize_t hi, Py_ssize_t ow,
-                           Py_ssize_t step) noexcept nogil:
-    # d[q * step] = srow[q * sw + off] inside [lo, hi), 0 outside (the padding).
+                           real_t* d, Py_ssize_t lo, Py_ssize_t hi,
+                           Py_ssize_t ow) noexcept nogil:
+    # d[q] = srow[q * sw + off] inside [lo, hi), 0 outside (the padding).
     cdef Py_ssize_t q
-    _zero(d, 0, lo, step)
-    if sw == 1 and step == 1:
+    _zero(d, 0, lo)
+    if sw == 1:
         if hi > lo:
             memcpy(d + lo, srow + lo + off, (hi - lo) * sizeof(real_t))
     else:
         for q in range(lo, hi):
-            d[q * step] = srow[q * sw + off]
-    _zero(d, hi, ow, step)
+            d[q] = srow[q * sw + off]
+    _zero(d, hi, ow)
 
 
 # --------------------------------------------------------------------------

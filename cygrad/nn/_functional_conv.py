@@ -143,28 +143,29 @@ def _recycle(a):
         del pool[0]
 
 
-def _cols(x, kh, kw, geo, patch_rows=False):
-    """im2col of x (N, C, H, W): (N, C*kh*kw, OH*OW), or with ``patch_rows``
-    (N, OH*OW, C*kh*kw)."""
+def _cols(x, kh, kw, geo, rows_first=False):
+    """im2col of x (N, C, H, W): (N, C*kh*kw, OH*OW), or with ``rows_first``
+    the batch matrix (C*kh*kw, N, OH*OW)."""
     (sh, sw), (ph, pw), (dh, dw), _ = geo
     n, c, h, w = x.shape
     oh, ow = _out_hw(h, w, kh, kw, geo)
-    shape = (n, oh * ow, c * kh * kw) if patch_rows else (n, c * kh * kw, oh * ow)
+    shape = (c * kh * kw, n, oh * ow) if rows_first else (n, c * kh * kw, oh * ow)
     cols = _scratch(shape, x.dtype)
-    _k.im2col(x, kh, kw, sh, sw, ph, pw, dh, dw, cols, patch_rows)
+    _k.im2col(x, kh, kw, sh, sw, ph, pw, dh, dw, cols, rows_first)
     return cols, oh, ow
 
 
-# Patch-matrix layout by size (measured, one thread, float32, batch 128):
-# for K = C*kh*kw >= 64 (a 16 -> 32 channel 3x3 layer on 14x14 maps), the
-# patches as rows, (N*L, K) @ (K, O) as ONE product, beat the per-sample
+# Patch-matrix layout by size (measured, one thread, float32): for
+# K = C*kh*kw >= 64 (a 16 -> 32 channel 3x3 layer on 14x14 maps, batch 128)
+# one product with the whole batch's (K, N*L) matrix, transposed, as
+# (N*L, K) @ (K, O) (its long side suits BLAS), beats the per-sample
 # (O, K) @ (K, L) stack 1.8x over forward and weight gradient; for small K
-# (1 -> 16 channels, K = 9; or 8x8 images) the per-sample stack is 2.5x
-# faster (the transposing copies cost more than BLAS saves).
+# (1 -> 16 channels, K = 9; 8x8 images) the per-sample stack is 2.5x faster
+# (the transposing copies cost more than BLAS saves).
 _ROWS_MIN_K = 64
 
 
-def _patch_rows(w_shape, groups):
+def _batch_matrix(w_shape, groups):
     return groups == 1 and w_shape[1] * w_shape[2] * w_shape[3] >= _ROWS_MIN_K
 
 
@@ -192,21 +193,21 @@ def _depthwise_arr(x, w, b, geo):
 
 def _conv_arr(x, w, b, geo, cols=None):
     """y = B(x, w) + b for x (N, C, H, W), w (O, C/G, kh, kw); returns (y, cols)
-    (cols in the layout ``_patch_rows`` picks)."""
+    (cols in the layout ``_batch_matrix`` picks, None for depthwise)."""
     n = x.shape[0]
     o, cg, kh, kw = w.shape
     groups = geo[3]
     if _depthwise(x.shape[1], w.shape, groups):
         return _depthwise_arr(x, w, b, geo), None
-    rows = _patch_rows(w.shape, groups)
+    big = _batch_matrix(w.shape, groups)
     if cols is None:
-        cols, oh, ow = _cols(x, kh, kw, geo, patch_rows=rows)
+        cols, oh, ow = _cols(x, kh, kw, geo, rows_first=big)
     else:
         oh, ow = _out_hw(x.shape[2], x.shape[3], kh, kw, geo)
     length = oh * ow
     k = cg * kh * kw
-    if rows:
-        src = (cols.reshape(n * length, k) @ w.reshape(o, k).T).reshape(
+    if big:
+        src = (cols.reshape(k, n * length).T @ w.reshape(o, k).T).reshape(
             n, length, o).transpose(0, 2, 1)
         y = np.empty((n, o, length), dtype=x.dtype)
         if b is None:
@@ -262,14 +263,16 @@ def _conv_w_arr(x, g, w_shape, geo, cols=None):
         _k.depthwise_bwd_weight(np.ascontiguousarray(x), np.ascontiguousarray(g),
                                 *_geo_args(kh, kw, geo), gw)
         return gw.astype(x.dtype).reshape(w_shape)
-    rows = _patch_rows(w_shape, groups)
+    big = _batch_matrix(w_shape, groups)
     if cols is None:
-        cols = _cols(x, kh, kw, geo, patch_rows=rows)[0]
-    n = cols.shape[0]
+        cols = _cols(x, kh, kw, geo, rows_first=big)[0]
     g = np.ascontiguousarray(g)
+    n = g.shape[0]
     k = cg * kh * kw
-    if rows:
-        gw = np.matmul(g.reshape(n, o, -1), cols).sum(axis=0)
+    if big:
+        # (K, N*L) @ (N*L, O): the output gradient with its channels last
+        g_rows = np.ascontiguousarray(g.reshape(n, o, -1).transpose(0, 2, 1))
+        gw = (cols.reshape(k, -1) @ g_rows.reshape(-1, o)).T
     elif groups == 1:
         gw = np.matmul(g.reshape(n, o, -1), cols.transpose(0, 2, 1)).sum(axis=0)
     else:
