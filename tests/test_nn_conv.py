@@ -553,3 +553,84 @@ def test_recycled_patch_buffers_never_leak_between_graphs():
     np.testing.assert_allclose(w.grad.numpy(), first, **TOL[np.float64])
     gx = np.einsum("nohw,nchw->oc", g, x1)  # centre tap of a padded 3x3
     np.testing.assert_allclose(first[:, :, 1, 1], gx, **TOL[np.float64])
+
+
+def test_functional_names_and_import_layers():
+    """The functional forms are re-exported, and the new files import the
+    layers below them only (never the top-level cygrad package)."""
+    import ast
+    import os
+
+    for name in ("conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d",
+                 "max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d",
+                 "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_max_pool2d",
+                 "unfold", "fold", "pad", "interpolate", "batch_norm", "layer_norm",
+                 "group_norm", "rms_norm"):
+        assert callable(getattr(F, name)) and name in F.__all__, name
+    root = os.path.dirname(cygrad.__file__)
+    files = [os.path.join(root, "nn", f) for f in (
+        "_functional_conv.py", "_functional_pool.py", "_functional_norm.py")]
+    files += [os.path.join(root, "nn", "modules", f) for f in os.listdir(
+        os.path.join(root, "nn", "modules")) if f.endswith(".py")]
+    for path in files:
+        with open(path) as f:
+            tree = ast.parse(f.read())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                assert all(a.name != "cygrad" for a in node.names), path
+            if isinstance(node, ast.ImportFrom) and node.level == 0:
+                assert node.module != "cygrad", path
+                assert not (node.module or "").startswith(("cygrad.nn", "cygrad.optim")), \
+                    path
+
+
+@settings(max_examples=30, deadline=None)
+@given(data=st.data())
+def test_hypothesis_conv_transpose2d_vs_torch(data):
+    torch = pytest.importorskip("torch")
+    groups = data.draw(st.sampled_from([1, 2]))
+    cin, cout = groups * data.draw(st.integers(1, 3)), groups * data.draw(
+        st.integers(1, 3))
+    kh, kw = data.draw(st.integers(1, 3)), data.draw(st.integers(1, 3))
+    sh, sw = data.draw(st.integers(1, 3)), data.draw(st.integers(1, 3))
+    dh, dw = data.draw(st.integers(1, 2)), data.draw(st.integers(1, 2))
+    ph, pw = data.draw(st.integers(0, 1)), data.draw(st.integers(0, 1))
+    oph = data.draw(st.integers(0, max(sh, dh) - 1))
+    opw = data.draw(st.integers(0, max(sw, dw) - 1))
+    h, w = data.draw(st.integers(1, 5)), data.draw(st.integers(1, 5))
+    out_h = (h - 1) * sh - 2 * ph + dh * (kh - 1) + oph + 1
+    out_w = (w - 1) * sw - 2 * pw + dw * (kw - 1) + opw + 1
+    if min(out_h, out_w) < 1:
+        return
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**16)))
+    x = rng.standard_normal((2, cin, h, w))
+    wt = rng.standard_normal((cin, cout // groups, kh, kw))
+    b = rng.standard_normal(cout)
+    args = dict(stride=(sh, sw), padding=(ph, pw), output_padding=(oph, opw),
+                groups=groups, dilation=(dh, dw))
+    tx, tw, tb = (torch.tensor(a, requires_grad=True) for a in (x, wt, b))
+    ty = torch.nn.functional.conv_transpose2d(tx, tw, tb, **args)
+    cx, cw, cb = _t(x, True), _t(wt, True), _t(b, True)
+    cy = F.conv_transpose2d(cx, cw, cb, **args)
+    np.testing.assert_allclose(cy.detach().numpy(), ty.detach().numpy(),
+                               **TOL[np.float64])
+    g = rng.standard_normal(tuple(ty.shape))
+    ty.backward(torch.tensor(g))
+    cy.backward(cygrad.tensor(g))
+    for c, t in ((cx, tx), (cw, tw), (cb, tb)):
+        np.testing.assert_allclose(c.grad.numpy(), t.grad.numpy(), **TOL[np.float64])
+
+
+def test_conv_transpose_output_padding_beyond_stride():
+    """output_padding >= stride (allowed below the dilation): the transposed
+    convolution is the adjoint of a cropped convolution."""
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(10)
+    x = rng.standard_normal((2, 2, 3, 2))
+    w = rng.standard_normal((2, 3, 2, 2))
+    kw = dict(stride=1, dilation=(1, 3), output_padding=(0, 2))
+    _vs_torch(torch, lambda t: F.conv_transpose2d(t, _t(w), **kw),
+              lambda t: torch.nn.functional.conv_transpose2d(t, torch.tensor(w), **kw),
+              x)
+    xs = [_t(x, True), _t(w, True)]
+    assert gradgradcheck(lambda x, w: F.conv_transpose2d(x, w, **kw), xs)

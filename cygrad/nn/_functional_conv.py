@@ -135,7 +135,7 @@ def _scratch(shape, dtype):
 
 
 def _recycle(a):
-    if a is None:
+    if a is None or not a.flags.owndata:  # a view may alias someone's data
         return
     pool = _WS.__dict__.setdefault("pool", [])
     pool.append(a)
@@ -227,10 +227,35 @@ def _conv_arr(x, w, b, geo, cols=None):
     return y.reshape(n, o, oh, ow), cols
 
 
+def _pad_to(g, oh, ow):
+    """g (N, O, h, w) zero-extended at the bottom/right to (N, O, oh, ow).
+
+    A transposed convolution with output_padding >= stride (allowed while it
+    is below the dilation) has an input of fewer positions than the
+    convolution of its output gives: it is the adjoint of that convolution
+    cropped, and the adjoint of the crop is this zero extension."""
+    if g.shape[2:] == (oh, ow):
+        return g
+    out = np.zeros(g.shape[:2] + (oh, ow), dtype=g.dtype)
+    out[:, :, :g.shape[2], :g.shape[3]] = g
+    return out
+
+
+def _crop_like(y, shape):
+    """The convolution output y cropped to ``shape`` (see ``_pad_to``)."""
+    shape = tuple(shape)
+    if tuple(y.shape) == shape:
+        return y
+    if len(shape) == 3:
+        return y[:, :, :shape[2]]
+    return y[:, :, :shape[2], :shape[3]]
+
+
 def _conv_t_arr(g, w, x_shape, geo):
     """x' = B_x^T(g, w): the (N, C, H, W) input gradient of a convolution."""
     (sh, sw), (ph, pw), (dh, dw), groups = geo
     o, cg, kh, kw = w.shape
+    g = _pad_to(g, *_out_hw(x_shape[2], x_shape[3], kh, kw, geo))
     n = g.shape[0]
     g = np.ascontiguousarray(g)
     k = cg * kh * kw
@@ -259,11 +284,14 @@ def _conv_w_arr(x, g, w_shape, geo, cols=None):
     o, cg, kh, kw = w_shape
     groups = geo[3]
     if cols is None and _depthwise(x.shape[1], w_shape, groups):
+        g = _pad_to(g, *_out_hw(x.shape[2], x.shape[3], kh, kw, geo))
         gw = np.empty((o, kh * kw))
         _k.depthwise_bwd_weight(np.ascontiguousarray(x), np.ascontiguousarray(g),
                                 *_geo_args(kh, kw, geo), gw)
         return gw.astype(x.dtype).reshape(w_shape)
     big = _batch_matrix(w_shape, groups)
+    if x is not None:
+        g = _pad_to(g, *_out_hw(x.shape[2], x.shape[3], kh, kw, geo))
     if cols is None:
         cols = _cols(x, kh, kw, geo, rows_first=big)[0]
     g = np.ascontiguousarray(g)
@@ -379,7 +407,7 @@ class _ConvTransposeData(Function):
         gg = gw = gb = None
         if is_grad_enabled():
             if needs[0]:
-                gg = _Conv.apply(h, w, None, geo)
+                gg = _crop_like(_Conv.apply(h, w, None, geo), g.shape)
             if needs[1]:
                 gw = _ConvWeight.apply(h, g, tuple(w.shape), geo)
             if needs[2]:
@@ -390,6 +418,7 @@ class _ConvTransposeData(Function):
         cols = None
         if needs[0]:
             y, cols = _conv_arr(h4, w4, None, geo)
+            y = np.ascontiguousarray(_crop_like(y, _shape4(g.shape)))
             gg = _wrap_like(y, tuple(g.shape))
         if needs[1]:
             gw = _wrap_like(_conv_w_arr(h4, _arr4(g._arr), w4.shape, geo, cols),
@@ -421,7 +450,7 @@ class _ConvWeight(Function):
             if needs[0]:
                 gx = _ConvTransposeData.apply(g, u, None, tuple(x.shape), geo)
             if needs[1]:
-                gg = _Conv.apply(x, u, None, geo)
+                gg = _crop_like(_Conv.apply(x, u, None, geo), g.shape)
             return gx, gg, None, None
         u4 = _arr4(u._arr)
         if needs[0]:
@@ -429,7 +458,9 @@ class _ConvWeight(Function):
                 _conv_t_arr(_arr4(g._arr), u4, _shape4(x.shape), geo), tuple(x.shape)
             )
         if needs[1]:
-            gg = _wrap_like(_conv_arr(_arr4(x._arr), u4, None, geo)[0], tuple(g.shape))
+            y = _conv_arr(_arr4(x._arr), u4, None, geo)[0]
+            gg = _wrap_like(np.ascontiguousarray(_crop_like(y, _shape4(g.shape))),
+                            tuple(g.shape))
         return gx, gg, None, None
 
 
