@@ -88,3 +88,14 @@ def test_digits_mlp():
         return
     acc = float(_last_float(out, "test accuracy:").split(":")[1].split()[0])
     assert acc > 0.9
+
+
+def test_digits_cnn():
+    out = _run("digits_cnn.py")
+    try:
+        import sklearn  # noqa: F401
+    except ImportError:
+        assert "scikit-learn is not installed" in out
+        return
+    acc = float(_last_float(out, "test accuracy:").split(":")[1].split()[0])
+    assert acc >= 0.97

@@ -5,6 +5,8 @@ from .activation import LogSoftmax, ReLU, Sigmoid, Softmax, Tanh
 from .linear import Identity, Linear
 from .loss import BCEWithLogitsLoss, CrossEntropyLoss, MSELoss, NLLLoss
 from .module import Module, ModuleList, Sequential
+from . import modules
+from .modules import *  # noqa: F401,F403  (the names of modules.__all__)
 from .parameter import Parameter
 from .utils import clip_grad_norm_
 
@@ -29,3 +31,4 @@ __all__ = [
     "init",
     "utils",
 ]
+__all__ += modules.__all__

@@ -602,3 +602,18 @@ def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean"):
     if reduction == "mean":
         return loss.sum() / float(wrow.sum())
     return _reduce(loss, reduction)
+
+
+# Convolution, pooling and normalisation live in their own modules; re-exported.
+from ._functional_conv import (  # noqa: E402
+    conv1d, conv2d, conv_transpose1d, conv_transpose2d, fold, pad, unfold,
+)
+from ._functional_norm import batch_norm, group_norm, layer_norm, rms_norm  # noqa: E402
+from ._functional_pool import (  # noqa: E402
+    adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_max_pool1d, adaptive_max_pool2d,
+    avg_pool1d, avg_pool2d, interpolate, max_pool1d, max_pool2d,
+)
+from . import _functional_conv, _functional_norm, _functional_pool  # noqa: E402
+
+__all__ += (_functional_conv.__all__ + _functional_norm.__all__
+            + _functional_pool.__all__)

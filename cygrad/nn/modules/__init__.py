@@ -1,0 +1,39 @@
+"""Layer families of ``cygrad.nn``, one file each (convolution, pooling,
+normalisation, padding, upsampling, flattening)."""
+
+from .conv import Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d
+from .flatten import Flatten, Unflatten
+from .normalization import BatchNorm1d, BatchNorm2d, GroupNorm, LayerNorm, RMSNorm
+from .padding import (
+    CircularPad1d,
+    CircularPad2d,
+    ConstantPad1d,
+    ConstantPad2d,
+    ReflectionPad1d,
+    ReflectionPad2d,
+    ReplicationPad1d,
+    ReplicationPad2d,
+    ZeroPad1d,
+    ZeroPad2d,
+)
+from .pooling import (
+    AdaptiveAvgPool1d,
+    AdaptiveAvgPool2d,
+    AdaptiveMaxPool1d,
+    AdaptiveMaxPool2d,
+    AvgPool1d,
+    AvgPool2d,
+    MaxPool1d,
+    MaxPool2d,
+)
+from .upsampling import Upsample, UpsamplingBilinear2d, UpsamplingNearest2d
+
+__all__ = [
+    "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d",
+    "AvgPool1d", "AvgPool2d", "BatchNorm1d", "BatchNorm2d", "CircularPad1d",
+    "CircularPad2d", "ConstantPad1d", "ConstantPad2d", "Conv1d", "Conv2d",
+    "ConvTranspose1d", "ConvTranspose2d", "Flatten", "GroupNorm", "LayerNorm",
+    "MaxPool1d", "MaxPool2d", "RMSNorm", "ReflectionPad1d", "ReflectionPad2d",
+    "ReplicationPad1d", "ReplicationPad2d", "Unflatten", "Upsample",
+    "UpsamplingBilinear2d", "UpsamplingNearest2d", "ZeroPad1d", "ZeroPad2d",
+]
