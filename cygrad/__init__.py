@@ -19,6 +19,7 @@ from cygrad.autograd.grad_mode import (  # noqa: F401
 from cygrad import autograd  # noqa: F401
 from cygrad import viz  # noqa: F401
 from cygrad import nn, optim  # noqa: F401
+from cygrad import distributed, multiprocessing  # noqa: F401  (no MPI until used)
 from cygrad.serialization import load, save  # noqa: F401
 from cygrad._kernels.threads import get_num_threads, set_num_threads  # noqa: F401
 

@@ -72,7 +72,7 @@ def test_mlp_parameters_fire_in_reverse_order_of_use_like_torch():
         seen = []
         for pname, p in model.named_parameters():
             p.register_post_accumulate_grad_hook(
-                lambda t, pname=pname: seen.append(pname))
+                lambda t, pname=pname, seen=seen: seen.append(pname))
         x = lib.ones(6, 4)
         model(x).sum().backward()
         order[lib.__name__] = seen
@@ -121,8 +121,8 @@ def test_backward_inputs_fires_only_the_requested_leaves():
         a = lib.tensor([1.0], requires_grad=True)
         b = lib.tensor([2.0], requires_grad=True)
         seen = []
-        a.register_post_accumulate_grad_hook(lambda t: seen.append("a"))
-        b.register_post_accumulate_grad_hook(lambda t: seen.append("b"))
+        a.register_post_accumulate_grad_hook(lambda t, s=seen: s.append("a"))
+        b.register_post_accumulate_grad_hook(lambda t, s=seen: s.append("b"))
         (a * b).sum().backward(inputs=[b])
         assert seen == ["b"], lib.__name__
         assert a.grad is None

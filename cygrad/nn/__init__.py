@@ -7,6 +7,7 @@ from .loss import BCEWithLogitsLoss, CrossEntropyLoss, MSELoss, NLLLoss
 from .module import Module, ModuleList, Sequential
 from .parameter import Parameter
 from .utils import clip_grad_norm_
+from . import parallel  # noqa: E402  (after .module, which it subclasses)
 
 __all__ = [
     "BCEWithLogitsLoss",
@@ -27,5 +28,6 @@ __all__ = [
     "clip_grad_norm_",
     "functional",
     "init",
+    "parallel",
     "utils",
 ]
