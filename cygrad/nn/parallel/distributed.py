@@ -23,6 +23,7 @@ How a step runs
 """
 
 import contextlib
+import time
 
 import numpy as np
 
@@ -93,6 +94,19 @@ def _leaves_reached(outputs):
     return found
 
 
+class _Step:
+    """Per-step state, a plain object: the hooks update it several times per
+    parameter, and Module.__setattr__ is not free."""
+
+    def __init__(self, n_params):
+        self.prepared = False
+        self.n_ready = 0
+        self.next_bucket = 0
+        self.ready = np.zeros(n_params, np.int8)  # 0 no grad yet, 1 unused, 2 ready
+        self.wait_s = 0.0       # time waited for allreduces after backward
+        self.n_syncs = 0
+
+
 class DistributedDataParallel(Module):
     """Data parallelism across the ranks of a process group, as
     ``torch.nn.parallel.DistributedDataParallel``.
@@ -157,15 +171,13 @@ class DistributedDataParallel(Module):
         if init_sync:
             self._sync_module_states()
         self._buckets = self._make_buckets(cap)
-        self._where = {}
-        for b in self._buckets:
-            for i, p in enumerate(b.params):
-                self._where[id(p)] = (b, i)
-        self._prepared = False
-        self._n_ready = 0
-        self._next_bucket = 0
-        self._ready = np.zeros(len(named), np.int8)
-        self._index = {id(p): k for k, (_, p) in enumerate(named)}
+        # per parameter: (index, bucket, slot: its view of the bucket's array)
+        index = {id(p): k for k, (_, p) in enumerate(named)}
+        self._slot_of = {}
+        for bucket in self._buckets:
+            for i, p in enumerate(bucket.params):
+                self._slot_of[id(p)] = (index[id(p)], bucket, bucket.slot(i))
+        self._st = _Step(len(named))
         self._handles = [p.register_post_accumulate_grad_hook(self._grad_ready)
                          for _, p in named]
 
@@ -235,10 +247,11 @@ class DistributedDataParallel(Module):
     # --- a step ------------------------------------------------------------------
 
     def forward(self, *inputs, **kwargs):
-        if self._prepared and self._n_ready:
+        st = self._st
+        if st.prepared and st.n_ready:
             missing = [n for k, (n, _) in enumerate(self._named_params)
-                       if not self._ready[k]]
-            self._prepared = False
+                       if not st.ready[k]]
+            st.prepared = False
             raise RuntimeError(
                 "Expected to have finished reduction in the prior iteration before "
                 "starting a new one: parameters "
@@ -256,87 +269,101 @@ class DistributedDataParallel(Module):
         if is_grad_enabled() and self.require_backward_grad_sync:
             self._prepare(out)
         else:
-            self._prepared = False
+            st.prepared = False
         return out
 
     def _prepare(self, out):
-        self._prepared = True
-        self._n_ready = 0
-        self._next_bucket = 0
-        self._ready[:] = 0
+        st = self._st
+        st.prepared = True
+        st.n_ready = 0
+        st.next_bucket = 0
+        st.ready[:] = 0
         for b in self._buckets:
             b.pending = len(b.params)
             b.request = None
         if self.find_unused_parameters:
             used = _leaves_reached(out)
-            for k, (_, p) in enumerate(self._named_params):
+            for _, p in self._named_params:
                 if id(p) not in used:
-                    b, i = self._where[id(p)]
-                    b.slot(i)[...] = 0
-                    self._mark(k, b)
+                    k, bucket, slot = self._slot_of[id(p)]
+                    slot[...] = 0
+                    st.ready[k] = 1
+                    self._mark(bucket)
 
     def _grad_ready(self, p):
-        if not self._prepared:
+        st = self._st
+        if not st.prepared:
             return
-        k = self._index[id(p)]
-        if self._ready[k]:
+        k, bucket, slot = self._slot_of[id(p)]
+        if st.ready[k]:
             return
-        b, i = self._where[id(p)]
-        slot = b.slot(i)
         g = p._grad._arr
-        if not np.shares_memory(g, slot):
+        if g.base is not bucket.flat:   # (already in place when .grad is our view)
             np.copyto(slot, g, casting="unsafe")
-        self._ready[k] = 2          # 2: has a local gradient
-        self._mark(k, b)
+        st.ready[k] = 2
+        self._mark(bucket)
 
-    def _mark(self, k, bucket):
-        if not self._ready[k]:
-            self._ready[k] = 1      # 1: unused here (zeros in its slot)
-        self._n_ready += 1
+    def _mark(self, bucket):
+        st = self._st
+        st.n_ready += 1
         bucket.pending -= 1
-        MPI = None
-        while (self._next_bucket < len(self._buckets)
-               and self._buckets[self._next_bucket].pending == 0):
-            nb = self._buckets[self._next_bucket]
-            if MPI is None:
-                MPI = _mpi()
+        MPI = _mpi()
+        launched = st.next_bucket
+        buckets = self._buckets
+        while st.next_bucket < len(buckets) and buckets[st.next_bucket].pending == 0:
+            nb = buckets[st.next_bucket]
             nb.request = self._pg.comm.Iallreduce(MPI.IN_PLACE, nb.flat, MPI.SUM)
-            self._next_bucket += 1
-        if self._n_ready == len(self._named_params):
+            st.next_bucket += 1
+        if st.n_ready == len(self._named_params):
             self._finalize()
+        elif launched:
+            # MPI advances a non-blocking collective only inside MPI calls:
+            # give the ones in flight a turn while backward goes on
+            MPI.Request.Testall([b.request for b in buckets[:launched]])
 
     def _finalize(self):
         MPI = _mpi()
-        self._prepared = False
+        st = self._st
+        st.prepared = False
+        start = time.perf_counter()
         MPI.Request.Waitall([b.request for b in self._buckets])
+        # communication left to wait for once backward is done (the part the
+        # overlap did not hide), for the benchmark and for users' profiling
+        st.wait_s += time.perf_counter() - start
+        st.n_syncs += 1
         used = None
         if self.find_unused_parameters:
-            used = (self._ready == 2).astype(np.int8)
+            used = (st.ready == 2).astype(np.int8)
             self._pg.comm.Allreduce(MPI.IN_PLACE, used, MPI.MAX)
         n = self._pg.size()
+        view = self.gradient_as_bucket_view
         for b in self._buckets:
             b.request = None
-            if n > 1:
+            if view and n > 1:
                 np.divide(b.flat, n, out=b.flat, casting="unsafe")
-            for i, p in enumerate(b.params):
-                k = self._index[id(p)]
+            for p in b.params:
+                k, _, slot = self._slot_of[id(p)]
                 if used is not None and not used[k]:
                     continue        # unused on every rank: .grad stays as it was
-                self._write_grad(p, b.slot(i))
+                self._write_grad(p, b, slot, n)
 
-    def _write_grad(self, p, slot):
+    def _write_grad(self, p, bucket, slot, n):
+        """``.grad`` = the average in ``slot`` (one pass: divide on the way)."""
         g = p._grad
         if self.gradient_as_bucket_view:
-            if g is None or not np.shares_memory(g._arr, slot):
+            if g is None or g._arr.base is not bucket.flat:
                 p._grad = from_numpy(slot)
             else:
                 g._ver.v += 1
             return
-        if g is None or g._requires_grad:
-            p._grad = from_numpy(slot.copy())
+        if g is None or g._requires_grad or not g._arr.flags.writeable:
+            p._grad = from_numpy(slot / n if n > 1 else slot.copy())
+            return
+        if n > 1:
+            np.divide(slot, n, out=g._arr, casting="unsafe")
         else:
             np.copyto(g._arr, slot)
-            g._ver.v += 1
+        g._ver.v += 1
 
     @contextlib.contextmanager
     def no_sync(self):
