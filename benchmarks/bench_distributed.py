@@ -97,8 +97,10 @@ def launch(n, steps, rounds, timeout=600):
         out = os.path.join(tmp, "result.json")
         cmd = [find_mpiexec(), "-n", str(n), sys.executable, os.path.abspath(__file__),
                "--worker", str(steps), str(rounds), out]
-        env = dict(os.environ, PYTHONPATH=ROOT, OMP_NUM_THREADS="1",
-                   OPENBLAS_NUM_THREADS="1")
+        env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
+        if any(f.startswith("engine") and f.endswith(".so") for f in
+               os.listdir(os.path.join(ROOT, "cygrad", "_kernels"))):
+            env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
         proc = subprocess.run(cmd, env=env, capture_output=True, text=True,
                               timeout=timeout, check=False)
         if proc.returncode != 0:

@@ -25,7 +25,7 @@ def test_import_works_without_mpi4py_and_init_says_how_to_install():
         "except ImportError as e:\n"
         "    print(e)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         env=dict(os.environ, PYTHONPATH=harness.ROOT), timeout=60,
+                         env=harness.child_env(), timeout=60,
                          check=False)
     assert out.returncode == 0, out.stderr
     assert 'pip install -e ".[distributed]"' in out.stdout
@@ -35,7 +35,7 @@ def test_import_cygrad_does_not_start_mpi():
     code = ("import sys, cygrad, cygrad.distributed, cygrad.nn.parallel\n"
             "assert 'mpi4py.MPI' not in sys.modules, 'MPI was initialised'\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         env=dict(os.environ, PYTHONPATH=harness.ROOT), timeout=60,
+                         env=harness.child_env(), timeout=60,
                          check=False)
     assert out.returncode == 0, out.stderr
 

@@ -142,12 +142,9 @@ def main(argv=None):
     mpiexec = opts.mpiexec or find_mpiexec()
     with tempfile.TemporaryDirectory(prefix="cygrad-run-") as run_dir:
         cmd = mpiexec_command(opts, run_dir, _flavour(mpiexec), mpiexec)
+        # the ranks inherit the environment and working directory, so they
+        # import the same cygrad as this launcher
         env = dict(os.environ)
-        # the ranks import the same cygrad as this launcher
-        pkg_root = os.path.dirname(os.path.dirname(os.path.dirname(
-            os.path.abspath(__file__))))
-        env["PYTHONPATH"] = os.pathsep.join(
-            p for p in (pkg_root, env.get("PYTHONPATH")) if p)
         if opts.no_prefix:
             env["CYGRAD_RUN_PREFIX"] = "0"
         proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE,

@@ -2,6 +2,7 @@
 the whole job on expiry, and checking afterwards that no process of the job is
 left (each job's processes carry a unique tag in their environment)."""
 
+import glob
 import importlib.util
 import os
 import shutil
@@ -55,12 +56,20 @@ def _kill_tagged(tag):
             pass
 
 
+def child_env(**extra):
+    """os.environ for a child that imports the cygrad these tests test."""
+    env = dict(os.environ, **extra)
+    if glob.glob(os.path.join(ROOT, "cygrad", "_kernels", "engine*.so")):
+        env["PYTHONPATH"] = ROOT + os.pathsep + os.environ.get("PYTHONPATH", "")
+    return env
+
+
 def run(cmd, timeout=60, env=None):
     """Run ``cmd`` (a job of ranks) and return its Result; fail the test if it
     outlives ``timeout`` or leaves a process behind."""
     tag = uuid.uuid4().hex
-    full_env = dict(os.environ, PYTHONPATH=ROOT, CYGRAD_TEST_TAG=tag,
-                    OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1")
+    full_env = child_env(CYGRAD_TEST_TAG=tag, OMP_NUM_THREADS="1",
+                         PYTHONUNBUFFERED="1")
     full_env.update(env or {})
     start = time.monotonic()
     proc = subprocess.Popen(cmd, cwd=ROOT, env=full_env, stdout=subprocess.PIPE,
