@@ -185,6 +185,10 @@ def _worker(steps, rounds, out_path):
     result["wait_best"] = float(np.min(waits["ddp"]))
     result["wait_small"] = float(np.median(waits["ddp_small"]))
     result["buckets_small"] = len(ddps["ddp_small"]._buckets)
+    # bytes whose allreduce can start before backward's last gradient: every
+    # bucket but the last one launched
+    result["hideable_bytes_small"] = int(sum(b.flat.nbytes for b in
+                                             ddps["ddp_small"]._buckets[:-1]))
     sweep = []
     for m in SWEEP:
         arr = np.ones(max(m // 4, 1), np.float32)
@@ -293,6 +297,9 @@ def report(two, four):
         f"hidden: {max(two['allreduce'] - two['wait'], 0) * ms:.3f} ms / "
         f"{max(two['allreduce'] - two['wait_small'], 0) * ms:.3f} ms of "
         f"{two['allreduce'] * ms:.3f}"),
+        (f"  with small buckets {two['hideable_bytes_small']} of {two['bytes']} bytes "
+        f"can be reduced while backward still runs (the first layer's gradient, "
+        f"computed last, is the rest)"),
         f"  allreduce fit: alpha = {alpha * 1e6:.2f} us, beta = {beta / 1e9:.2f} GB/s",
         "",
         ("predicted step time (compute and alpha/beta as measured here; one core "

@@ -152,3 +152,17 @@ def test_the_harness_notices_left_over_processes():
         proc.kill()
         proc.wait()
     assert harness.tagged_pids(tag) == []
+
+
+def test_ddp_argument_errors_before_any_communication():
+    from cygrad import nn
+    from cygrad.nn.parallel import DistributedDataParallel as DDP
+    with pytest.raises(TypeError, match="unexpected keyword argument 'bogus'"):
+        DDP(nn.Linear(2, 2), bogus=1)
+    with pytest.raises(TypeError, match="expects a Module, got object"):
+        DDP(object())
+    with pytest.raises(ValueError, match="bucket_cap_mb must be positive"):
+        DDP(nn.Linear(2, 2), bucket_cap_mb=0)
+    with pytest.raises(ValueError, match="Default process group has not been "
+                       "initialized"):
+        DDP(nn.Linear(2, 2))

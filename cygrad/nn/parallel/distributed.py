@@ -37,6 +37,9 @@ from cygrad.nn.module import Module
 __all__ = ["DistributedDataParallel"]
 
 _FIRST_BUCKET_BYTES = 1 << 20
+# torch keywords that change nothing on CPU here
+_ACCEPTED = {"delay_all_reduce_named_params", "param_to_hook_all_reduce",
+             "mixed_precision", "device_mesh", "skip_all_reduce_unused_params"}
 
 
 class _Bucket:
@@ -138,6 +141,10 @@ class DistributedDataParallel(Module):
                  gradient_as_bucket_view=False, static_graph=False,
                  init_sync=True, **kwargs):
         super().__init__()
+        unknown = set(kwargs) - _ACCEPTED
+        if unknown:
+            raise TypeError(f"DistributedDataParallel.__init__() got an unexpected "
+                            f"keyword argument '{min(unknown)}'")
         if not isinstance(module, Module):
             raise TypeError(f"DistributedDataParallel expects a Module, got "
                             f"{type(module).__name__}")
@@ -170,7 +177,7 @@ class DistributedDataParallel(Module):
         self._check_same_model()
         if init_sync:
             self._sync_module_states()
-        self._buckets = self._make_buckets(cap)
+        self._buckets = self._make_buckets()
         # per parameter: (index, bucket, slot: its view of the bucket's array)
         index = {id(p): k for k, (_, p) in enumerate(named)}
         self._slot_of = {}
@@ -228,7 +235,7 @@ class DistributedDataParallel(Module):
             self._broadcast_arrays([p for _, p in self.module.named_parameters()])
             self._broadcast_arrays([b for _, b in self.module.named_buffers()])
 
-    def _make_buckets(self, cap_mb):
+    def _make_buckets(self):
         buckets, open_ = [], {}
         cap = min(_FIRST_BUCKET_BYTES, self.bucket_bytes_cap)
         for _, p in reversed(self._named_params):
