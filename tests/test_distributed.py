@@ -166,3 +166,28 @@ def test_ddp_argument_errors_before_any_communication():
     with pytest.raises(ValueError, match="Default process group has not been "
                        "initialized"):
         DDP(nn.Linear(2, 2))
+
+
+def test_launcher_runs_a_module_with_dash_m():
+    harness.require_mpi()
+    res = harness.run([sys.executable, "-m", "cygrad.distributed.run", "-n", "2",
+                       "-m", "tests.dist_scripts.env_check", "z"],
+                      env={"CYGRAD_FORWARDED": "yes"})
+    harness.check_ok(res, 2)
+    assert "[rank1]: args ['z']" in res.stdout
+
+
+@pytest.mark.parametrize("flavour, want", [
+    ("hydra", ["-f", "hosts.txt", "-hosts", "a,b"]),
+    ("openmpi", ["--hostfile", "hosts.txt", "--host", "a,b"]),
+])
+def test_launcher_passes_host_files_to_mpiexec(flavour, want):
+    from cygrad.distributed import run
+    opts = run._parser().parse_args(["-n", "16", "--hostfile", "hosts.txt",
+                                     "--hosts", "a,b", "train.py", "--lr", "3"])
+    cmd = run.mpiexec_command(opts, "/tmp/x", flavour, mpiexec="/opt/mpiexec")
+    assert cmd[:3] == ["/opt/mpiexec", "-n", "16"]
+    for flag, value in zip(want[::2], want[1::2]):
+        assert cmd[cmd.index(flag) + 1] == value
+    assert cmd[-3:] == ["train.py", "--lr", "3"]
+    assert cmd[cmd.index("cygrad.distributed._rank") + 1] == "/tmp/x"
