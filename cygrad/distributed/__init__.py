@@ -45,10 +45,6 @@ from cygrad.distributed.process_group import (  # noqa: F401
     is_available,
     is_initialized,
     is_mpi_available,
+    is_torchelastic_launched,
     new_group,
 )
-
-
-def is_torchelastic_launched():
-    """False: cygrad's ranks are started by MPI, not by torchelastic."""
-    return False

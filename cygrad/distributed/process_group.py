@@ -14,7 +14,8 @@ import traceback
 __all__ = [
     "Backend", "GroupMember", "ProcessGroup", "ReduceOp", "destroy_process_group",
     "get_backend", "get_rank", "get_world_size", "group", "init_process_group",
-    "is_available", "is_initialized", "is_mpi_available", "new_group",
+    "is_available", "is_initialized", "is_mpi_available", "is_torchelastic_launched",
+    "new_group",
 ]
 
 INSTALL_HINT = (
@@ -41,6 +42,11 @@ def is_available():
 
 
 is_mpi_available = is_available
+
+
+def is_torchelastic_launched():
+    """False: cygrad's ranks are started by MPI, not by torchelastic."""
+    return False
 
 
 class ReduceOp(enum.Enum):
