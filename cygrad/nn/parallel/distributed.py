@@ -15,8 +15,9 @@ How a step runs
   bucket is complete its non-blocking ``MPI_Iallreduce`` starts at once (in
   bucket order, the same on every rank, as MPI requires), while backward goes
   on computing the gradients of earlier layers.
-* The last hook waits for every bucket, divides by the world size and writes
-  the averages back into ``.grad`` (or, with ``gradient_as_bucket_view=True``,
+* Each gradient is divided by the world size on its way into the bucket (as
+  torch does), so the bucket's sum is the mean.  The last hook waits for every
+  bucket and writes the averages back into ``.grad`` (or, with ``gradient_as_bucket_view=True``,
   makes ``.grad`` a view of the bucket: no copy back).  So when ``backward()``
   returns, every rank holds the same averaged gradients, and identical
   optimizer steps keep the replicas bit-identical.
@@ -305,7 +306,14 @@ class DistributedDataParallel(Module):
         if st.ready[k]:
             return
         g = p._grad._arr
-        if g.base is not bucket.flat:   # (already in place when .grad is our view)
+        n = self._pg.size()
+        # divided on the way in (as torch does), so the bucket's sum is the mean
+        if g.base is bucket.flat:       # .grad is our view: already in place
+            if n > 1:
+                np.divide(slot, n, out=slot, casting="unsafe")
+        elif n > 1:
+            np.divide(g, n, out=slot, casting="unsafe")
+        else:
             np.copyto(slot, g, casting="unsafe")
         st.ready[k] = 2
         self._mark(bucket)
@@ -342,20 +350,16 @@ class DistributedDataParallel(Module):
         if self.find_unused_parameters:
             used = (st.ready == 2).astype(np.int8)
             self._pg.comm.Allreduce(MPI.IN_PLACE, used, MPI.MAX)
-        n = self._pg.size()
-        view = self.gradient_as_bucket_view
         for b in self._buckets:
             b.request = None
-            if view and n > 1:
-                np.divide(b.flat, n, out=b.flat, casting="unsafe")
             for p in b.params:
                 k, _, slot = self._slot_of[id(p)]
                 if used is not None and not used[k]:
                     continue        # unused on every rank: .grad stays as it was
-                self._write_grad(p, b, slot, n)
+                self._write_grad(p, b, slot)
 
-    def _write_grad(self, p, bucket, slot, n):
-        """``.grad`` = the average in ``slot`` (one pass: divide on the way)."""
+    def _write_grad(self, p, bucket, slot):
+        """``.grad`` = the average in ``slot``."""
         g = p._grad
         if self.gradient_as_bucket_view:
             if g is None or g._arr.base is not bucket.flat:
@@ -364,12 +368,9 @@ class DistributedDataParallel(Module):
                 g._ver.v += 1
             return
         if g is None or g._requires_grad or not g._arr.flags.writeable:
-            p._grad = from_numpy(slot / n if n > 1 else slot.copy())
+            p._grad = from_numpy(slot.copy())
             return
-        if n > 1:
-            np.divide(slot, n, out=g._arr, casting="unsafe")
-        else:
-            np.copyto(g._arr, slot)
+        np.copyto(g._arr, slot)
         g._ver.v += 1
 
     @contextlib.contextmanager
