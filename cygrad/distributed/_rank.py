@@ -11,6 +11,7 @@ this one forever.
 import atexit
 import os
 import runpy
+import socket
 import sys
 import traceback
 
@@ -83,6 +84,29 @@ def _prefix_output(rank):
         atexit.register(wrapped.close_line)
 
 
+def _connect_watch():
+    """Keep a connection to the launcher open (see run._Watch); local only."""
+    path = os.environ.get("CYGRAD_RUN_WATCH")
+    if not path or not os.path.exists(path):
+        return None
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.connect(path)
+        sock.sendall(f"{os.environ['RANK']}\n".encode())
+    except OSError:
+        sock.close()
+        return None
+    return sock
+
+
+def _say_done(sock):
+    if sock is not None:
+        try:
+            sock.sendall(b"done\n")
+        except OSError:
+            pass
+
+
 def _abort(code, run_dir, why):
     try:
         with open(os.path.join(run_dir, f"failed.{os.environ['RANK']}"), "w") as f:
@@ -110,10 +134,21 @@ def main(argv):
     if os.environ.get("CYGRAD_RUN_PREFIX", "1") != "0":
         _prefix_output(os.environ["RANK"])
     with open(os.path.join(run_dir, f"pid.{os.environ['RANK']}"), "w") as f:
-        f.write(str(os.getpid()))
+        f.write(f"{socket.gethostname()} {os.getpid()}")
+
+    watch = _connect_watch()
 
     def hook(exc_type, exc, tb):
-        traceback.print_exception(exc_type, exc, tb)
+        text = "".join(traceback.format_exception(exc_type, exc, tb))
+        sys.stderr.write(text)
+        # mpiexec may end the job before it forwarded the lines above: the
+        # launcher prints this copy if they did not come through
+        try:
+            with open(os.path.join(run_dir, f"traceback.{os.environ['RANK']}"),
+                      "w") as f:
+                f.write(text)
+        except OSError:
+            pass
         _abort(1, run_dir, f"raised {exc_type.__name__} (traceback above)")
 
     sys.excepthook = hook
@@ -127,6 +162,7 @@ def main(argv):
     except SystemExit as exc:
         code = exc.code
         if code is None or code == 0:
+            _say_done(watch)
             raise
         if not isinstance(code, int):
             print(code, file=sys.stderr)
@@ -134,6 +170,8 @@ def main(argv):
         _abort(code, run_dir, f"called sys.exit({exc.code!r})")
     except BaseException:  # noqa: BLE001  (every failure must end the job)
         hook(*sys.exc_info())
+    else:
+        _say_done(watch)
 
 
 if __name__ == "__main__":

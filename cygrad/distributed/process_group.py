@@ -9,6 +9,7 @@ those of another group or of a user's own ``mpi4py`` code.
 import enum
 import os
 import sys
+import time
 import traceback
 
 __all__ = [
@@ -183,6 +184,9 @@ def _abort_on_uncaught(exc_type, exc, tb):
     finally:
         MPI = _mpi()
         if MPI.Is_initialized() and not MPI.Is_finalized():
+            # give mpiexec a moment to forward the traceback: Abort ends
+            # every process of the job, the output forwarders included
+            time.sleep(0.3)
             MPI.COMM_WORLD.Abort(1)
 
 

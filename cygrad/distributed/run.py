@@ -17,10 +17,12 @@ import argparse
 import os
 import re
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
 import threading
+import time
 
 __all__ = ["find_mpiexec", "main", "mpiexec_command"]
 
@@ -101,6 +103,9 @@ def _pump(src, dst, seen):
     for line in iter(src.readline, ""):
         dst.write(line)
         dst.flush()
+        tail = seen.setdefault("tail", [])
+        tail.append(line.rstrip("\n"))
+        del tail[:-2000]
         m = _PID_LINE.search(line)
         if m:
             seen.setdefault("pids", []).append(int(m.group(1)))
@@ -110,28 +115,103 @@ def _pump(src, dst, seen):
     src.close()
 
 
-def _rank_of_pids(run_dir):
+def _rank_of_pids(run_dir, local_only=False):
+    """{pid: rank} from the ranks' ``pid.R`` notes ("host pid")."""
     table = {}
+    host = socket.gethostname()
     for name in os.listdir(run_dir):
         if name.startswith("pid."):
-            with open(os.path.join(run_dir, name)) as f:
-                table[int(f.read().strip())] = int(name[4:])
+            try:
+                with open(os.path.join(run_dir, name)) as f:
+                    where, pid = f.read().split()
+            except (OSError, ValueError):
+                continue        # being written
+            if not local_only or where == host:
+                table[int(pid)] = int(name[4:])
     return table
 
 
+class _Watch:
+    """Each local rank keeps a connection to this Unix socket open for its
+    whole life and says ``done`` before a normal exit.  The kernel closes a
+    dead rank's connection at once, before mpiexec reacts and ends the others,
+    so the first connection that closes without ``done`` names the lost rank."""
+
+    def __init__(self, run_dir):
+        self.path = os.path.join(run_dir, "watch.sock")
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.bind(self.path)
+        self.sock.listen(256)
+        self.lost = []          # (monotonic ns, rank) of connections lost
+        self._lock = threading.Lock()
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._follow, args=(conn,), daemon=True).start()
+
+    def _follow(self, conn):
+        data = b""
+        with conn:
+            while True:
+                try:
+                    chunk = conn.recv(64)
+                except OSError:
+                    chunk = b""
+                if not chunk:
+                    break
+                data += chunk
+        when = time.monotonic_ns()
+        words = data.decode(errors="replace").split()
+        if words and "done" not in words[1:]:
+            with self._lock:
+                self.lost.append((when, int(words[0])))
+
+    def first_lost(self):
+        with self._lock:
+            return min(self.lost)[1] if self.lost else None
+
+    def close(self):
+        self.sock.close()
+
+
+def _replay_traceback(run_dir, rank, seen):
+    """Print the failed rank's traceback if mpiexec ended the job before its
+    lines came through."""
+    path = os.path.join(run_dir, f"traceback.{rank}")
+    if not os.path.exists(path):
+        return
+    with open(path) as f:
+        lines = f.read().rstrip("\n").split("\n")
+    if not any(line.endswith(lines[-1]) for line in seen.get("tail", [])):
+        sys.stderr.write("".join(f"[rank{rank}]: {line}\n" for line in lines))
+        sys.stderr.flush()
+
+
 def _report(run_dir, seen, returncode):
-    """Say which rank ended the job, from the ranks' own notes (a raising rank
-    writes ``failed.R``) or from mpiexec's "PID ... EXIT CODE" report."""
+    """Say which rank ended the job: from the ranks' own notes (a raising rank
+    writes ``failed.R``), from the first local rank whose watch connection
+    closed, or from mpiexec's "PID ... EXIT STRING" report (remote ranks)."""
     failed = sorted(int(n[7:]) for n in os.listdir(run_dir) if n.startswith("failed."))
     if failed:
         with open(os.path.join(run_dir, f"failed.{failed[0]}")) as f:
             why = f.read()
+        _replay_traceback(run_dir, failed[0], seen)
         return (f"cygrad.distributed.run: rank {failed[0]} {why}; the job was ended, "
                 f"exit code {returncode}")
+    how = "; ".join(seen.get("why", [])) or f"exit code {returncode}"
     pids = _rank_of_pids(run_dir)
+    by_rank = {rank: pid for pid, rank in pids.items()}
+    if seen.get("lost") is not None:
+        rank = seen["lost"]
+        return (f"cygrad.distributed.run: rank {rank} (pid {by_rank.get(rank)}) was "
+                f"lost ({how}); the other ranks were ended")
     for pid in seen.get("pids", []):
         if pid in pids:
-            how = "; ".join(seen.get("why", [])) or f"exit code {returncode}"
             return (f"cygrad.distributed.run: rank {pids[pid]} (pid {pid}) was lost "
                     f"({how}); the other ranks were ended")
     return f"cygrad.distributed.run: the job failed with exit code {returncode}"
@@ -145,6 +225,8 @@ def main(argv=None):
         # the ranks inherit the environment and working directory, so they
         # import the same cygrad as this launcher
         env = dict(os.environ)
+        watch = _Watch(run_dir)
+        env["CYGRAD_RUN_WATCH"] = watch.path
         if opts.no_prefix:
             env["CYGRAD_RUN_PREFIX"] = "0"
         proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE,
@@ -161,6 +243,8 @@ def main(argv=None):
             returncode = proc.wait()
         for t in pumps:
             t.join()
+        watch.close()
+        seen["lost"] = watch.first_lost()
         if returncode != 0:
             print(_report(run_dir, seen, returncode), file=sys.stderr, flush=True)
     return returncode
