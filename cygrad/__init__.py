@@ -33,6 +33,7 @@ from cygrad.autograd import gradcheck as _gradcheck  # noqa: F401
 from cygrad import viz  # noqa: F401
 from cygrad import nn, optim  # noqa: F401
 from cygrad import utils  # noqa: F401
+from cygrad import distributed, multiprocessing  # noqa: F401  (no MPI until used)
 from cygrad.serialization import load, save  # noqa: F401
 from cygrad._kernels.threads import get_num_threads, set_num_threads  # noqa: F401
 

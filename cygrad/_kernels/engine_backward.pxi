@@ -283,7 +283,10 @@ def _run_backward(tuple roots, tuple root_grads, bint keep_graph, bint create_gr
             if isinstance(node, AccumulateGrad):
                 if buf is not None and (accumulate and (
                         capture is None or node in capture)):
-                    leaf_work.append((node, buf))
+                    if _eager_leaf(node):
+                        _finish_leaf(node, buf, graph)
+                    else:
+                        leaf_work.append((node, buf))
                 continue
             if capture is not None and not accumulate and node in capture and \
                     not _any_child_needed(node):
@@ -305,6 +308,7 @@ def _run_backward(tuple roots, tuple root_grads, bint keep_graph, bint create_gr
             else:
                 results = None
             n_next = node._n_in
+            eager = None
             for i in range(n_next):
                 child = _child(node, i)
                 if child is None:
@@ -324,11 +328,21 @@ def _run_backward(tuple roots, tuple root_grads, bint keep_graph, bint create_gr
                         g = None
                 child._deps -= 1
                 if child._deps == 0:
+                    if _eager_leaf(child):
+                        eager = [child] if eager is None else eager + [child]
+                    else:
+                        _push(ready, &rp, child)
+            if eager is not None:
+                # pushed last, so popped next and in input order: torch runs
+                # leaf sinks before any other ready node
+                for child in reversed(eager):
                     _push(ready, &rp, child)
+                eager = None
             if not graph and results is not None:
                 _recycle_results(results)
             results = None
         # Leaves last, all or nothing: hooks first (they may raise), then sums.
+        # (Leaves with post-accumulate hooks were finished when ready.)
         finals = []
         for (node, buf) in leaf_work:
             t = (<AccumulateGrad>node)._tref()
@@ -351,6 +365,26 @@ def _run_backward(tuple roots, tuple root_grads, bint keep_graph, bint create_gr
         for i in range(len(visited)):
             (<Node>visited[i])._buf = None
     return captured
+
+
+cdef inline bint _eager_leaf(Node node) except -1:
+    """A leaf's sink whose tensor has post-accumulate hooks (DDP's gradient-ready
+    signal): it runs as soon as its gradient is final, not in the leaf phase."""
+    if type(node) is not AccumulateGrad:
+        return False
+    t = (<AccumulateGrad>node)._tref()
+    return t is not None and bool((<TensorBase>t)._post_hooks)
+
+
+cdef void _finish_leaf(Node node, object buf, bint graph) except *:
+    """Tensor hooks, ``.grad`` sum, then post-accumulate hooks of one leaf."""
+    cdef TensorBase t = (<AccumulateGrad>node)._tref()
+    if t._hooks:
+        buf = _run_leaf_hooks(t, buf, graph)
+    _accumulate_into(t, buf, graph)
+    buf = None
+    for fn in list(t._post_hooks):
+        fn(t)
 
 
 cdef void _note_root_gen(tuple roots) except *:

@@ -9,6 +9,7 @@ from . import modules
 from .modules import *  # noqa: F401,F403  (the names of modules.__all__)
 from .parameter import Parameter
 from .utils import clip_grad_norm_
+from . import parallel  # noqa: E402  (after .module, which it subclasses)
 
 __all__ = [
     "BCEWithLogitsLoss",
@@ -29,6 +30,7 @@ __all__ = [
     "clip_grad_norm_",
     "functional",
     "init",
+    "parallel",
     "utils",
 ]
 __all__ += modules.__all__
