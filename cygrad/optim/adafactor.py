@@ -81,6 +81,7 @@ class Adafactor(Optimizer):
             "d": d,
             "weight_decay": weight_decay,
             "maximize": maximize,
+            "foreach": foreach,
         }
         super().__init__(params, defaults)
 

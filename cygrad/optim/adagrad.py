@@ -74,6 +74,9 @@ class Adagrad(Optimizer):
             "initial_accumulator_value": initial_accumulator_value,
             "eps": eps,
             "maximize": maximize,
+            "foreach": foreach,
+            "differentiable": differentiable,
+            "fused": fused,
         }
         super().__init__(params, defaults)  # add_param_group creates the state
 

@@ -77,6 +77,9 @@ class ASGD(Optimizer):
             "t0": t0,
             "weight_decay": weight_decay,
             "maximize": maximize,
+            "foreach": foreach,
+            "differentiable": differentiable,
+            "capturable": capturable,
         }
         super().__init__(params, defaults)
 

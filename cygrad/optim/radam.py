@@ -82,6 +82,9 @@ class RAdam(Optimizer):
             "weight_decay": weight_decay,
             "decoupled_weight_decay": decoupled_weight_decay,
             "maximize": maximize,
+            "foreach": foreach,
+            "capturable": capturable,
+            "differentiable": differentiable,
         }
         super().__init__(params, defaults)
 

@@ -82,6 +82,9 @@ class RMSprop(Optimizer):
             "momentum": momentum,
             "centered": centered,
             "maximize": maximize,
+            "foreach": foreach,
+            "capturable": capturable,
+            "differentiable": differentiable,
         }
         super().__init__(params, defaults)
 

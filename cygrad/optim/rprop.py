@@ -66,6 +66,9 @@ class Rprop(Optimizer):
             "etas": tuple(etas),
             "step_sizes": tuple(step_sizes),
             "maximize": maximize,
+            "foreach": foreach,
+            "differentiable": differentiable,
+            "capturable": capturable,
         }
         super().__init__(params, defaults)
 

@@ -74,6 +74,9 @@ class SGD(Optimizer):
             "weight_decay": weight_decay,
             "nesterov": nesterov,
             "maximize": maximize,
+            "foreach": foreach,
+            "fused": fused,
+            "differentiable": differentiable,
         }
         super().__init__(params, defaults)
 
