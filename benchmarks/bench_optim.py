@@ -321,6 +321,34 @@ def build_lbfgs(lib, line_search_fn=None):
     return step_torch if lib == "torch" else step
 
 
+MUON_SHAPES = [(64, 64)] * 12 + [(pick(256, 8), pick(128, 4))] * 4
+
+
+def build_muon(lib):
+    """One Muon step over 12 matrices of 64x64 and 4 of 256x128 (torch has one
+    form: its single-tensor loop)."""
+    T = need(lib, "optim.Muon")
+    params, grads = _suite_arrays(MUON_SHAPES)
+    ps = []
+    for p, g in zip(params, grads):
+        if lib == "torch":
+            t = T.nn.Parameter(T.from_numpy(p))
+            t.grad = T.from_numpy(g)
+        else:
+            t = T.tensor(p, requires_grad=True)
+            t.grad = T.tensor(g)
+        ps.append(t)
+    return T.optim.Muon(ps, lr=1e-3).step
+
+
+@pytest.mark.parametrize("lib", ["cygrad", "torch"])
+def test_muon_step(benchmark, lib):
+    step = build_muon(lib)
+    step()
+    tag(benchmark, "optim_muon", lib)
+    run(benchmark, step)
+
+
 @pytest.mark.parametrize("sizes", list(SHAPES))
 @pytest.mark.parametrize("name", list(SUITE))
 @pytest.mark.parametrize("lib", ["cygrad", "torch"])
@@ -361,6 +389,12 @@ def _suite_interleaved(reps=200):
                 for lib, fn in steps.items():
                     times[lib].append(timed(fn))
             rows.append((sizes, name, times))
+    steps = {lib: build_muon(lib) for lib in ("cygrad", "torch")}
+    times = {lib: [] for lib in steps}
+    for _ in range(max(reps // 10, 5)):
+        for lib, fn in steps.items():
+            times[lib].append(timed(fn))
+    rows.append(("muon", "Muon", times))
     for ls in (None, "strong_wolfe"):
         steps = {lib: build_lbfgs(lib, ls) for lib in ("cygrad", "torch")}
         times = {lib: [] for lib in steps}

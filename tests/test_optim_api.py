@@ -130,3 +130,22 @@ def test_every_optimizer_exported_and_named_like_torch(name):
     assert [g["lr"] for g in opt.param_groups][1] == 0.5
     opt.step()
     assert name in repr(opt)
+
+
+@pytest.mark.parametrize("name", ALL + ["Adafactor", "Muon"])
+def test_a_bad_gradient_anywhere_changes_nothing(name):
+    """Every parameter is checked before any is updated, across groups."""
+    shape = (2, 2)
+    good = cygrad.ones(*shape, dtype=cygrad.float64, requires_grad=True)
+    bad = cygrad.ones(*shape, dtype=cygrad.float64, requires_grad=True)
+    good.grad = cygrad.ones(*shape, dtype=cygrad.float64)
+    bad.grad = cygrad.ones(*shape, dtype=cygrad.float64)
+    bad.grad._arr = np.ones(shape, np.float32)  # swapped behind the setter's back
+    opt = getattr(optim, name)([{"params": [good]}, {"params": [bad]}], lr=0.1)
+    state_before = {k: sorted(v) for k, v in opt.state.items()}
+    with pytest.raises(TypeError, match="gradient of dtype float32"):
+        opt.step()
+    np.testing.assert_array_equal(good.detach().numpy(), 1.0)
+    assert {k: sorted(v) for k, v in opt.state.items()} == state_before
+    if name == "Adagrad":
+        assert opt.state[good]["step"].item() == 0

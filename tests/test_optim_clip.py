@@ -241,3 +241,24 @@ def test_clip_grad_norm_on_a_strided_gradient():
     np.testing.assert_allclose(
         p.grad.numpy(), base.T / (np.linalg.norm(base) + 1e-6), rtol=1e-14
     )
+
+
+def test_total_norm_over_random_shapes_matches_torch():
+    torch = pytest.importorskip("torch")
+    from hypothesis import given
+    from hypothesis import strategies as st
+    from hypothesis.extra.numpy import array_shapes, arrays
+
+    finite = st.floats(-1e3, 1e3, width=32)
+    tensors = st.lists(arrays(np.float64, array_shapes(max_dims=3, max_side=6),
+                              elements=finite), min_size=1, max_size=5)
+
+    @given(tensors, st.sampled_from(ORDERS), st.floats(1e-3, 10.0))
+    def check(arrays_, norm_type, max_norm):
+        ps, tps = make_cygrad(arrays_), make_torch(torch, arrays_)
+        ours = utils.clip_grad_norm_(ps, max_norm, norm_type=norm_type)
+        theirs = torch.nn.utils.clip_grad_norm_(tps, max_norm, norm_type=norm_type)
+        np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-12)
+        assert_grads_equal(cy_grads(ps), torch_grads(tps), 1e-12)
+
+    check()

@@ -9,7 +9,6 @@ from .optimizer import (
     Optimizer,
     advance_step,
     flat_state,
-    param_arrays,
     step_state,
     zeros_state,
 )
@@ -82,6 +81,7 @@ class Adafactor(Optimizer):
             "d": d,
             "weight_decay": weight_decay,
             "maximize": maximize,
+            "foreach": foreach,
         }
         super().__init__(params, defaults)
 
@@ -111,7 +111,7 @@ class Adafactor(Optimizer):
                 f"weight_decay should be >= 0 but is: {group['weight_decay']}"
             )
 
-    def _update(self, group):
+    def _update(self, group, items):
         lr = float(group["lr"])
         beta2_decay = float(group["beta2_decay"])
         eps1, eps2 = group["eps"]
@@ -119,10 +119,7 @@ class Adafactor(Optimizer):
         weight_decay = float(group["weight_decay"])
         maximize = bool(group["maximize"])
         state = self.state
-        for p in group["params"]:
-            if p.grad is None:
-                continue
-            arr, grad = param_arrays(p)
+        for p, arr, grad in items:
             shape = p._arr.shape
             st = state[p]
             if len(st) == 0:

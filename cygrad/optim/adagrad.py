@@ -7,7 +7,6 @@ from .optimizer import (
     advance_step,
     check_torch_only_options,
     flat_state,
-    param_arrays,
     step_state,
     zeros_state,
 )
@@ -75,6 +74,9 @@ class Adagrad(Optimizer):
             "initial_accumulator_value": initial_accumulator_value,
             "eps": eps,
             "maximize": maximize,
+            "foreach": foreach,
+            "differentiable": differentiable,
+            "fused": fused,
         }
         super().__init__(params, defaults)  # add_param_group creates the state
 
@@ -104,7 +106,7 @@ class Adagrad(Optimizer):
         if not 0.0 <= group["eps"]:
             raise ValueError(f"Invalid epsilon value: {group['eps']}")
 
-    def _update(self, group):
+    def _update(self, group, items):
         lr = float(group["lr"])
         lr_decay = float(group["lr_decay"])
         weight_decay = float(group["weight_decay"])
@@ -112,10 +114,7 @@ class Adagrad(Optimizer):
         maximize = bool(group["maximize"])
         self._init_state(group)  # parameters whose state a load left out
         state = self.state
-        for p in group["params"]:
-            if p.grad is None:
-                continue
-            arr, grad = param_arrays(p)
+        for p, arr, grad in items:
             st = state[p]
             step = advance_step(st["step"])
             clr = lr / (1 + (step - 1) * lr_decay)

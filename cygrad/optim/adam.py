@@ -7,7 +7,6 @@ from .optimizer import (
     advance_step,
     check_torch_only_options,
     flat_state,
-    param_arrays,
     step_state,
     zeros_state,
 )
@@ -82,6 +81,10 @@ class Adam(Optimizer):
             "amsgrad": amsgrad,
             "maximize": maximize,
             "decoupled_weight_decay": decoupled_weight_decay,
+            "foreach": foreach,
+            "capturable": capturable,
+            "differentiable": differentiable,
+            "fused": fused,
         }
         super().__init__(params, defaults)
 
@@ -99,7 +102,7 @@ class Adam(Optimizer):
         if not 0.0 <= group["weight_decay"]:
             raise ValueError(f"Invalid weight_decay value: {group['weight_decay']}")
 
-    def _update(self, group):
+    def _update(self, group, items):
         lr = float(group["lr"])
         beta1, beta2 = (float(b) for b in group["betas"])
         eps = float(group["eps"])
@@ -108,10 +111,7 @@ class Adam(Optimizer):
         maximize = bool(group["maximize"])
         decoupled = bool(group["decoupled_weight_decay"])
         state = self.state
-        for p in group["params"]:
-            if p.grad is None:
-                continue
-            arr, grad = param_arrays(p)
+        for p, arr, grad in items:
             st = state[p]
             if len(st) == 0:
                 st["step"] = step_state()

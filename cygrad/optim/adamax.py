@@ -8,7 +8,6 @@ from .optimizer import (
     advance_step,
     check_torch_only_options,
     flat_state,
-    param_arrays,
     step_state,
     zeros_state,
 )
@@ -69,6 +68,9 @@ class Adamax(Optimizer):
             "eps": eps,
             "weight_decay": weight_decay,
             "maximize": maximize,
+            "foreach": foreach,
+            "differentiable": differentiable,
+            "capturable": capturable,
         }
         super().__init__(params, defaults)
 
@@ -81,17 +83,14 @@ class Adamax(Optimizer):
         if not 0.0 <= group["weight_decay"]:
             raise ValueError(f"Invalid weight_decay value: {group['weight_decay']}")
 
-    def _update(self, group):
+    def _update(self, group, items):
         lr = float(group["lr"])
         beta1, beta2 = (float(b) for b in group["betas"])
         eps = float(group["eps"])
         weight_decay = float(group["weight_decay"])
         maximize = bool(group["maximize"])
         state = self.state
-        for p in group["params"]:
-            if p.grad is None:
-                continue
-            arr, grad = param_arrays(p)
+        for p, arr, grad in items:
             st = state[p]
             if len(st) == 0:
                 st["step"] = step_state()

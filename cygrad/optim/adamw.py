@@ -23,7 +23,8 @@ class AdamW(Adam):
     amsgrad : bool, default False
     maximize : bool, default False
     foreach, fused : ignored
-        Accepted so torch code runs unchanged; cygrad always fuses.
+        Accepted (and kept in the groups, as torch keeps them) so torch code
+        runs unchanged; cygrad always fuses.
     capturable, differentiable : False
         Accepted when False; True raises ``NotImplementedError``.
     """
@@ -53,4 +54,8 @@ class AdamW(Adam):
             amsgrad=amsgrad,
             maximize=maximize,
             decoupled_weight_decay=True,
+            foreach=foreach,
+            fused=fused,
+            capturable=capturable,
+            differentiable=differentiable,
         )

@@ -7,7 +7,6 @@ from .optimizer import (
     advance_step,
     check_torch_only_options,
     flat_state,
-    param_arrays,
     round_to_default,
     set_scalar_state,
     step_state,
@@ -78,6 +77,9 @@ class ASGD(Optimizer):
             "t0": t0,
             "weight_decay": weight_decay,
             "maximize": maximize,
+            "foreach": foreach,
+            "differentiable": differentiable,
+            "capturable": capturable,
         }
         super().__init__(params, defaults)
 
@@ -87,7 +89,7 @@ class ASGD(Optimizer):
         if not 0.0 <= group["weight_decay"]:
             raise ValueError(f"Invalid weight_decay value: {group['weight_decay']}")
 
-    def _update(self, group):
+    def _update(self, group, items):
         lr = float(group["lr"])
         lambd = float(group["lambd"])
         alpha = float(group["alpha"])
@@ -95,10 +97,7 @@ class ASGD(Optimizer):
         weight_decay = float(group["weight_decay"])
         maximize = bool(group["maximize"])
         state = self.state
-        for p in group["params"]:
-            if p.grad is None:
-                continue
-            arr, grad = param_arrays(p)
+        for p, arr, grad in items:
             st = state[p]
             if len(st) == 0:
                 st["step"] = step_state()

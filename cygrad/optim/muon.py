@@ -6,7 +6,7 @@ import numpy as np
 
 from cygrad._kernels import optim_muon as _km
 
-from .optimizer import Optimizer, flat_state, param_arrays, zeros_state
+from .optimizer import Optimizer, flat_state, zeros_state
 
 __all__ = ["Muon"]
 
@@ -163,17 +163,14 @@ class Muon(Optimizer):
                     f"with size: {p.shape}"
                 )
 
-    def _update(self, group):
+    def _update(self, group, items):
         lr = float(group["lr"])
         weight_decay = float(group["weight_decay"])
         momentum = float(group["momentum"])
         nesterov = bool(group["nesterov"])
         # the iteration's own checks, made before any state changes
         _check_newton_schulz(group["ns_coefficients"], group["ns_steps"])
-        for p in group["params"]:
-            if p.grad is None:
-                continue
-            arr, grad = param_arrays(p)
+        for p, arr, grad in items:
             st = self.state[p]
             if "momentum_buffer" not in st:
                 st["momentum_buffer"] = zeros_state(p)

@@ -7,7 +7,6 @@ from .optimizer import (
     advance_step,
     check_torch_only_options,
     flat_state,
-    param_arrays,
     set_scalar_state,
     step_state,
     zeros_state,
@@ -96,6 +95,9 @@ class NAdam(Optimizer):
             "momentum_decay": momentum_decay,
             "decoupled_weight_decay": decoupled_weight_decay,
             "maximize": maximize,
+            "foreach": foreach,
+            "capturable": capturable,
+            "differentiable": differentiable,
         }
         super().__init__(params, defaults)
 
@@ -112,7 +114,7 @@ class NAdam(Optimizer):
                 f"Invalid momentum_decay value: {group['momentum_decay']}"
             )
 
-    def _update(self, group):
+    def _update(self, group, items):
         lr = float(group["lr"])
         beta1, beta2 = (float(b) for b in group["betas"])
         eps = float(group["eps"])
@@ -121,10 +123,7 @@ class NAdam(Optimizer):
         decoupled = bool(group["decoupled_weight_decay"])
         maximize = bool(group["maximize"])
         state = self.state
-        for p in group["params"]:
-            if p.grad is None:
-                continue
-            arr, grad = param_arrays(p)
+        for p, arr, grad in items:
             st = state[p]
             if len(st) == 0:
                 st["step"] = step_state()

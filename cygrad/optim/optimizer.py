@@ -1,8 +1,10 @@
 """The ``Optimizer`` base class: parameter groups, state, and its (de)serialisation.
 
 Subclasses implement ``_validate(group)`` (raise ``ValueError`` on a bad
-hyperparameter) and ``_update(group)`` (one step over the group's parameters,
-called under ``no_grad``).  The arithmetic lives in ``cygrad._kernels.optim``:
+hyperparameter) and ``_update(group, items)`` (one step over the group's
+parameters that have gradients, ``items`` = ``(param, flat param, flat
+grad)``, all checked by ``param_arrays`` before any group is updated; called
+under ``no_grad``).  The arithmetic lives in ``cygrad._kernels.optim``:
 one compiled, in-place pass per parameter.
 """
 
@@ -415,11 +417,20 @@ class Optimizer:
             with enable_grad():
                 loss = closure()
         with no_grad():
-            for group in self.param_groups:
-                self._update(group)
+            # every parameter with a gradient is checked before any is
+            # updated, so a bad one raises with nothing changed
+            prepared = [
+                (group, [(p, *param_arrays(p)) for p in group["params"]
+                         if p.grad is not None])
+                for group in self.param_groups
+            ]
+            for group, items in prepared:
+                self._update(group, items)
         return loss
 
-    def _update(self, group):
+    def _update(self, group, items):
+        """One step over ``items``: ``(param, flat param, flat grad)`` for each
+        parameter of ``group`` that has a gradient, already checked."""
         raise NotImplementedError
 
     # ----------------------------------------------------------- state dicts

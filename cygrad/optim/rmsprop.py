@@ -7,7 +7,6 @@ from .optimizer import (
     advance_step,
     check_torch_only_options,
     flat_state,
-    param_arrays,
     step_state,
     zeros_state,
 )
@@ -83,6 +82,9 @@ class RMSprop(Optimizer):
             "momentum": momentum,
             "centered": centered,
             "maximize": maximize,
+            "foreach": foreach,
+            "capturable": capturable,
+            "differentiable": differentiable,
         }
         super().__init__(params, defaults)
 
@@ -98,7 +100,7 @@ class RMSprop(Optimizer):
         if not 0.0 <= group["alpha"]:
             raise ValueError(f"Invalid alpha value: {group['alpha']}")
 
-    def _update(self, group):
+    def _update(self, group, items):
         lr = float(group["lr"])
         alpha = float(group["alpha"])
         eps = float(group["eps"])
@@ -107,10 +109,7 @@ class RMSprop(Optimizer):
         centered = bool(group["centered"])
         maximize = bool(group["maximize"])
         state = self.state
-        for p in group["params"]:
-            if p.grad is None:
-                continue
-            arr, grad = param_arrays(p)
+        for p, arr, grad in items:
             st = state[p]
             if len(st) == 0:
                 st["step"] = step_state()

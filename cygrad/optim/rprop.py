@@ -7,7 +7,6 @@ from .optimizer import (
     advance_step,
     check_torch_only_options,
     flat_state,
-    param_arrays,
     step_state,
     zeros_state,
 )
@@ -67,6 +66,9 @@ class Rprop(Optimizer):
             "etas": tuple(etas),
             "step_sizes": tuple(step_sizes),
             "maximize": maximize,
+            "foreach": foreach,
+            "differentiable": differentiable,
+            "capturable": capturable,
         }
         super().__init__(params, defaults)
 
@@ -77,15 +79,12 @@ class Rprop(Optimizer):
         if not 0.0 < etas[0] < 1.0 < etas[1]:
             raise ValueError(f"Invalid eta values: {etas[0]}, {etas[1]}")
 
-    def _update(self, group):
+    def _update(self, group, items):
         etaminus, etaplus = (float(e) for e in group["etas"])
         step_size_min, step_size_max = (float(s) for s in group["step_sizes"])
         maximize = bool(group["maximize"])
         state = self.state
-        for p in group["params"]:
-            if p.grad is None:
-                continue
-            arr, grad = param_arrays(p)
+        for p, arr, grad in items:
             st = state[p]
             if len(st) == 0:
                 st["step"] = step_state()

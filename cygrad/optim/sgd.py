@@ -6,7 +6,6 @@ from .optimizer import (
     Optimizer,
     check_torch_only_options,
     flat_state,
-    param_arrays,
     zeros_state,
 )
 
@@ -75,6 +74,9 @@ class SGD(Optimizer):
             "weight_decay": weight_decay,
             "nesterov": nesterov,
             "maximize": maximize,
+            "foreach": foreach,
+            "fused": fused,
+            "differentiable": differentiable,
         }
         super().__init__(params, defaults)
 
@@ -88,7 +90,7 @@ class SGD(Optimizer):
         if group["nesterov"] and (group["momentum"] <= 0 or group["dampening"] != 0):
             raise ValueError("Nesterov momentum requires a momentum and zero dampening")
 
-    def _update(self, group):
+    def _update(self, group, items):
         lr = float(group["lr"])
         momentum = float(group["momentum"])
         dampening = float(group["dampening"])
@@ -96,10 +98,7 @@ class SGD(Optimizer):
         nesterov = bool(group["nesterov"])
         maximize = bool(group["maximize"])
         state = self.state
-        for p in group["params"]:
-            if p.grad is None:
-                continue
-            arr, grad = param_arrays(p)
+        for p, arr, grad in items:
             buf = None
             first = False
             if momentum != 0:

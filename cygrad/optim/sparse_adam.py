@@ -46,11 +46,10 @@ class SparseAdam(Optimizer):
             raise ValueError(f"Invalid epsilon value: {group['eps']}")
         check_betas(group["betas"])
 
-    def _update(self, group):
-        for p in group["params"]:
-            if p.grad is not None:
-                raise RuntimeError(
-                    "SparseAdam does not support dense gradients, please consider "
-                    "Adam instead (cygrad has no sparse gradients, so SparseAdam "
-                    "can never step)"
-                )
+    def _update(self, group, items):
+        if items:
+            raise RuntimeError(
+                "SparseAdam does not support dense gradients, please consider "
+                "Adam instead (cygrad has no sparse gradients, so SparseAdam "
+                "can never step)"
+            )
