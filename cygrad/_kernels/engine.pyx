@@ -31,7 +31,8 @@ sites, version counters), ``engine_tensor`` (TensorBase), ``engine_diagnostics``
 (live nodes, generations), ``engine_arrays`` (dtype promotion, broadcasting,
 the 0-d pool), ``engine_elementwise`` (the table's ops and in-place updates),
 ``engine_nodes`` (graph nodes), ``engine_function`` (Python Functions) and
-``engine_backward`` (the scheduler).  The C it needs of CPython is in
+``engine_backward`` (the scheduler), and ``engine_xp`` (the NumPy side of
+the backwards' ``xp`` namespace).  The C it needs of CPython is in
 ``cg_engine.h``.
 """
 
@@ -92,3 +93,4 @@ include "engine_elementwise.pxi"
 include "engine_nodes.pxi"
 include "engine_function.pxi"
 include "engine_backward.pxi"
+include "engine_xp.pxi"

@@ -177,7 +177,7 @@ def _wrap(arr, requires_grad=False):
     """A new Tensor over ``arr`` (no copy).  A NumPy scalar (what a ufunc
     returns for 0-d input) becomes a 0-d array: the engine reads ``_arr``
     as an ndarray without checking."""
-    if type(arr) is not np.ndarray:
+    if not isinstance(arr, cnp.ndarray):
         arr = np.asarray(arr)
     cdef TensorBase t = _new_tensor(arr)
     t._requires_grad = requires_grad

@@ -13,7 +13,7 @@ import weakref as _weakref
 import numpy as np
 
 from cygrad._kernels import engine as _engine
-from cygrad._kernels.engine import TensorBase, _alias, _wrap, is_grad_enabled
+from cygrad._kernels.engine import _alias, _wrap, is_grad_enabled
 from cygrad._kernels.reduce import sum_to_shape as _np_sum_to_shape
 from cygrad._tensor import Tensor, _canon_dim
 from cygrad.autograd.function import Function
@@ -57,33 +57,28 @@ def op(name, methods=(), primitive=False, domain=None, kind="other", aliases=(),
 # --- array namespaces for backward formulas ---------------------------------------
 
 class _NumpyNS:
-    """Backward formulas over NumPy arrays (grad mode off: the fast path)."""
+    """Backward formulas over NumPy arrays (grad mode off: the fast path).
 
-    @staticmethod
-    def val(t):
-        return t._arr if isinstance(t, TensorBase) else t
+    The array helpers are the engine's compiled ``xp_*`` functions (no
+    Python frame per call) or NumPy's ufuncs.
+    """
 
-    @staticmethod
-    def out(a):
-        return _wrap(np.asarray(a)) if a is not None else None
-
+    val = staticmethod(_engine.xp_val)
+    out = staticmethod(_engine.xp_out)
     matmul = staticmethod(np.matmul)
-    reshape = staticmethod(np.reshape)
+    reshape = staticmethod(_engine.xp_reshape)
     broadcast_to = staticmethod(np.broadcast_to)
-    swapaxes = staticmethod(np.swapaxes)
-    transpose = staticmethod(np.transpose)
+    swapaxes = staticmethod(_engine.xp_swapaxes)
+    transpose = staticmethod(_engine.xp_transpose)
     expand_dims = staticmethod(np.expand_dims)
     exp = staticmethod(np.exp)
     sum_to_shape = staticmethod(_np_sum_to_shape)
+    sum = staticmethod(_engine.xp_sum)
 
     @staticmethod
     def const(arr):
         """A constant operand (no gradient) of the formula."""
         return arr
-
-    @staticmethod
-    def sum(a, axis=None, keepdims=False):
-        return np.sum(a, axis=axis, keepdims=keepdims)
 
 
 class _TensorNS:
