@@ -15,6 +15,11 @@ from cygrad.dtypes import (  # noqa: F401
     long, uint8,
 )
 from cygrad._tensor import Size, Tensor, is_tensor  # noqa: F401
+from cygrad._device import device, get_default_device, set_default_device  # noqa: F401
+from cygrad._legacy import (  # noqa: F401
+    BoolTensor, ByteTensor, CharTensor, DoubleTensor, FloatTensor, HalfTensor,
+    IntTensor, LongTensor, ShortTensor,
+)
 from cygrad import ops as _ops
 from cygrad.ops import OPS
 from cygrad.creation import (  # noqa: F401
@@ -34,6 +39,7 @@ from cygrad import viz  # noqa: F401
 from cygrad import nn, optim  # noqa: F401
 from cygrad import utils  # noqa: F401
 from cygrad import distributed, multiprocessing  # noqa: F401  (no MPI until used)
+from cygrad import backends, cuda  # noqa: F401
 from cygrad.serialization import load, save  # noqa: F401
 from cygrad._kernels.threads import get_num_threads, set_num_threads  # noqa: F401
 

@@ -14,6 +14,7 @@ import numpy as np
 from cygrad import dtypes as _dt
 from cygrad._kernels import engine as _engine
 from cygrad._kernels.engine import TensorBase
+from cygrad._device import CPU, check_device
 from cygrad.creation import _to_array
 
 __all__ = ["Size", "Tensor", "is_tensor"]
@@ -35,9 +36,21 @@ class Tensor(TensorBase):
     __array_priority__ = 1000
     __hash__ = object.__hash__
 
-    def __init__(self, data=(), dtype=None, requires_grad=False):
-        # torch.Tensor(data) legacy constructor: float32 copy of ``data``.
-        self._arr = _to_array(data, dtype if dtype is not None else _dt.float32)
+    def __init__(self, *args, dtype=None, device=None, requires_grad=False):
+        # torch's legacy constructor: Tensor(2, 3) is a (2, 3) float32 tensor
+        # (zeros here; torch leaves it uninitialised), Tensor(data) a float32
+        # copy of data, Tensor() empty.
+        check_device(device)
+        d = dtype if dtype is not None else _dt.float32
+        if len(args) == 1 and isinstance(args[0], Size):
+            args = tuple(args[0])
+        if args and all(isinstance(a, int) and not isinstance(a, bool) for a in args):
+            self._arr = np.zeros(args, _dt.to_numpy(d))
+        elif len(args) <= 1:
+            self._arr = _to_array(args[0] if args else (), d)
+        else:
+            raise TypeError(f"Tensor(): expected sizes (ints) or one sequence of "
+                            f"data, got {len(args)} arguments")
         self._ver = _engine.Version()
         if requires_grad:
             self.requires_grad = True
@@ -101,7 +114,11 @@ class Tensor(TensorBase):
 
     @property
     def device(self):
-        return "cpu"
+        return CPU
+
+    @property
+    def is_cpu(self):
+        return True
 
     @property
     def ndim(self):
@@ -209,9 +226,13 @@ class Tensor(TensorBase):
     def __reduce_ex__(self, proto):
         raise TypeError("cygrad tensors are not pickled; use cygrad.save()")
 
-    def type(self, dtype=None):
+    def type(self, dtype=None, non_blocking=False):
+        """torch's type name (``'torch.FloatTensor'``), or a cast to ``dtype``
+        (a dtype or such a name)."""
         if dtype is None:
             return _dt.type_name(self._arr.dtype)
+        if isinstance(dtype, str):
+            dtype = _dt.from_type_name(dtype)
         return self.to(dtype)
 
     def float(self):
@@ -229,7 +250,11 @@ class Tensor(TensorBase):
     def bool(self):
         return self.to(np.bool_)
 
-    def cpu(self):
+    def cpu(self, memory_format=None):
+        return self
+
+    def cuda(self, device=None, non_blocking=False, memory_format=None):
+        check_device("cuda" if device is None else device)
         return self
 
     def __repr__(self):

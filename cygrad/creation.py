@@ -1,10 +1,12 @@
 """Tensor creation functions and cygrad's random generator."""
 
+import functools
 import numbers
 
 import numpy as np
 
 from cygrad import dtypes as _dt
+from cygrad._device import check_device
 from cygrad._kernels.engine import TensorBase, _wrap
 
 __all__ = [
@@ -128,6 +130,17 @@ def _to_array(data, dtype=None):
     return arr
 
 
+def _on_cpu(fn):
+    """``device=`` of a creation function must be the CPU (cygrad's only
+    device); anything else raises AssertionError, as torch's CPU build."""
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        check_device(kwargs.get("device"))
+        return fn(*args, **kwargs)
+    return wrapper
+
+
+@_on_cpu
 def tensor(data, dtype=None, device=None, requires_grad=False, pin_memory=False):
     """A new tensor holding a copy of ``data``.
 
@@ -140,6 +153,7 @@ def tensor(data, dtype=None, device=None, requires_grad=False, pin_memory=False)
     return t
 
 
+@_on_cpu
 def as_tensor(data, dtype=None, device=None):
     if isinstance(data, TensorBase) and (dtype is None or
                                           _dt.to_numpy(dtype) == data._arr.dtype):
@@ -202,18 +216,22 @@ def _make(arr, requires_grad):
     return t
 
 
+@_on_cpu
 def zeros(*size, dtype=None, device=None, requires_grad=False):
     return _make(np.zeros(_shape_arg(size), _dtype_or_default(dtype)), requires_grad)
 
 
+@_on_cpu
 def ones(*size, dtype=None, device=None, requires_grad=False):
     return _make(np.ones(_shape_arg(size), _dtype_or_default(dtype)), requires_grad)
 
 
+@_on_cpu
 def empty(*size, dtype=None, device=None, requires_grad=False):
     return _make(np.empty(_shape_arg(size), _dtype_or_default(dtype)), requires_grad)
 
 
+@_on_cpu
 def full(size, fill_value, dtype=None, device=None, requires_grad=False):
     if dtype is None:
         dtype = _infer_dtype(fill_value)
@@ -225,18 +243,22 @@ def _like_dtype(t, dtype):
     return t._arr.dtype if dtype is None else _dt.to_numpy(dtype)
 
 
+@_on_cpu
 def zeros_like(t, dtype=None, device=None, requires_grad=False):
     return _make(np.zeros(t._arr.shape, _like_dtype(t, dtype)), requires_grad)
 
 
+@_on_cpu
 def ones_like(t, dtype=None, device=None, requires_grad=False):
     return _make(np.ones(t._arr.shape, _like_dtype(t, dtype)), requires_grad)
 
 
+@_on_cpu
 def empty_like(t, dtype=None, device=None, requires_grad=False):
     return _make(np.empty(t._arr.shape, _like_dtype(t, dtype)), requires_grad)
 
 
+@_on_cpu
 def full_like(t, fill_value, dtype=None, device=None, requires_grad=False):
     return _make(np.full(t._arr.shape, fill_value, _like_dtype(t, dtype)),
                  requires_grad)
@@ -288,6 +310,7 @@ def _rng(generator):
     return (generator or default_generator)._rng
 
 
+@_on_cpu
 def rand(*size, dtype=None, generator=None, requires_grad=False, device=None):
     """Uniform samples on [0, 1)."""
     d = _dtype_or_default(dtype)
@@ -295,6 +318,7 @@ def rand(*size, dtype=None, generator=None, requires_grad=False, device=None):
     return _make(arr, requires_grad)
 
 
+@_on_cpu
 def randn(*size, dtype=None, generator=None, requires_grad=False, device=None):
     """Standard normal samples."""
     d = _dtype_or_default(dtype)
@@ -312,6 +336,7 @@ def randn_like(t, dtype=None, generator=None, requires_grad=False):
                  requires_grad=requires_grad)
 
 
+@_on_cpu
 def randint(low, high=None, size=None, dtype=None, generator=None,
             requires_grad=False, device=None):
     """Integers uniform on [low, high) (``randint(high, size)`` also works)."""
@@ -329,6 +354,7 @@ def randint(low, high=None, size=None, dtype=None, generator=None,
     return _make(arr, requires_grad)
 
 
+@_on_cpu
 def arange(start, end=None, step=1, dtype=None, requires_grad=False, device=None):
     if end is None:
         start, end = 0, start
@@ -343,11 +369,13 @@ def arange(start, end=None, step=1, dtype=None, requires_grad=False, device=None
     return _make(np.arange(*vals, dtype=_dt.to_numpy(dtype)), requires_grad)
 
 
+@_on_cpu
 def linspace(start, end, steps, dtype=None, requires_grad=False, device=None):
     d = _dtype_or_default(dtype)
     return _make(np.linspace(start, end, int(steps), dtype=np.float64).astype(d),
                  requires_grad)
 
 
+@_on_cpu
 def eye(n, m=None, dtype=None, requires_grad=False, device=None):
     return _make(np.eye(n, m, dtype=_dtype_or_default(dtype)), requires_grad)

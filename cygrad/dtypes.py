@@ -20,9 +20,12 @@ _NAMES = {
     float32: "float32", float64: "float64", float16: "float16", int64: "int64",
     int32: "int32", int16: "int16", int8: "int8", uint8: "uint8", bool: "bool",
 }
+# torch's legacy type names, which scripts compare ``x.type()`` against.
 _TYPE_NAMES = {
-    float32: "cygrad.FloatTensor", float64: "cygrad.DoubleTensor",
-    int64: "cygrad.LongTensor", int32: "cygrad.IntTensor", bool: "cygrad.BoolTensor",
+    float32: "torch.FloatTensor", float64: "torch.DoubleTensor",
+    float16: "torch.HalfTensor", int64: "torch.LongTensor", int32: "torch.IntTensor",
+    int16: "torch.ShortTensor", int8: "torch.CharTensor", uint8: "torch.ByteTensor",
+    bool: "torch.BoolTensor",
 }
 SUPPORTED = frozenset(_NAMES)
 
@@ -51,4 +54,14 @@ def name(d):
 
 
 def type_name(d):
-    return _TYPE_NAMES.get(np.dtype(d), f"cygrad.{name(d)}")
+    return _TYPE_NAMES[np.dtype(d)]
+
+
+def from_type_name(type_name):
+    """The dtype of a legacy type name (``'torch.FloatTensor'``; the
+    ``cygrad.`` prefix works too)."""
+    short = type_name.rpartition(".")[2]
+    for d, n in _TYPE_NAMES.items():
+        if n.rpartition(".")[2] == short:
+            return d
+    raise ValueError(f"invalid type: '{type_name}'")

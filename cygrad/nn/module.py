@@ -12,7 +12,10 @@ import itertools
 
 import numpy as np
 
+from cygrad import dtypes as _dt
+from cygrad._device import check_device
 from cygrad._tensor import Tensor
+from cygrad.ops.shape import parse_to
 
 from .parameter import Parameter
 
@@ -272,15 +275,23 @@ class Module:
 
     # -- dtype ------------------------------------------------------------
 
-    def to(self, dtype):
-        """Cast every floating parameter and buffer to ``dtype`` in place.
+    def to(self, *args, **kwargs):
+        """Cast every floating parameter and buffer to a floating ``dtype``
+        in place: ``to(dtype)``, ``to(device)``, ``to(device, dtype)``,
+        ``to(tensor)``, with torch's keywords (the device must be the CPU).
 
         Parameters keep their identity (an optimizer built before still
         holds them); their ``.grad`` is cast too.
         """
-        dtype = np.dtype(dtype)
+        dtype, _ = parse_to(args, kwargs)
+        if dtype is None:
+            return self
         if not np.issubdtype(dtype, np.floating):
-            raise TypeError(f"nn.Module.to only accepts floating dtypes, got {dtype}")
+            raise TypeError("nn.Module.to only accepts floating point or complex "
+                            f"dtypes, but got desired dtype={_dt.name(dtype)}")
+        return self._cast_floats(dtype)
+
+    def _cast_floats(self, dtype):
         for m in self.modules():
             for t in itertools.chain(m._parameters.values(), m._buffers.values()):
                 if t is not None and np.issubdtype(t.dtype, np.floating):
@@ -290,10 +301,27 @@ class Module:
         return self
 
     def float(self):
-        return self.to(np.float32)
+        return self._cast_floats(np.float32)
 
     def double(self):
-        return self.to(np.float64)
+        return self._cast_floats(np.float64)
+
+    def half(self):
+        return self._cast_floats(np.float16)
+
+    def type(self, dst_type):
+        """Cast every parameter and buffer to ``dst_type`` (a dtype or a
+        legacy type name)."""
+        if isinstance(dst_type, str):
+            dst_type = _dt.from_type_name(dst_type)
+        return self._cast_floats(_dt.to_numpy(dst_type))
+
+    def cpu(self):
+        return self
+
+    def cuda(self, device=None):
+        check_device("cuda" if device is None else device)
+        return self
 
     # -- state dict -------------------------------------------------------
 

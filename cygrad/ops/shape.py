@@ -4,6 +4,7 @@ expand, squeeze/unsqueeze, flatten, cat and stack."""
 import numpy as np
 
 from cygrad import dtypes as _dt
+from cygrad._device import check_device, device
 from cygrad._kernels.engine import TensorBase, _wrap
 from cygrad._tensor import Tensor, _canon_dim
 from cygrad.autograd.function import Function
@@ -32,25 +33,40 @@ def cast(x, dtype):
     return Cast.apply(x, _dt.to_numpy(dtype))
 
 
-def to(self, *args, **kwargs):
-    """``to(dtype)``, ``to("cpu")`` or ``to(other_tensor)``; differentiable."""
+def parse_to(args, kwargs, name="to"):
+    """torch's ``to`` arguments, for tensors and modules: ``to(dtype)``,
+    ``to(device)``, ``to(device, dtype)``, ``to(tensor)`` (its dtype), the
+    keywords ``device=``, ``dtype=``, ``non_blocking=``, ``copy=``,
+    ``memory_format=``.  Returns ``(dtype or None, copy)``; a device other
+    than the CPU raises AssertionError (cygrad runs on the CPU)."""
+    kwargs = dict(kwargs)
     dtype = kwargs.pop("dtype", None)
-    kwargs.pop("device", None)
-    kwargs.pop("non_blocking", None)
-    copy = kwargs.pop("copy", False)
+    check_device(kwargs.pop("device", None))
+    flags = [kwargs.pop("non_blocking", False), kwargs.pop("copy", False)]
+    kwargs.pop("memory_format", None)
+    if kwargs:
+        raise TypeError(f"{name}() got an unexpected keyword argument "
+                        f"'{next(iter(kwargs))}'")
+    positional_flags = []
     for a in args:
         if isinstance(a, TensorBase):
             dtype = a._arr.dtype
-        elif isinstance(a, str) or a is None:
-            if a not in (None, "cpu"):
-                raise RuntimeError(f"cygrad runs on the CPU only, got device {a!r}")
-        else:
+        elif isinstance(a, bool):
+            positional_flags.append(a)
+        elif isinstance(a, (str, int, device)):
+            check_device(a)
+        elif a is not None:
             dtype = a
-    if dtype is None:
+    flags[:len(positional_flags)] = positional_flags
+    return _dt.to_numpy(dtype) if dtype is not None else None, bool(flags[1])
+
+
+def to(self, *args, **kwargs):
+    """A copy in another dtype (differentiable), or the tensor itself when
+    nothing changes; see ``parse_to`` for the arguments."""
+    dtype, copy = parse_to(args, kwargs)
+    if dtype is None or dtype == self._arr.dtype:
         return self.clone() if copy else self
-    dtype = _dt.to_numpy(dtype)
-    if dtype == self._arr.dtype and not copy:
-        return self
     return cast(self, dtype)
 
 
