@@ -634,3 +634,11 @@ def test_conv_transpose_output_padding_beyond_stride():
               x)
     xs = [_t(x, True), _t(w, True)]
     assert gradgradcheck(lambda x, w: F.conv_transpose2d(x, w, **kw), xs)
+
+
+def test_pad_to_an_empty_dimension_like_torch():
+    torch = pytest.importorskip("torch")
+    x = np.random.default_rng(11).standard_normal((2, 3, 1, 5))
+    for spec in ((1, -1, -1, 0), (-5, 0)):
+        _vs_torch(torch, lambda t: F.pad(t, spec), lambda t: torch.nn.functional.pad(
+            t, spec), x)

@@ -827,8 +827,9 @@ class _Pad(Function):
         h, w = a.shape[-2:]
         lead = a.shape[:-2]
         out = np.empty(lead + (len(ih), len(iw)), dtype=a.dtype)
-        _k.gather2d(a.reshape(-1, h, w), ih, iw, value,
-                    out.reshape(-1, len(ih), len(iw)))
+        b = int(np.prod(lead))  # not -1: a plane may be empty
+        _k.gather2d(a.reshape(b, h, w), ih, iw, value,
+                    out.reshape(b, len(ih), len(iw)))
         ctx.x_shape = a.shape
         ctx.maps = (ih, iw)
         return from_numpy(out)
@@ -847,7 +848,8 @@ def _scatter(g, ih, iw, x_shape):
     g = np.ascontiguousarray(g)
     out = np.empty(x_shape, dtype=g.dtype)
     h, w = x_shape[-2:]
-    _k.scatter2d(g.reshape(-1, len(ih), len(iw)), ih, iw, out.reshape(-1, h, w))
+    b = int(np.prod(x_shape[:-2]))  # not -1: a plane may be empty
+    _k.scatter2d(g.reshape(b, len(ih), len(iw)), ih, iw, out.reshape(b, h, w))
     return out
 
 
