@@ -14,8 +14,10 @@ each is made of the other two:
 so every order of derivative is a convolution again.  Without
 ``create_graph`` a backward calls the array code directly (no graph is
 built); with it, the Functions themselves.  Each forward lowers the batch to
-one column matrix (``im2col``) and does the arithmetic as one (per group:
-stacked) BLAS product through NumPy.
+patch matrices (``im2col``) and does the arithmetic as BLAS products through
+NumPy: one product with the batch matrix for large patches, a per-sample
+(per-group) stack for small ones (``_batch_matrix``); depthwise layers run
+the direct loops of ``conv.depthwise_*`` instead.
 
 Every shape is 2-d spatial inside: a 1-d signal ``(N, C, L)`` is the image
 ``(N, C, 1, L)`` and a 1-d kernel ``(O, I, k)`` is ``(O, I, 1, k)``.
