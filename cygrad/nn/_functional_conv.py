@@ -536,9 +536,10 @@ def _check_conv(input, weight, bias, nd, geo, transposed=False):
     eff = tuple(d * (k - 1) + 1 for k, d in zip(ks, dils))
     if any(e > p for e, p in zip(eff, padded)):
         raise RuntimeError(
-            f"Calculated padded input size per channel: ({' x '.join(map(str, padded))})"
-            f". Kernel size: ({' x '.join(map(str, eff))}). Kernel size can't be "
-            "greater than actual input size"
+            "Calculated padded input size per channel: "
+            f"({' x '.join(map(str, padded))}). "
+            f"Kernel size: ({' x '.join(map(str, eff))}). "
+            "Kernel size can't be greater than actual input size"
         )
     return batched
 
@@ -704,7 +705,8 @@ class _Unfold(Function):
             return None, None, None
         if is_grad_enabled():
             return _Fold.apply(grad, ctx.x_shape, ctx.ks, ctx.geo), None, None
-        return from_numpy(_fold_arr(grad._arr, ctx.x_shape, ctx.ks, ctx.geo)), None, None
+        gx = from_numpy(_fold_arr(grad._arr, ctx.x_shape, ctx.ks, ctx.geo))
+        return gx, None, None
 
 
 def _unfold_arr(x, ks, geo):
@@ -921,7 +923,8 @@ def pad(input, pad, mode="constant", value=None):
         h_before, h_after = spec[2], spec[3]
     w = shape[-1]
     h = shape[-2] if input.ndim >= 2 else 1
-    for size, (b, a), dim in ((w, (w_before, w_after), -1), (h, (h_before, h_after), -2)):
+    axes = ((w, (w_before, w_after), -1), (h, (h_before, h_after), -2))
+    for size, (b, a), dim in axes:
         if dim == -2 and k < 2:
             continue
         if size + b + a < 0 or (mode == "constant" and size + b + a < 0):

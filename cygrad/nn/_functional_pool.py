@@ -122,7 +122,8 @@ class _IdxScatter(Function):
         if not ctx.needs_input_grad[0]:
             return None, None, None, None
         if is_grad_enabled():
-            return _IdxGather.apply(h, ctx.idx, ctx.y_shape, ctx.plane), None, None, None
+            gg = _IdxGather.apply(h, ctx.idx, ctx.y_shape, ctx.plane)
+            return gg, None, None, None
         return (from_numpy(_gather_arr(h._arr, ctx.idx, ctx.y_shape, ctx.plane)),
                 None, None, None)
 
