@@ -209,7 +209,9 @@ def _run_max(input, nd, fixed, windows, outs, return_indices):
     y_shape = tuple(input.shape[:-nd]) + tuple(outs[2 - nd:])
     y = _MaxPool.apply(input, out.reshape(y_shape), idx, x.shape[1:])
     if return_indices:
-        return y, from_numpy(idx.reshape(y_shape))
+        # a copy: an in-place change to the returned indices must not reach
+        # the gradient, which scatters through the saved ones
+        return y, from_numpy(idx.reshape(y_shape).copy())
     return y
 
 
