@@ -23,6 +23,7 @@ Every shape is 2-d spatial inside: a 1-d signal ``(N, C, L)`` is the image
 ``(N, C, 1, L)`` and a 1-d kernel ``(O, I, k)`` is ``(O, I, 1, k)``.
 """
 
+import math
 import threading
 
 import numpy as np
@@ -831,7 +832,7 @@ class _Pad(Function):
         h, w = a.shape[-2:]
         lead = a.shape[:-2]
         out = np.empty(lead + (len(ih), len(iw)), dtype=a.dtype)
-        b = int(np.prod(lead))  # not -1: a plane may be empty
+        b = math.prod(lead)  # not -1: a plane may be empty
         _k.gather2d(a.reshape(b, h, w), ih, iw, value,
                     out.reshape(b, len(ih), len(iw)))
         ctx.x_shape = a.shape
@@ -852,7 +853,7 @@ def _scatter(g, ih, iw, x_shape):
     g = np.ascontiguousarray(g)
     out = np.empty(x_shape, dtype=g.dtype)
     h, w = x_shape[-2:]
-    b = int(np.prod(x_shape[:-2]))  # not -1: a plane may be empty
+    b = math.prod(x_shape[:-2])  # not -1: a plane may be empty
     _k.scatter2d(g.reshape(b, len(ih), len(iw)), ih, iw, out.reshape(b, h, w))
     return out
 
