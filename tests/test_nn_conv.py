@@ -428,7 +428,8 @@ def test_upsample_and_pad_modules_match_torch():
     pairs = [
         (nn.Upsample(scale_factor=2, mode="bilinear"),
          torch.nn.Upsample(scale_factor=2, mode="bilinear")),
-        (nn.UpsamplingNearest2d(size=(5, 5)), torch.nn.UpsamplingNearest2d(size=(5, 5))),
+        (nn.UpsamplingNearest2d(size=(5, 5)),
+         torch.nn.UpsamplingNearest2d(size=(5, 5))),
         (nn.UpsamplingBilinear2d(scale_factor=2),
          torch.nn.UpsamplingBilinear2d(scale_factor=2)),
         (nn.ReflectionPad2d((1, 2, 2, 1)), torch.nn.ReflectionPad2d((1, 2, 2, 1))),
@@ -457,9 +458,9 @@ def test_conv_bad_input():
     with pytest.raises(RuntimeError, match=r"expected input\[1, 4, 8, 8\] to have 3 "
                                            r"channels"):
         conv(cygrad.randn(4, 8, 8))   # 3-D input with the wrong channel count
-    with pytest.raises(RuntimeError, match=r"Expected 3D \(unbatched\) or 4D \(batched\)"
-                                           r" input to conv2d, but got input of size: "
-                                           r"\[8, 8\]"):
+    with pytest.raises(RuntimeError, match=r"Expected 3D \(unbatched\) or 4D "
+                                           r"\(batched\) input to conv2d, but got "
+                                           r"input of size: \[8, 8\]"):
         conv(cygrad.randn(8, 8))
     with pytest.raises(RuntimeError, match=r"Calculated padded input size per channel: "
                                            r"\(2 x 2\). Kernel size: \(3 x 3\). Kernel "
@@ -469,7 +470,8 @@ def test_conv_bad_input():
     with pytest.raises(RuntimeError, match=r"Calculated padded input size per channel: "
                                            r"\(2\). Kernel size: \(3\)"):
         nn.Conv1d(3, 8, 3)(cygrad.randn(2, 3, 2))
-    with pytest.raises(RuntimeError, match="expected scalar type Float but found Double"):
+    with pytest.raises(RuntimeError,
+                       match="expected scalar type Float but found Double"):
         conv(cygrad.randn(1, 3, 5, 5, dtype=cygrad.float64))
     with pytest.raises(RuntimeError, match=r"expected bias to be 1-dimensional with 8 "
                                            r"elements, but got bias of size \[7\]"):
@@ -479,11 +481,12 @@ def test_conv_bad_input():
     with pytest.raises(RuntimeError, match="negative padding is not supported"):
         F.conv2d(cygrad.randn(1, 3, 5, 5), conv.weight, padding=-1)
     with pytest.raises(RuntimeError, match=r"Given transposed=1, weight of size "
-                                           r"\[3, 8, 3, 3\], expected input\[2, 4, 8, 8\]"
-                                           r" to have 3 channels"):
+                                           r"\[3, 8, 3, 3\], expected input"
+                                           r"\[2, 4, 8, 8\] to have 3 channels"):
         nn.ConvTranspose2d(3, 8, 3)(cygrad.randn(2, 4, 8, 8))
     with pytest.raises(RuntimeError, match="output padding must be smaller"):
-        nn.ConvTranspose2d(3, 8, 3, stride=2, output_padding=2)(cygrad.randn(1, 3, 4, 4))
+        nn.ConvTranspose2d(3, 8, 3, stride=2, output_padding=2)(
+            cygrad.randn(1, 3, 4, 4))
     assert np.array_equal(conv.weight.detach().numpy(), w_before)
     assert conv.weight.grad is None
 
@@ -580,8 +583,8 @@ def test_functional_names_and_import_layers():
                 assert all(a.name != "cygrad" for a in node.names), path
             if isinstance(node, ast.ImportFrom) and node.level == 0:
                 assert node.module != "cygrad", path
-                assert not (node.module or "").startswith(("cygrad.nn", "cygrad.optim")), \
-                    path
+                upward = ("cygrad.nn", "cygrad.optim")
+                assert not (node.module or "").startswith(upward), path
 
 
 @settings(max_examples=30, deadline=None)
@@ -634,3 +637,11 @@ def test_conv_transpose_output_padding_beyond_stride():
               x)
     xs = [_t(x, True), _t(w, True)]
     assert gradgradcheck(lambda x, w: F.conv_transpose2d(x, w, **kw), xs)
+
+
+def test_pad_to_an_empty_dimension_like_torch():
+    torch = pytest.importorskip("torch")
+    x = np.random.default_rng(11).standard_normal((2, 3, 1, 5))
+    for spec in ((1, -1, -1, 0), (-5, 0)):
+        _vs_torch(torch, lambda t: F.pad(t, spec), lambda t: torch.nn.functional.pad(
+            t, spec), x)

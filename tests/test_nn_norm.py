@@ -300,8 +300,8 @@ def test_row_norm_bad_input():
         nn.GroupNorm(2, 5)
     with pytest.raises(RuntimeError, match=r"Expected weight to be a vector of size "
                                            r"equal to the number of channels in input, "
-                                           r"but got weight of shape \[4\] and input of "
-                                           r"shape \[2, 6, 3\]"):
+                                           r"but got weight of shape \[4\] and input "
+                                           r"of shape \[2, 6, 3\]"):
         nn.GroupNorm(2, 4)(cygrad.randn(2, 6, 3))
     with pytest.raises(RuntimeError, match=r"expected input with shape \[\*5\]"):
         nn.RMSNorm(5)(cygrad.randn(2, 4))

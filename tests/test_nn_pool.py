@@ -250,3 +250,17 @@ def test_pool_error_types_match_torch():
         with pytest.raises(Exception) as ce:
             case(cygrad)
         assert type(ce.value) is type(te.value), (ce.value, te.value)
+
+
+def test_window_wholly_in_padding_is_minus_inf_with_no_gradient():
+    """kernel 2, dilation 2, padding 1 on one row: the only output row's taps
+    are rows -1 and 1, both padding.  cygrad gives -inf and index -1 (the
+    gradient skips it); torch 2.13 reports an index outside the plane there
+    and its backward writes out of bounds, so this is not compared."""
+    x = _t(np.arange(6.0).reshape(1, 1, 1, 6), True)
+    y, idx = F.max_pool2d(x, (2, 1), 1, (1, 0), dilation=(2, 1), return_indices=True)
+    assert tuple(y.shape) == (1, 1, 1, 6)
+    assert np.all(np.isneginf(y.detach().numpy()))
+    assert np.all(idx.numpy() == -1)
+    y.sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), np.zeros((1, 1, 1, 6)))

@@ -27,6 +27,8 @@ Outputs must not alias inputs.  Single-threaded.
 
 from libc.math cimport sqrt
 
+import numpy as np
+
 from cygrad._kernels._types cimport real_t
 from cygrad._kernels.reductions cimport row_dot, row_sum
 
@@ -70,23 +72,6 @@ cdef inline double _dot_dev(const real_t* q, const real_t* p, Py_ssize_t n,
         k += 4
     while k < n:
         a0 += q[k] * (p[k] - m)
-        k += 1
-    return (a0 + a1) + (a2 + a3)
-
-
-cdef inline double _dot3_dev(const real_t* q, const real_t* w, const real_t* p,
-                             Py_ssize_t n, double m) noexcept nogil:
-    """sum(q * w * (p - m))."""
-    cdef double a0 = 0.0, a1 = 0.0, a2 = 0.0, a3 = 0.0
-    cdef Py_ssize_t k = 0
-    while k + 4 <= n:
-        a0 += <double>q[k] * w[k] * (p[k] - m)
-        a1 += <double>q[k + 1] * w[k + 1] * (p[k + 1] - m)
-        a2 += <double>q[k + 2] * w[k + 2] * (p[k + 2] - m)
-        a3 += <double>q[k + 3] * w[k + 3] * (p[k + 3] - m)
-        k += 4
-    while k < n:
-        a0 += <double>q[k] * w[k] * (p[k] - m)
         k += 1
     return (a0 + a1) + (a2 + a3)
 
@@ -363,18 +348,20 @@ def row_norm_bwd(
     db[:] = 0.0
     if r == 0 or cg * l == 0:
         return
+    cdef real_t[::1] tmp = np.empty(cg * l,
+                                    dtype=np.float32 if real_t is float else np.float64)
     with nogil:
         _row_norm_bwd(&x[0, 0, 0], &g[0, 0, 0], r, cg, l,
                       &w[0] if w.shape[0] > 0 else NULL, groups, rms, &mean[0],
                       &rstd[0], &dx[0, 0, 0], &dw[0] if dw.shape[0] > 0 else NULL,
-                      &db[0] if db.shape[0] > 0 else NULL)
+                      &db[0] if db.shape[0] > 0 else NULL, &tmp[0])
 
 
 cdef void _row_norm_bwd(const real_t* x, const real_t* g, Py_ssize_t r,
                         Py_ssize_t cg, Py_ssize_t l, const real_t* w,
                         Py_ssize_t groups, bint rms, const double* mean,
-                        const double* rstd, real_t* dx, double* dw,
-                        double* db) noexcept nogil:
+                        const double* rstd, real_t* dx, double* dw, double* db,
+                        real_t* tmp) noexcept nogil:
     # Two passes a row: the sums (in double), then dx in real_t as
     # dx = g * (rstd w) + x * u + v with u, v folded per row and channel.
     cdef Py_ssize_t i, c, k, ch0, d = cg * l
@@ -394,15 +381,23 @@ cdef void _row_norm_bwd(const real_t* x, const real_t* g, Py_ssize_t r,
         s2 = 0.0
         if l == 1:
             if w != NULL:
-                s1 = row_dot(q, w + ch0, d)
-                s2 = _dot3_dev(q, w + ch0, p, d, m) * sd
+                # t = g * w once (vectorized), then two lane-split sums;
+                # sum(t (x - m)) = sum(t x) - m sum(t), as torch forms it
+                for k in range(d):
+                    tmp[k] = q[k] * w[ch0 + k]
+                s1 = row_sum(tmp, d)
+                s2 = (row_dot(tmp, p, d) - m * s1) * sd
             else:
                 s1 = row_sum(q, d)
                 s2 = _dot_dev(q, p, d, m) * sd
-            if dw != NULL:
+            if dw != NULL and db != NULL:
                 for k in range(d):
                     dw[ch0 + k] += q[k] * (p[k] - m) * sd
-            if db != NULL:
+                    db[ch0 + k] += q[k]
+            elif dw != NULL:
+                for k in range(d):
+                    dw[ch0 + k] += q[k] * (p[k] - m) * sd
+            elif db != NULL:
                 for k in range(d):
                     db[ch0 + k] += q[k]
         else:

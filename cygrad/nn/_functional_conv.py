@@ -14,13 +14,16 @@ each is made of the other two:
 so every order of derivative is a convolution again.  Without
 ``create_graph`` a backward calls the array code directly (no graph is
 built); with it, the Functions themselves.  Each forward lowers the batch to
-one column matrix (``im2col``) and does the arithmetic as one (per group:
-stacked) BLAS product through NumPy.
+patch matrices (``im2col``) and does the arithmetic as BLAS products through
+NumPy: one product with the batch matrix for large patches, a per-sample
+(per-group) stack for small ones (``_batch_matrix``); depthwise layers run
+the direct loops of ``conv.depthwise_*`` instead.
 
 Every shape is 2-d spatial inside: a 1-d signal ``(N, C, L)`` is the image
 ``(N, C, 1, L)`` and a 1-d kernel ``(O, I, k)`` is ``(O, I, 1, k)``.
 """
 
+import math
 import threading
 
 import numpy as np
@@ -534,9 +537,10 @@ def _check_conv(input, weight, bias, nd, geo, transposed=False):
     eff = tuple(d * (k - 1) + 1 for k, d in zip(ks, dils))
     if any(e > p for e, p in zip(eff, padded)):
         raise RuntimeError(
-            f"Calculated padded input size per channel: ({' x '.join(map(str, padded))})"
-            f". Kernel size: ({' x '.join(map(str, eff))}). Kernel size can't be "
-            "greater than actual input size"
+            "Calculated padded input size per channel: "
+            f"({' x '.join(map(str, padded))}). "
+            f"Kernel size: ({' x '.join(map(str, eff))}). "
+            "Kernel size can't be greater than actual input size"
         )
     return batched
 
@@ -702,7 +706,8 @@ class _Unfold(Function):
             return None, None, None
         if is_grad_enabled():
             return _Fold.apply(grad, ctx.x_shape, ctx.ks, ctx.geo), None, None
-        return from_numpy(_fold_arr(grad._arr, ctx.x_shape, ctx.ks, ctx.geo)), None, None
+        gx = from_numpy(_fold_arr(grad._arr, ctx.x_shape, ctx.ks, ctx.geo))
+        return gx, None, None
 
 
 def _unfold_arr(x, ks, geo):
@@ -827,8 +832,9 @@ class _Pad(Function):
         h, w = a.shape[-2:]
         lead = a.shape[:-2]
         out = np.empty(lead + (len(ih), len(iw)), dtype=a.dtype)
-        _k.gather2d(a.reshape(-1, h, w), ih, iw, value,
-                    out.reshape(-1, len(ih), len(iw)))
+        b = math.prod(lead)  # not -1: a plane may be empty
+        _k.gather2d(a.reshape(b, h, w), ih, iw, value,
+                    out.reshape(b, len(ih), len(iw)))
         ctx.x_shape = a.shape
         ctx.maps = (ih, iw)
         return from_numpy(out)
@@ -847,7 +853,8 @@ def _scatter(g, ih, iw, x_shape):
     g = np.ascontiguousarray(g)
     out = np.empty(x_shape, dtype=g.dtype)
     h, w = x_shape[-2:]
-    _k.scatter2d(g.reshape(-1, len(ih), len(iw)), ih, iw, out.reshape(-1, h, w))
+    b = math.prod(x_shape[:-2])  # not -1: a plane may be empty
+    _k.scatter2d(g.reshape(b, len(ih), len(iw)), ih, iw, out.reshape(b, h, w))
     return out
 
 
@@ -917,7 +924,8 @@ def pad(input, pad, mode="constant", value=None):
         h_before, h_after = spec[2], spec[3]
     w = shape[-1]
     h = shape[-2] if input.ndim >= 2 else 1
-    for size, (b, a), dim in ((w, (w_before, w_after), -1), (h, (h_before, h_after), -2)):
+    axes = ((w, (w_before, w_after), -1), (h, (h_before, h_after), -2))
+    for size, (b, a), dim in axes:
         if dim == -2 and k < 2:
             continue
         if size + b + a < 0 or (mode == "constant" and size + b + a < 0):

@@ -12,6 +12,8 @@ outside autograd, with the unbiased batch variance, as torch:
 ``running = (1 - momentum) * running + momentum * batch``.
 """
 
+import math
+
 import numpy as np
 
 from cygrad._kernels import norm as _k
@@ -226,9 +228,11 @@ class _RowNorm(Function):
         y = np.empty(x3.shape, dtype=dt)
         mean = np.empty(r)
         rstd = np.empty(r)
-        _k.row_norm_fwd(x3, _arr_or_empty(w, dt), _arr_or_empty(b, dt), groups, eps,
-                        rms, y, mean, rstd)
+        w_arr = _arr_or_empty(w, dt)
+        _k.row_norm_fwd(x3, w_arr, _arr_or_empty(b, dt), groups, eps, rms, y, mean,
+                        rstd)
         ctx.save_for_backward(x, w)
+        ctx.w_arr = w_arr  # the flat weight the backward kernel reads
         ctx.geom, ctx.mean, ctx.rstd = geom, mean, rstd
         ctx.pshape = tuple((w if w is not None else b).shape) if (
             w is not None or b is not None) else None
@@ -248,8 +252,8 @@ class _RowNorm(Function):
         nw = groups * cg
         dw = np.empty(nw if needs[1] else 0)
         db = np.empty(nw if len(needs) > 2 and needs[2] else 0)
-        _k.row_norm_bwd(x3, g3, _arr_or_empty(w, dt), groups, rms, ctx.mean,
-                        ctx.rstd, dx, dw, db)
+        _k.row_norm_bwd(x3, g3, ctx.w_arr, groups, rms, ctx.mean, ctx.rstd, dx, dw,
+                        db)
         gx = from_numpy(dx.reshape(x._arr.shape)) if needs[0] else None
         gw = from_numpy(dw.astype(dt).reshape(ctx.pshape)) if needs[1] else None
         gb = None
@@ -315,7 +319,7 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     shape = _normalized(normalized_shape)
     _check_trailing(input, shape, weight, bias, "*, ")
     _check_real(input, weight, bias)
-    d = int(np.prod(shape))
+    d = math.prod(shape)
     r = input.numel() // d if d else 0
     geom = (r, 1, d, 1, float(eps), False)
     return _RowNorm.apply(input, weight, bias, geom)
@@ -329,7 +333,7 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
     _check_real(input, weight)
     if eps is None:
         eps = float(np.finfo(np.dtype(input.dtype)).eps)
-    d = int(np.prod(shape))
+    d = math.prod(shape)
     r = input.numel() // d if d else 0
     geom = (r, 1, d, 1, float(eps), True)
     return _RowNorm.apply(input, weight, None, geom)

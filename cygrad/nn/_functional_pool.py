@@ -122,7 +122,8 @@ class _IdxScatter(Function):
         if not ctx.needs_input_grad[0]:
             return None, None, None, None
         if is_grad_enabled():
-            return _IdxGather.apply(h, ctx.idx, ctx.y_shape, ctx.plane), None, None, None
+            gg = _IdxGather.apply(h, ctx.idx, ctx.y_shape, ctx.plane)
+            return gg, None, None, None
         return (from_numpy(_gather_arr(h._arr, ctx.idx, ctx.y_shape, ctx.plane)),
                 None, None, None)
 
@@ -208,7 +209,9 @@ def _run_max(input, nd, fixed, windows, outs, return_indices):
     y_shape = tuple(input.shape[:-nd]) + tuple(outs[2 - nd:])
     y = _MaxPool.apply(input, out.reshape(y_shape), idx, x.shape[1:])
     if return_indices:
-        return y, from_numpy(idx.reshape(y_shape))
+        # a copy: an in-place change to the returned indices must not reach
+        # the gradient, which scatters through the saved ones
+        return y, from_numpy(idx.reshape(y_shape).copy())
     return y
 
 
