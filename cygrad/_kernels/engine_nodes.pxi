@@ -495,3 +495,20 @@ def sum_all(TensorBase t):
             t._requires_grad or t._origin is not None):
         _note_no_grad(res, t, None)
     return res
+
+
+def sum_method(fallback):
+    """``Tensor.sum`` / ``cygrad.sum``, compiled: the sum of every element of
+    a float tensor goes straight to ``sum_all`` (no Python frame: a third of
+    a small tensor's ``.sum()``); any other call goes to ``fallback``, the
+    op of ``cygrad.ops.reductions``, with the same arguments."""
+    def sum(input, dim=None, keepdim=False, dtype=None):
+        cdef int typenum
+        if dim is None and dtype is None and not keepdim and isinstance(
+                input, TensorBase):
+            typenum = cnp.PyArray_TYPE(<cnp.ndarray>(<TensorBase>input)._arr)
+            if typenum == cnp.NPY_FLOAT or typenum == cnp.NPY_DOUBLE:
+                return sum_all(<TensorBase>input)
+        return fallback(input, dim, keepdim, dtype)
+    sum.__doc__ = fallback.__doc__
+    return sum
