@@ -6,7 +6,7 @@ asked to go there, the error type torch's CPU build raises
 (``AssertionError``).
 """
 
-__all__ = ["device", "check_device", "get_default_device", "set_default_device"]
+__all__ = ["check_device", "device", "get_default_device", "set_default_device"]
 
 # torch's device types (a string naming another one is a RuntimeError).
 _TYPES = ("cpu", "cuda", "ipu", "xpu", "mkldnn", "opengl", "opencl", "ideep", "hip",
@@ -22,9 +22,9 @@ class device:
     ``device("cpu:0") != device("cpu")``, as in torch).
     """
 
-    __slots__ = ("_type", "_index")
+    __slots__ = ("_index", "_type")
 
-    def __init__(self, type, index=None):  # noqa: A002 - torch's name
+    def __init__(self, type, index=None):
         if isinstance(type, device):
             if index is not None:
                 raise TypeError("device(): a device and an index were both given")

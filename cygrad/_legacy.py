@@ -7,8 +7,17 @@ from cygrad import dtypes as _dt
 from cygrad._kernels.engine import TensorBase
 from cygrad._tensor import Tensor
 
-__all__ = ["FloatTensor", "DoubleTensor", "HalfTensor", "LongTensor", "IntTensor",
-           "ShortTensor", "CharTensor", "ByteTensor", "BoolTensor"]
+__all__ = [
+    "BoolTensor",
+    "ByteTensor",
+    "CharTensor",
+    "DoubleTensor",
+    "FloatTensor",
+    "HalfTensor",
+    "IntTensor",
+    "LongTensor",
+    "ShortTensor",
+]
 
 
 class _LegacyType(type):

@@ -4,9 +4,18 @@ CPU-only torch; the seeding and cache calls do nothing, as there; anything
 that needs a GPU raises torch's AssertionError with a sentence that says
 cygrad runs on the CPU."""
 
-__all__ = ["is_available", "device_count", "manual_seed", "manual_seed_all",
-           "empty_cache", "synchronize", "current_device", "get_device_name",
-           "is_initialized", "is_bf16_supported"]
+__all__ = [
+    "current_device",
+    "device_count",
+    "empty_cache",
+    "get_device_name",
+    "is_available",
+    "is_bf16_supported",
+    "is_initialized",
+    "manual_seed",
+    "manual_seed_all",
+    "synchronize",
+]
 
 
 def _no_gpu(what):

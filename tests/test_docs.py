@@ -22,7 +22,7 @@ def test_api_md_lists_exactly_the_registered_ops():
     gen = _generator()
     text = (ROOT / "docs" / "api.md").read_text()
     section = text[text.index(gen.BEGIN):text.index(gen.END)]
-    listed = re.findall(r"^\| `([^`]+)` \|", section, flags=re.M)
+    listed = re.findall(r"^\| `([^`]+)` \|", section, flags=re.MULTILINE)
     assert sorted(listed) == sorted(cygrad.OPS), (
         "docs/api.md's op reference differs from cygrad.OPS: run "
         "python tools/gen_api_docs.py")

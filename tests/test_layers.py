@@ -148,7 +148,7 @@ def edges():
             mod = _resolve(target, known)
             if mod is None or mod == name:
                 continue
-            base = mod[:-len(".__init__")] if mod.endswith(".__init__") else mod
+            base = mod.removesuffix(".__init__")
             attr = target[len(base) + 1:].split(".")[0]
             if attr and not _defines(mod, known, attr):
                 continue     # a module not in this tree (an optional part)

@@ -4,7 +4,7 @@ none of these backends; the flags are kept so such scripts run unchanged."""
 
 import types
 
-__all__ = ["cudnn", "mps", "cuda"]
+__all__ = ["cuda", "cudnn", "mps"]
 
 mps = types.SimpleNamespace(is_available=lambda: False, is_built=lambda: False)
 cudnn = types.SimpleNamespace(enabled=True, benchmark=False, deterministic=False,
