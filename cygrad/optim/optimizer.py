@@ -69,7 +69,7 @@ def _check_param_layout(p):
 
 
 def param_arrays(p):
-    """Flat views ``(param, grad)`` of a parameter that has a gradient.
+    """``(p, flat param, flat grad)`` for a parameter that has a gradient.
 
     Checks the layout first, so no kernel ever sees an array it cannot handle.
     A non-contiguous gradient is copied (it is only read).
@@ -89,7 +89,7 @@ def param_arrays(p):
         )
     if not grad.flags.c_contiguous:
         grad = np.ascontiguousarray(grad)
-    return arr.ravel(), grad.ravel()
+    return p, arr.ravel(), grad.ravel()
 
 
 def flat_state(t):
@@ -209,8 +209,17 @@ def _with_step_hooks(step):
     """``step`` wrapped so that the step hooks run around the outermost call."""
 
     def wrapper(self, *args, **kwargs):
-        if self.__dict__.get("_in_step"):
+        d = self.__dict__
+        if d.get("_in_step"):
             return step(self, *args, **kwargs)  # a subclass calling super().step
+        if not (_global_step_pre_hooks or _global_step_post_hooks
+                or d.get("_step_pre_hooks") or d.get("_step_post_hooks")):
+            # No hook anywhere (the training loop's case): no lists to build.
+            d["_in_step"] = True
+            try:
+                return step(self, *args, **kwargs)
+            finally:
+                d["_in_step"] = False
         args = (self,) + args  # as torch, the hooks see self among the args
         pre = list(_global_step_pre_hooks.values())
         pre += list(self.__dict__.get("_step_pre_hooks", {}).values())
@@ -420,7 +429,7 @@ class Optimizer:
             # every parameter with a gradient is checked before any is
             # updated, so a bad one raises with nothing changed
             prepared = [
-                (group, [(p, *param_arrays(p)) for p in group["params"]
+                (group, [param_arrays(p) for p in group["params"]
                          if p.grad is not None])
                 for group in self.param_groups
             ]
