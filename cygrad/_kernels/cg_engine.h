@@ -97,7 +97,13 @@ static PyObject *cg_user_frame(int *lasti) {
         Py_DECREF(code);
         if (r < 0) { Py_DECREF(f); return NULL; }
         if (r == 0) {
+#if PY_VERSION_HEX >= 0x030B0000
             *lasti = PyFrame_GetLasti(f);
+#else
+            /* 3.10 has no PyFrame_GetLasti; its f_lasti counts code units
+               and PyCode_Addr2Line takes bytes. */
+            *lasti = f->f_lasti * (int)sizeof(_Py_CODEUNIT);
+#endif
             Py_DECREF(f);   /* the code object outlives it: the frame's
                                function or module still holds it */
             return (PyObject *)code;
