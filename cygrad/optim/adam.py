@@ -5,6 +5,8 @@ from cygrad.optim._kernels import k as _k
 from .optimizer import (
     Optimizer,
     advance_step,
+    check_betas,
+    check_nonnegative,
     check_torch_only_options,
     flat_state,
     step_state,
@@ -89,18 +91,9 @@ class Adam(Optimizer):
         super().__init__(params, defaults)
 
     def _validate(self, group):
-        if not 0.0 <= group["lr"]:
-            raise ValueError(f"Invalid learning rate: {group['lr']}")
-        if not 0.0 <= group["eps"]:
-            raise ValueError(f"Invalid epsilon value: {group['eps']}")
-        betas = group["betas"]
-        if len(betas) != 2:
-            raise ValueError(f"Invalid betas: expected two values, got {betas!r}")
-        for i, beta in enumerate(betas):
-            if not 0.0 <= beta < 1.0:
-                raise ValueError(f"Invalid beta parameter at index {i}: {beta}")
-        if not 0.0 <= group["weight_decay"]:
-            raise ValueError(f"Invalid weight_decay value: {group['weight_decay']}")
+        check_nonnegative(group, "lr", "eps")
+        check_betas(group["betas"])
+        check_nonnegative(group, "weight_decay")
 
     def _update(self, group, items):
         lr = float(group["lr"])

@@ -5,6 +5,8 @@ from cygrad.optim._kernels import k2 as _k
 from .optimizer import (
     Optimizer,
     advance_step,
+    check_betas,
+    check_nonnegative,
     check_torch_only_options,
     flat_state,
     set_scalar_state,
@@ -13,15 +15,6 @@ from .optimizer import (
 )
 
 __all__ = ["NAdam"]
-
-
-def check_betas(betas):
-    """torch's checks of Adam-style ``betas``: two values in ``[0, 1)``."""
-    if len(betas) != 2:
-        raise ValueError(f"Invalid betas: expected two values, got {betas!r}")
-    for i, beta in enumerate(betas):
-        if not 0.0 <= beta < 1.0:
-            raise ValueError(f"Invalid beta parameter at index {i}: {beta}")
 
 
 class NAdam(Optimizer):
@@ -102,17 +95,9 @@ class NAdam(Optimizer):
         super().__init__(params, defaults)
 
     def _validate(self, group):
-        if not 0.0 <= group["lr"]:
-            raise ValueError(f"Invalid learning rate: {group['lr']}")
-        if not 0.0 <= group["eps"]:
-            raise ValueError(f"Invalid epsilon value: {group['eps']}")
+        check_nonnegative(group, "lr", "eps")
         check_betas(group["betas"])
-        if not 0.0 <= group["weight_decay"]:
-            raise ValueError(f"Invalid weight_decay value: {group['weight_decay']}")
-        if not 0.0 <= group["momentum_decay"]:
-            raise ValueError(
-                f"Invalid momentum_decay value: {group['momentum_decay']}"
-            )
+        check_nonnegative(group, "weight_decay", "momentum_decay")
 
     def _update(self, group, items):
         lr = float(group["lr"])

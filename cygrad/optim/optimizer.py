@@ -68,6 +68,28 @@ def _check_param_layout(p):
         )
 
 
+_PHRASES = {"lr": "Invalid learning rate", "eps": "Invalid epsilon value"}
+
+
+def check_nonnegative(group, *keys):
+    """torch's ``ValueError`` for a hyperparameter below 0 (or NaN), in the
+    order of ``keys``: "Invalid learning rate: ...", "Invalid epsilon value:
+    ...", "Invalid <key> value: ..."."""
+    for key in keys:
+        if not 0.0 <= group[key]:
+            phrase = _PHRASES.get(key, f"Invalid {key} value")
+            raise ValueError(f"{phrase}: {group[key]}")
+
+
+def check_betas(betas):
+    """torch's checks of Adam-style ``betas``: two values in ``[0, 1)``."""
+    if len(betas) != 2:
+        raise ValueError(f"Invalid betas: expected two values, got {betas!r}")
+    for i, beta in enumerate(betas):
+        if not 0.0 <= beta < 1.0:
+            raise ValueError(f"Invalid beta parameter at index {i}: {beta}")
+
+
 def param_arrays(p):
     """``(p, flat param, flat grad)`` for a parameter that has a gradient.
 

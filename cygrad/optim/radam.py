@@ -2,10 +2,11 @@
 
 from cygrad.optim._kernels import k2 as _k
 
-from .nadam import check_betas
 from .optimizer import (
     Optimizer,
     advance_step,
+    check_betas,
+    check_nonnegative,
     check_torch_only_options,
     flat_state,
     step_state,
@@ -89,13 +90,9 @@ class RAdam(Optimizer):
         super().__init__(params, defaults)
 
     def _validate(self, group):
-        if not 0.0 <= group["lr"]:
-            raise ValueError(f"Invalid learning rate: {group['lr']}")
-        if not 0.0 <= group["eps"]:
-            raise ValueError(f"Invalid epsilon value: {group['eps']}")
+        check_nonnegative(group, "lr", "eps")
         check_betas(group["betas"])
-        if not 0.0 <= group["weight_decay"]:
-            raise ValueError(f"Invalid weight_decay value: {group['weight_decay']}")
+        check_nonnegative(group, "weight_decay")
 
     def _update(self, group, items):
         lr = float(group["lr"])

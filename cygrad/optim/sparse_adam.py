@@ -1,6 +1,6 @@
 """SparseAdam: exists so torch code constructs it; cygrad has no sparse gradients."""
 
-from .nadam import check_betas
+from .optimizer import check_betas
 from .optimizer import Optimizer
 
 __all__ = ["SparseAdam"]
