@@ -16,6 +16,7 @@ path must exist on each machine (see docs/distributed.md).
 import argparse
 import os
 import re
+import selectors
 import shutil
 import socket
 import subprocess
@@ -135,48 +136,68 @@ class _Watch:
     """Each local rank keeps a connection to this Unix socket open for its
     whole life and says ``done`` before a normal exit.  The kernel closes a
     dead rank's connection at once, before mpiexec reacts and ends the others,
-    so the first connection that closes without ``done`` names the lost rank."""
+    so the first connection that closes without ``done`` names the lost rank.
+
+    One thread waits on every connection through one selector (epoll on
+    Linux), which hands back ready connections in the order they became
+    ready: on a loaded machine the thread may wake late, after mpiexec has
+    ended the other ranks too, and the order still says who went first
+    (threads per connection would race one another instead)."""
 
     def __init__(self, run_dir):
         self.path = os.path.join(run_dir, "watch.sock")
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.sock.bind(self.path)
         self.sock.listen(256)
-        self.lost = []          # (monotonic ns, rank) of connections lost
+        self.lost = []          # ranks whose connection closed without "done", in order
         self._lock = threading.Lock()
-        threading.Thread(target=self._accept, daemon=True).start()
+        self._stop_r, self._stop_w = socket.socketpair()
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._thread.start()
 
-    def _accept(self):
+    def _serve(self):
+        sel = selectors.DefaultSelector()
+        sel.register(self.sock, selectors.EVENT_READ, None)
+        sel.register(self._stop_r, selectors.EVENT_READ, "stop")
+        heard = {}              # connection -> bytes received so far
         while True:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
-            threading.Thread(target=self._follow, args=(conn,), daemon=True).start()
-
-    def _follow(self, conn):
-        data = b""
-        with conn:
-            while True:
+            for key, _ in sel.select():
+                if key.data == "stop":
+                    sel.close()
+                    return
+                if key.data is None:
+                    try:
+                        conn, _ = self.sock.accept()
+                    except OSError:
+                        continue
+                    heard[conn] = b""
+                    sel.register(conn, selectors.EVENT_READ, "rank")
+                    continue
+                conn = key.fileobj
                 try:
                     chunk = conn.recv(64)
                 except OSError:
                     chunk = b""
-                if not chunk:
-                    break
-                data += chunk
-        when = time.monotonic_ns()
-        words = data.decode(errors="replace").split()
-        if words and "done" not in words[1:]:
-            with self._lock:
-                self.lost.append((when, int(words[0])))
+                if chunk:
+                    heard[conn] += chunk
+                    continue
+                sel.unregister(conn)
+                conn.close()
+                words = heard.pop(conn).decode(errors="replace").split()
+                if words and "done" not in words[1:]:
+                    with self._lock:
+                        self.lost.append(int(words[0]))
 
     def first_lost(self):
         with self._lock:
-            return min(self.lost)[1] if self.lost else None
+            return self.lost[0] if self.lost else None
 
     def close(self):
+        self._stop_w.send(b"x")
+        self._thread.join(timeout=5)
         self.sock.close()
+        self._stop_r.close()
+        self._stop_w.close()
 
 
 def _replay_traceback(run_dir, rank, seen):
