@@ -52,7 +52,7 @@ _engine.install(tensor_cls=Tensor, backward=_backward,
 # Every op of the registry, and its aliases, as cygrad.<name>.
 for _spec in OPS.values():
     for _name in (_spec.name,) + _spec.aliases:
-        globals().setdefault(_name, _spec.fn)
+        globals().setdefault(_name, _ops.public(_spec))
 for _name in ("mm", "t", "sum_to_shape", "logical_not"):
     globals().setdefault(_name, getattr(_ops, _name))
 del _spec, _name

@@ -31,7 +31,9 @@ def test_registry_attaches_methods_and_functions():
         for m in spec.methods:
             assert getattr(cygrad.Tensor, m) is spec.fn, (name, m)
         if not name.startswith("__") and name != "getitem":
-            assert getattr(cygrad, name) is spec.fn, name
+            public = getattr(cygrad, name)
+            # ops written in Python get torch's out= keyword by a wrapper
+            assert public is spec.fn or public.__wrapped__ is spec.fn, name
         assert spec.fn.__doc__, f"{name} has no docstring"
 
 

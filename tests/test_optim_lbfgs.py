@@ -170,8 +170,13 @@ def test_torch_state_dict_loads_and_continues(line_search_fn, dtype):
     copt.load_state_dict(conv(saved))
     ours = run_from(cygrad, cp, copt, 4)
     theirs = run_from(torch, tp, topt, 4)
+    # float32 strong-Wolfe: the line search's accept/reject branches amplify
+    # the last-bit differences of float32 dot products between BLAS builds
+    # (1e-4 after four steps on one machine, 1e-6 on another); float64 and
+    # the fixed-step runs stay at TOL
+    tol = 1e-3 if (dtype is np.float32 and line_search_fn) else TOL[dtype]
     for a, b in zip(ours, theirs):
-        np.testing.assert_allclose(a, b, rtol=TOL[dtype], atol=TOL[dtype])
+        np.testing.assert_allclose(a, b, rtol=tol, atol=tol)
 
 
 def run_from(lib, params, opt, steps):

@@ -265,7 +265,9 @@ def unary_method(str name):
     """
     cdef int op = UNARY_OPS[name]
 
-    def fn(TensorBase input):
+    def fn(TensorBase input, *, out=None):
+        if out is not None:
+            return _out_hook(name, fn, (input,), out)
         return _unary(op, input)
     fn.__name__ = name
     fn.__qualname__ = name
@@ -295,11 +297,15 @@ def binary_method(str name):
     with broadcasting (see ``unary_method``)."""
     cdef int op = BINARY_OPS[name]
     if op == OP_POW:
-        def pow_fn(input, other):
+        def pow_fn(input, other, *, out=None):
+            if out is not None:
+                return _out_hook("pow", pow_fn, (input, other), out)
             return _checked(_power(input, other), "pow", input, other)
         return pow_fn
 
-    def fn(input, other):
+    def fn(input, other, *, out=None):
+        if out is not None:
+            return _out_hook(name, fn, (input, other), out)
         return _checked(_binary(op, input, other), name, input, other)
     fn.__name__ = name
     fn.__qualname__ = name

@@ -14,6 +14,8 @@ cdef object _graph_expand = None     # fn(tensor, shape): differentiable expand
 cdef object _inplace_views = None    # fn(name, opname, self, other): the
                                      # in-place operators' view-aware path
 cdef object _stale_hint_fn = None    # fn(node, shape, gen): stale-graph hint
+cdef object _out_hook = None         # fn(name, fn, args, out): torch's out=
+                                     # keyword of the compiled functions
 cdef bint _anomaly = False
 cdef int _debug_level = 1            # 0: capture no creation sites
 cdef bint _retain_all = False        # retain_grads() scope: keep every .grad
@@ -64,7 +66,7 @@ def _inherit_number_slots(cls):
 
 def install(*, tensor_cls, backward, grad_warning, stale_hint, graph_unary,
             graph_binary, graph_sum_to, graph_matmul, graph_expand, inplace_views,
-            pkg_dir):
+            write_out, pkg_dir):
     """Connect the Python layers above: called once, by ``cygrad/__init__.py``.
 
     ``tensor_cls``: the Python Tensor class; ``backward``: autograd.backward
@@ -73,11 +75,14 @@ def install(*, tensor_cls, backward, grad_warning, stale_hint, graph_unary,
     a gradient that reached a stale graph; ``graph_*``: differentiable forms
     of the compiled nodes' backwards over Tensors (create_graph); and
     ``inplace_views(name, opname, self, other)``: the view-aware path of the
-    in-place operators.  ``pkg_dir``: frames under it are not the user's.
+    in-place operators; ``write_out(name, fn, args, out)``: ``fn(*args)``
+    written into ``out`` (the ``out=`` keyword of the compiled functions).
+    ``pkg_dir``: frames under it are not the user's.
     """
     global _TensorCls, _graph_unary, _graph_binary, _graph_sum_to, _pkg_dir
     global _grad_warning, _backward_fn, _stale_hint_fn, _graph_matmul
-    global _graph_expand, _inplace_views
+    global _graph_expand, _inplace_views, _out_hook
+    _out_hook = write_out
     _grad_warning = grad_warning
     _backward_fn = backward
     _stale_hint_fn = stale_hint

@@ -502,8 +502,10 @@ def sum_method(fallback):
     a float tensor goes straight to ``sum_all`` (no Python frame: a third of
     a small tensor's ``.sum()``); any other call goes to ``fallback``, the
     op of ``cygrad.ops.reductions``, with the same arguments."""
-    def sum(input, dim=None, keepdim=False, dtype=None):
+    def sum(input, dim=None, keepdim=False, dtype=None, *, out=None):
         cdef int typenum
+        if out is not None:
+            return _out_hook("sum", sum, (input, dim, keepdim, dtype), out)
         if dim is None and dtype is None and not keepdim and isinstance(
                 input, TensorBase):
             typenum = cnp.PyArray_TYPE(<cnp.ndarray>(<TensorBase>input)._arr)

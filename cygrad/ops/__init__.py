@@ -9,7 +9,7 @@ engine needs of this layer, which ``cygrad/__init__.py`` installs.
 
 Modules, each importing only those before it: ``registry``, ``select``,
 ``elementwise``, ``linalg``, ``indexing``, ``shape``, ``reductions``,
-``inplace``.
+``inplace``, ``out`` (the ``out=`` keyword of the functions ``cygrad.<op>``).
 """
 
 from cygrad.ops import (
@@ -25,6 +25,7 @@ from cygrad.ops import (
 from cygrad.ops.elementwise import _graph_rules, compare, logical_not
 from cygrad.ops.inplace import _view_aware_inplace, copy_, full_like_const, setitem
 from cygrad.ops.linalg import _matmul_graph_backward, mm
+from cygrad.ops.out import engine_out, public
 from cygrad.ops.reductions import std
 from cygrad.ops.registry import OPS, OpSpec, op, sum_to_shape
 from cygrad.ops.select import Where, clip
@@ -43,6 +44,7 @@ __all__ = [
     "logical_not",
     "mm",
     "op",
+    "public",
     "setitem",
     "std",
     "sum_to_shape",
@@ -65,4 +67,5 @@ def engine_hooks():
     unary, binary = _graph_rules()
     return {"graph_unary": unary, "graph_binary": binary,
             "graph_sum_to": sum_to_shape, "graph_matmul": _matmul_graph_backward,
-            "graph_expand": expand, "inplace_views": _view_aware_inplace}
+            "graph_expand": expand, "inplace_views": _view_aware_inplace,
+            "write_out": engine_out}
