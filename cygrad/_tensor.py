@@ -79,6 +79,11 @@ class Tensor(TensorBase):
         """Set ``requires_grad`` in place (leaves only); returns self."""
         flag = bool(requires_grad)
         if self._grad_fn is not None:
+            if flag and _attr:
+                # torch: the attribute refuses both values on a non-leaf,
+                # while requires_grad_(True) is a silent no-op.
+                raise RuntimeError(
+                    "you can only change requires_grad flags of leaf variables.")
             if flag:
                 return self
             raise RuntimeError(
