@@ -451,3 +451,29 @@ def test_where_condition_must_be_bool():
         cygrad.where(cygrad.tensor([1, 0, 1]), x, x)
     out = cygrad.where(cygrad.from_numpy(np.array([1, 0, 1], np.uint8)), x, 0.0)
     assert out.tolist() == [1.0, 0.0, 1.0]
+
+
+# --- torch.Tensor, save/load arguments ----------------------------------------------
+
+
+def test_legacy_tensor_constructor_cases():
+    t = cygrad.tensor([1, 2])
+    a = cygrad.Tensor(t)                       # an alias with t's dtype, as torch
+    assert a.dtype == cygrad.int64 and np.shares_memory(a.numpy(), t.numpy())
+    assert cygrad.Tensor([[1, 2]]).dtype == cygrad.float32
+    assert tuple(cygrad.Tensor(2, 3).shape) == (2, 3)
+    assert tuple(cygrad.Tensor().shape) == (0,)
+    for bad in (2.5, True, np.float64(2.0)):
+        with pytest.raises(TypeError, match="data must be a sequence"):
+            cygrad.Tensor(bad)
+
+
+def test_save_load_accept_torch_arguments(tmp_path):
+    path = tmp_path / "x.pt"
+    cygrad.save({"w": cygrad.ones(2)}, path, pickle_protocol=4,
+                _use_new_zipfile_serialization=True)
+    for loc in (None, "cpu", cygrad.device("cpu"), {"cuda:0": "cpu"}):
+        out = cygrad.load(path, map_location=loc, weights_only=True)
+        assert out["w"].tolist() == [1.0, 1.0]
+    with pytest.raises(ValueError, match="map_location"):
+        cygrad.load(path, map_location="cuda")
