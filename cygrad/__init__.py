@@ -31,6 +31,7 @@ from cygrad.creation import (  # noqa: F401
 from cygrad.autograd.grad_mode import (  # noqa: F401
     enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled,
 )
+from cygrad.autograd.grad_mode import is_inference_mode_enabled  # noqa: F401
 from cygrad import autograd  # noqa: F401
 from cygrad.autograd import backward as _backward, diagnostics as _diagnostics
 from cygrad.autograd import functional as _functional  # noqa: F401

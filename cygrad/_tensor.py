@@ -44,6 +44,13 @@ class Tensor(TensorBase):
         d = dtype if dtype is not None else _dt.float32
         if len(args) == 1 and isinstance(args[0], Size):
             args = tuple(args[0])
+        if len(args) == 1 and isinstance(args[0], TensorBase) and dtype is None:
+            # torch.Tensor(t) aliases t: same storage, t's dtype
+            self._arr, self._ver = args[0]._arr, args[0]._ver
+            return
+        if len(args) == 1 and isinstance(args[0], (bool, float, np.generic)):
+            raise TypeError(f"new(): data must be a sequence (got "
+                            f"{type(args[0]).__name__})")
         if args and all(isinstance(a, int) and not isinstance(a, bool) for a in args):
             self._arr = np.zeros(args, _dt.to_numpy(d))
         elif len(args) <= 1:
@@ -79,6 +86,11 @@ class Tensor(TensorBase):
         """Set ``requires_grad`` in place (leaves only); returns self."""
         flag = bool(requires_grad)
         if self._grad_fn is not None:
+            if flag and _attr:
+                # torch: the attribute refuses both values on a non-leaf,
+                # while requires_grad_(True) is a silent no-op.
+                raise RuntimeError(
+                    "you can only change requires_grad flags of leaf variables.")
             if flag:
                 return self
             raise RuntimeError(

@@ -274,7 +274,14 @@ class Generator:
         self._rng = np.random.Generator(np.random.PCG64(self._seed))
 
     def manual_seed(self, seed):
-        self._seed = int(seed)
+        # torch's range: any 64-bit value, signed or not; a negative seed is
+        # taken modulo 2**64 (so -1 seeds as 2**64 - 1, as in torch).
+        seed = int(seed)
+        if not -(2 ** 63) <= seed < 2 ** 64:
+            raise ValueError(
+                f"Overflow when unpacking long long: seed {seed} is outside "
+                "[-2**63, 2**64)")
+        self._seed = seed % (2 ** 64)
         self._rng = np.random.Generator(np.random.PCG64(self._seed))
         return self
 

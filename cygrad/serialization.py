@@ -68,8 +68,12 @@ _DTYPES = frozenset(
 )
 
 
-def save(obj, f):
+def save(obj, f, pickle_module=None, pickle_protocol=2,
+         _use_new_zipfile_serialization=True, _disable_byteorder_record=False):
     """Write ``obj`` to ``f`` in cygrad's ``.npz``-based format.
+
+    torch's other arguments (``pickle_module``, ``pickle_protocol``, ...) are
+    accepted and change nothing: nothing is pickled.
 
     Parameters
     ----------
@@ -100,13 +104,15 @@ def save(obj, f):
         np.savez(f, allow_pickle=False, **arrays)
 
 
-def load(f, map_location=None, weights_only=True):
+def load(f, map_location=None, pickle_module=None, *, weights_only=True, mmap=None,
+         **pickle_load_args):
     """Read an object written by :func:`save`.
 
     Parameters
     ----------
     f : str, os.PathLike or binary file object
-    map_location : None or "cpu"
+    map_location : None, "cpu", ``cygrad.device("cpu")`` or a dict mapping
+        locations to "cpu"
         Accepted for PyTorch compatibility; cygrad only has the CPU.
     weights_only : bool
         Accepted for PyTorch compatibility; loading never runs code either way.
@@ -125,7 +131,7 @@ def load(f, map_location=None, weights_only=True):
     RuntimeError
         The file was written by a newer format version.
     """
-    if map_location not in (None, "cpu"):
+    if not _is_cpu_location(map_location):
         raise ValueError(
             f"cygrad.load: map_location must be None or 'cpu', got "
             f"{map_location!r} (cygrad runs on the CPU only)"
@@ -134,6 +140,12 @@ def load(f, map_location=None, weights_only=True):
         with open(f, "rb") as fh:
             return _load_stream(fh, os.fspath(f))
     return _load_stream(f, getattr(f, "name", "<stream>"))
+
+
+def _is_cpu_location(loc):
+    if isinstance(loc, dict):
+        return all(_is_cpu_location(v) for v in loc.values())
+    return loc is None or str(loc) in ("cpu", "cpu:0")
 
 
 # ---------------------------------------------------------------------------

@@ -262,7 +262,7 @@ def test_sequential_indexing_and_repr():
         ")"
     )
     assert (
-        repr(nn.CrossEntropyLoss(reduction="sum")) == "CrossEntropyLoss(reduction=sum)"
+        repr(nn.CrossEntropyLoss(reduction="sum")) == "CrossEntropyLoss()"   # as torch
     )
     out = seq(cygrad.randn(5, 2))
     assert tuple(out.shape) == (5, 1)
@@ -358,7 +358,7 @@ def test_training_loop_decreases_loss():
 def test_grad_fn_names():
     lin = nn.Linear(3, 2)
     out = lin(cygrad.randn(4, 3))
-    assert type(out.grad_fn).__name__ == "LinearBackward"
+    assert type(out.grad_fn).__name__ == "AddmmBackward0"
     loss = nn.CrossEntropyLoss()(out, cygrad.tensor([0, 1, 1, 0]))
-    assert type(loss.grad_fn).__name__ == "CrossEntropyLossBackward"
-    assert type(nn.MSELoss()(out, out.detach()).grad_fn).__name__ == "MseLossBackward"
+    assert type(loss.grad_fn).__name__ == "NllLossBackward0"
+    assert type(nn.MSELoss()(out, out.detach()).grad_fn).__name__ == "MseLossBackward0"

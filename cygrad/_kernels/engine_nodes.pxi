@@ -28,6 +28,9 @@ cdef class Node:
     cdef public object _retained     # list of (out_nr, weakref) from retain_grad()
     cdef public object _site         # (filename, lineno) of the forward call
     cdef public object _gen          # optimizer generation at creation (diagnostics)
+    # torch's name when it differs from the node's own (a composite such as
+    # mean = sum / n names its last node after the whole op); None: default.
+    cdef public str _torch_name
     cdef void* _lprev                # live-node list (diagnostics; no references)
     cdef void* _lnext
     cdef bint _linked
@@ -56,6 +59,8 @@ cdef class Node:
         pass
 
     def name(self):
+        if self._torch_name is not None:
+            return self._torch_name
         return type(self).__name__
 
     def __repr__(self):
@@ -220,6 +225,8 @@ cdef class EWNode(Node):
     cdef long long na, nb, ny
 
     def name(self):
+        if self._torch_name is not None:
+            return self._torch_name
         return (BINARY_ROWS if self.binary else UNARY_ROWS)[self.op].node
 
     def __dealloc__(self):
@@ -346,6 +353,8 @@ cdef class MatmulNode(Node):
     cdef long long na, nb
 
     def name(self):
+        if self._torch_name is not None:
+            return self._torch_name
         return "MmBackward0"
 
     cdef void release(self):
@@ -447,6 +456,8 @@ cdef class SumNode(Node):
     cdef tuple in_shape
 
     def name(self):
+        if self._torch_name is not None:
+            return self._torch_name
         return "SumBackward0"
 
     cdef object apply(self, object grads, bint graph):

@@ -7,12 +7,14 @@ a context manager and as a decorator.
 
 import functools
 import inspect
+import threading
 
 from cygrad._kernels.engine import _set_grad_mode, is_grad_enabled
 
 __all__ = [
     "enable_grad",
     "inference_mode",
+    "is_inference_mode_enabled",
     "is_grad_enabled",
     "no_grad",
     "set_grad_enabled",
@@ -116,5 +118,41 @@ class _Scoped(_GradModeContext):
         self._mode = mode
 
 
-class inference_mode(no_grad):
-    """Alias of ``no_grad`` (cygrad has no separate inference tensors)."""
+_inference = threading.local()
+
+
+def is_inference_mode_enabled():
+    """True inside ``inference_mode()`` (per thread)."""
+    return getattr(_inference, "on", False)
+
+
+class inference_mode(_GradModeContext):
+    """``inference_mode(mode=True)``: grad mode off while ``mode`` holds.
+
+    As torch, ``inference_mode(False)`` turns grad mode *on* (even inside
+    ``no_grad``) and inference mode off.  cygrad has no separate inference
+    tensors: results are ordinary tensors that do not require grad.
+    Usable as a context manager and as a decorator, with or without
+    parentheses.
+    """
+
+    def __new__(cls, mode=True):
+        if callable(mode) and not isinstance(mode, _GradModeContext):
+            return cls()(mode)
+        return object.__new__(cls)
+
+    def __init__(self, mode=True):
+        self.mode = bool(mode)
+        self._mode = not self.mode
+
+    def __enter__(self):
+        self._prev_inference = is_inference_mode_enabled()
+        _inference.on = self.mode
+        return super().__enter__()
+
+    def __exit__(self, *exc):
+        _inference.on = self._prev_inference
+        return super().__exit__(*exc)
+
+    def clone(self):
+        return self.__class__(self.mode)

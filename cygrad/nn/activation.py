@@ -11,12 +11,13 @@ class ReLU(Module):
 
     def __init__(self, inplace=False):
         super().__init__()
-        if inplace:
-            raise NotImplementedError("ReLU(inplace=True) is not supported by cygrad")
-        self.inplace = False
+        self.inplace = inplace
 
     def forward(self, input):
-        return F.relu(input)
+        return F.relu(input, inplace=self.inplace)
+
+    def extra_repr(self):
+        return "inplace=True" if self.inplace else ""
 
 
 class Tanh(Module):

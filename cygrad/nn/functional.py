@@ -27,6 +27,7 @@ __all__ = [
     "mse_loss",
     "nll_loss",
     "relu",
+    "relu_",
     "sigmoid",
     "softmax",
     "tanh",
@@ -76,7 +77,7 @@ def _constant(arr):
 class _Linear(Function):
     """``out = x @ W.T + b``;  grad_x = g @ W, grad_W = g.T @ x, grad_b = sum(g)."""
 
-    _node_name = "LinearBackward"
+    _node_name = "MmBackward0"      # torch's node names for x @ W.T (+ b)
 
     @staticmethod
     def forward(ctx, x, weight, bias=None):
@@ -118,6 +119,12 @@ class _Linear(Function):
         return grad_x, grad_weight
 
 
+class _LinearBias(_Linear):
+    """``_Linear`` with a bias, under torch's node name."""
+
+    _node_name = "AddmmBackward0"
+
+
 def linear(input, weight, bias=None):
     """``input @ weight.T + bias`` as one autograd node.
 
@@ -130,10 +137,19 @@ def linear(input, weight, bias=None):
     Returns
     -------
     Tensor of shape (*, out_features), the inputs' dtype (which must agree).
+    A 1-D ``weight`` of shape (in_features,) gives shape (*,) (``input @
+    weight``), as torch; a bias then needs a 1-D input.
     """
+    if weight.ndim == 1:
+        out = ops.matmul(input, weight)
+        if bias is None:
+            return out
+        if input.ndim != 1:
+            raise RuntimeError("mat2 must be a matrix, got 1-D tensor")
+        return out + bias
     if bias is None:
         return _Linear.apply(input, weight)
-    return _Linear.apply(input, weight, bias)
+    return _LinearBias.apply(input, weight, bias)
 
 
 # ---------------------------------------------------------------------------
@@ -141,10 +157,16 @@ def linear(input, weight, bias=None):
 
 
 def relu(input, inplace=False):
-    """``max(x, 0)``;  relu'(0) = 0."""
+    """``max(x, 0)``;  relu'(0) = 0.  ``inplace=True`` writes into ``input``
+    (torch's rules: refused on a leaf that requires grad)."""
     if inplace:
-        raise NotImplementedError("relu(inplace=True) is not supported by cygrad")
+        return input.relu_()
     return ops.relu(input)
+
+
+def relu_(input):
+    """In-place ``relu``."""
+    return input.relu_()
 
 
 def tanh(input):
@@ -155,24 +177,41 @@ def sigmoid(input):
     return ops.sigmoid(input)
 
 
-def softmax(input, dim=None, dtype=None):
-    """``exp(x) / sum(exp(x), dim)``, computed stably."""
-    if dim is None:
-        raise TypeError("softmax() missing required argument 'dim' (cygrad needs it)")
-    if dtype is not None:
-        input = input.to(dtype)
-    return ops.softmax(input, dim)
+def _implicit_dim(name, ndim, stacklevel):
+    """torch's guess when ``dim`` is omitted (deprecated, with its warning):
+    0 for 0-, 1- and 3-D inputs, else 1."""
+    warnings.warn(
+        f"Implicit dimension choice for {name} has been deprecated. Change the "
+        "call to include dim=X as an argument.", UserWarning,
+        stacklevel=stacklevel + 1)
+    return 0 if ndim in (0, 1, 3) else 1
 
 
-def log_softmax(input, dim=None, dtype=None):
-    """``x - logsumexp(x, dim)``, computed stably."""
-    if dim is None:
-        raise TypeError(
-            "log_softmax() missing required argument 'dim' (cygrad needs it)"
-        )
+def _softmax_input(input, dtype, name):
     if dtype is not None:
-        input = input.to(dtype)
-    return ops.log_softmax(input, dim)
+        return input.to(dtype)
+    if not np.issubdtype(np.dtype(input.dtype), np.floating):
+        raise NotImplementedError(
+            f'"{name}_lastdim_kernel_impl" not implemented for '
+            f"'{_TORCH_TYPE_NAMES.get(np.dtype(input.dtype), input.dtype)}' "
+            f"({name} needs a floating input; pass dtype= to convert)")
+    return input
+
+
+def softmax(input, dim=None, _stacklevel=3, dtype=None):
+    """``exp(x) / sum(exp(x), dim)``, computed stably.  Without ``dim``,
+    torch's deprecated guess (with its warning)."""
+    if dim is None:
+        dim = _implicit_dim("softmax", input.ndim, _stacklevel)
+    return ops.softmax(_softmax_input(input, dtype, "softmax"), dim)
+
+
+def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
+    """``x - logsumexp(x, dim)``, computed stably.  Without ``dim``, torch's
+    deprecated guess (with its warning)."""
+    if dim is None:
+        dim = _implicit_dim("log_softmax", input.ndim, _stacklevel)
+    return ops.log_softmax(_softmax_input(input, dtype, "log_softmax"), dim)
 
 
 def _row_max(input, dim):
@@ -216,7 +255,7 @@ def _pointwise_loss_forward(ctx, input, target, reduction, kernel, name):
 class _MSELoss(Function):
     """``l = (x - y)**2`` reduced;  grad_x = 2 g (x - y), grad_y = -grad_x."""
 
-    _node_name = "MseLossBackward"
+    _node_name = "MseLossBackward0"
 
     @staticmethod
     def forward(ctx, input, target, reduction):
@@ -307,7 +346,7 @@ class _BCEWithLogits(Function):
     """``l = max(x,0) - x y + log1p(exp(-|x|))``;  grad_x = g (sigmoid(x) - y),
     grad_y = -g x."""
 
-    _node_name = "BinaryCrossEntropyWithLogitsBackward"
+    _node_name = "BinaryCrossEntropyWithLogitsBackward0"
 
     @staticmethod
     def forward(ctx, input, target, reduction):
@@ -398,7 +437,7 @@ class _CrossEntropy(Function):
     """``l_i = w[t_i] (logsumexp(x_i) - x_i[t_i])`` reduced;
     grad_x_i = g_i w[t_i] (softmax(x_i) - onehot(t_i))."""
 
-    _node_name = "CrossEntropyLossBackward"
+    _node_name = "NllLossBackward0"   # torch prints its last node's name
 
     @staticmethod
     def forward(ctx, input, target, weight, ignore_index, reduction):
@@ -533,48 +572,117 @@ def cross_entropy(
         input's shape holding class probabilities
     weight : Tensor (C,), optional per-class weights
     reduction : "mean" | "sum" | "none"
+    label_smoothing : float in [0, 1]
+        Mixes each target with the uniform distribution, as torch:
+        ``(1 - eps) * nll + eps / C * sum_c -w_c log p_c``.
+    size_average, reduce : deprecated flags, mapped to ``reduction`` as torch
+        maps them (with its warning).
 
     Raises
     ------
+    RuntimeError
+        For a target that is neither int64/uint8 class indices nor floating
+        probabilities of the input's shape (torch's message).
     IndexError
         For a class index out of range (the message names it).
     ValueError
         For mismatched batch sizes.
     """
     if size_average is not None or reduce is not None:
-        raise TypeError("size_average and reduce are deprecated; use reduction")
+        reduction = _legacy_reduction(size_average, reduce)
     _check_reduction(reduction)
-    if label_smoothing != 0.0:
-        raise NotImplementedError("cross_entropy: label_smoothing is not supported")
+    label_smoothing = float(label_smoothing)
+    if not 0.0 <= label_smoothing <= 1.0:
+        raise RuntimeError(
+            f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
     if not isinstance(target, Tensor):
-        target = tensor(target)
+        raise TypeError(
+            "cross_entropy_loss(): argument 'target' (position 2) must be Tensor, "
+            f"not {type(target).__name__}")
     if input.ndim == 0:
         raise ValueError("cross_entropy: input must have at least 1 dimension")
-    if np.issubdtype(np.dtype(target.dtype), np.floating):
-        if tuple(target.shape) != tuple(input.shape):
-            raise RuntimeError(
-                "cross_entropy: a floating target holds class probabilities and must "
-                f"have the input's shape {tuple(input.shape)}, got "
-                f"{tuple(target.shape)}"
-            )
-        axis = 0 if input.ndim == 1 else 1
-        logp = log_softmax(input, dim=axis)
-        if weight is not None:
-            shape = (-1,) + (1,) * (input.ndim - axis - 1)
-            logp = logp * weight.reshape(shape)
-        return _reduce(-(target * logp).sum(dim=axis), reduction)
-    if not np.issubdtype(np.dtype(target.dtype), np.integer):
-        raise TypeError(
-            f"cross_entropy: target must be integer class indices, got {target.dtype}"
-        )
+    tdt = np.dtype(target.dtype)
+    if np.issubdtype(tdt, np.floating) and tuple(target.shape) == tuple(input.shape):
+        return _soft_cross_entropy(input, target, weight, reduction, label_smoothing)
+    if tdt not in (np.dtype(np.int64), np.dtype(np.uint8)):
+        raise RuntimeError(
+            "expected target dtype to be Long or Byte, but got "
+            f"{_TORCH_TYPE_NAMES.get(tdt, str(tdt))} (cross_entropy takes int64 "
+            "class indices, or floating class probabilities of the input's shape "
+            f"{tuple(input.shape)})")
     if input.ndim == 1 and target.ndim != 0:
         raise ValueError(
             f"Expected input batch_size (1) to match target batch_size "
             f"({target.shape[0] if target.ndim else 1})."
         )
+    if weight is not None and np.dtype(weight.dtype) != np.dtype(input.dtype):
+        raise RuntimeError(
+            f"expected scalar type {_TORCH_TYPE_NAMES.get(np.dtype(input.dtype))} but "
+            f"found {_TORCH_TYPE_NAMES.get(np.dtype(weight.dtype))} (cross_entropy: "
+            f"weight is {weight.dtype}, input is {input.dtype})")
+    nll = _CrossEntropy.apply(input, target, weight, int(ignore_index), reduction)
+    if label_smoothing == 0.0:
+        return nll
+    return _smoothed(input, target, weight, int(ignore_index), reduction,
+                     label_smoothing, nll)
+
+
+# torch's names of the dtypes, for messages that quote torch's own.
+_TORCH_TYPE_NAMES = {
+    np.dtype(np.float16): "Half", np.dtype(np.float32): "Float",
+    np.dtype(np.float64): "Double", np.dtype(np.int8): "Char",
+    np.dtype(np.int16): "Short", np.dtype(np.int32): "Int",
+    np.dtype(np.int64): "Long", np.dtype(np.uint8): "Byte", np.dtype(bool): "Bool",
+}
+
+
+def _legacy_reduction(size_average, reduce):
+    """torch's mapping of the deprecated ``size_average``/``reduce`` flags."""
+    warnings.warn(
+        "size_average and reduce args will be deprecated, please use "
+        "reduction='" + ("none" if reduce is False else "mean" if size_average
+                         in (None, True) else "sum") + "' instead.",
+        UserWarning, stacklevel=3)
+    if reduce is False:
+        return "none"
+    return "mean" if size_average in (None, True) else "sum"
+
+
+def _soft_cross_entropy(input, target, weight, reduction, eps):
+    """Cross-entropy against class probabilities (smoothed towards uniform)."""
+    axis = 0 if input.ndim == 1 else 1
+    if eps:
+        target = target * (1.0 - eps) + eps / input.shape[axis]
+    logp = log_softmax(input, dim=axis)
+    if weight is not None:
+        shape = (-1,) + (1,) * (input.ndim - axis - 1)
+        logp = logp * weight.reshape(shape)
+    return _reduce(-(target * logp).sum(dim=axis), reduction)
+
+
+def _smoothed(input, target, weight, ignore_index, reduction, eps, nll):
+    """``(1 - eps) * nll + eps / C * smooth`` with ``smooth_i = -sum_c w_c
+    logp_ic`` over non-ignored rows; ``mean`` divides ``smooth`` by the same
+    weight sum as the nll term (torch's rule)."""
+    axis = 0 if input.ndim == 1 else 1
+    c = input.shape[axis]
+    logp = log_softmax(input, dim=axis)
+    if weight is not None:
+        shape = (-1,) + (1,) * (input.ndim - axis - 1)
+        logp = logp * weight.reshape(shape)
+    t = np.asarray(target._arr)
+    keep = t != ignore_index
+    smooth = -logp.sum(dim=axis) * _constant(keep.astype(input._arr.dtype))
+    if reduction == "none":
+        return nll * (1.0 - eps) + smooth * (eps / c)
+    if reduction == "sum":
+        return nll * (1.0 - eps) + smooth.sum() * (eps / c)
     if weight is None:
-        return _CrossEntropy.apply(input, target, None, int(ignore_index), reduction)
-    return _CrossEntropy.apply(input, target, weight, int(ignore_index), reduction)
+        denom = float(keep.sum())
+    else:
+        w = np.asarray(weight._arr)
+        denom = float(w[np.where(keep, t, 0)][keep].sum())
+    return nll * (1.0 - eps) + smooth.sum() * (eps / c / denom if denom else math.nan)
 
 
 def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean"):

@@ -4,7 +4,7 @@ import math
 
 import numpy as np
 
-from cygrad import dtypes as _dt
+from cygrad._device import check_device
 from cygrad.creation import empty
 
 from . import functional as F
@@ -25,7 +25,7 @@ class Linear(Module):
         Whether to learn an additive bias (default True).
     device : None or "cpu"
     dtype : dtype, optional
-        Of the parameters; cygrad's default (float32) when None.
+        Of the parameters; the default dtype (``get_default_dtype()``) when None.
 
     Attributes
     ----------
@@ -37,11 +37,11 @@ class Linear(Module):
 
     def __init__(self, in_features, out_features, bias=True, device=None, dtype=None):
         super().__init__()
-        if device not in (None, "cpu"):
-            raise ValueError(f"cygrad runs on the CPU only, got device={device!r}")
+        if device is not None:
+            check_device(device)
         self.in_features = int(in_features)
         self.out_features = int(out_features)
-        dtype = np.dtype(_dt.float32 if dtype is None else dtype)
+        dtype = None if dtype is None else np.dtype(dtype)     # None: the default dtype
         self.weight = Parameter(
             empty(self.out_features, self.in_features, dtype=dtype)
         )

@@ -13,7 +13,7 @@ class _Loss(Module):
         self.reduction = reduction
 
     def extra_repr(self):
-        return "" if self.reduction == "mean" else f"reduction={self.reduction}"
+        return ""       # torch's losses print no arguments
 
 
 class MSELoss(_Loss):
@@ -35,8 +35,11 @@ class CrossEntropyLoss(_Loss):
     """
 
     def __init__(
-        self, weight=None, ignore_index=-100, reduction="mean", label_smoothing=0.0
+        self, weight=None, size_average=None, ignore_index=-100, reduce=None,
+        reduction="mean", label_smoothing=0.0,
     ):
+        if size_average is not None or reduce is not None:
+            reduction = F._legacy_reduction(size_average, reduce)
         super().__init__(reduction)
         if weight is not None:
             self.register_buffer("weight", weight)

@@ -52,7 +52,7 @@ class Module:
                 raise AttributeError(
                     "cannot assign parameters before Module.__init__() call"
                 )
-            self._forget(name)
+            self._forget(name, keep="_parameters")
             params[name] = value
         elif params is not None and name in params:
             if value is not None:
@@ -67,7 +67,7 @@ class Module:
                 raise AttributeError(
                     "cannot assign module before Module.__init__() call"
                 )
-            self._forget(name)
+            self._forget(name, keep="_modules")
             modules[name] = value
         elif name in self.__dict__.get("_modules", ()):
             if value is not None:
@@ -86,11 +86,16 @@ class Module:
         else:
             object.__setattr__(self, name, value)
 
-    def _forget(self, name):
+    def _forget(self, name, keep=None):
+        """Drop ``name`` from every table but ``keep``: reassigning an entry
+        keeps its place in the order (as torch; optimizer order and
+        state-dict keys depend on it)."""
         self.__dict__.pop(name, None)
         for table in ("_parameters", "_buffers", "_modules"):
-            self.__dict__[table].pop(name, None)
-        self._non_persistent.discard(name)
+            if table != keep:
+                self.__dict__[table].pop(name, None)
+        if keep != "_buffers":
+            self._non_persistent.discard(name)
 
     def __getattr__(self, name):
         # only called when normal lookup fails
@@ -132,7 +137,7 @@ class Module:
                 f"cannot assign '{type(param).__name__}' object to parameter "
                 f"'{name}' (cygrad.nn.Parameter or None required)"
             )
-        self._forget(name)
+        self._forget(name, keep="_parameters")
         self._parameters[name] = param
 
     def register_buffer(self, name, tensor, persistent=True):
@@ -143,9 +148,11 @@ class Module:
                 f"cannot assign '{type(tensor).__name__}' object to buffer "
                 f"'{name}' (Tensor or None required)"
             )
-        self._forget(name)
+        self._forget(name, keep="_buffers")
         self._buffers[name] = tensor
-        if not persistent:
+        if persistent:
+            self._non_persistent.discard(name)
+        else:
             self._non_persistent.add(name)
 
     def add_module(self, name, module):
@@ -153,7 +160,7 @@ class Module:
         if module is not None and not isinstance(module, Module):
             raise TypeError(f"{type(module).__name__} is not a Module subclass")
         self._check_name(name, "module")
-        self._forget(name)
+        self._forget(name, keep="_modules")
         self._modules[name] = module
 
     register_module = add_module

@@ -5,7 +5,7 @@ import numpy as np
 
 from cygrad._kernels.engine import TensorBase, _wrap
 from cygrad.autograd.function import Function
-from cygrad.ops.registry import _ns, _view_of, op, xp_helper
+from cygrad.ops.registry import _ns, _view_of, apply_named, op, xp_helper
 
 # --- indexing ----------------------------------------------------------------------------------
 
@@ -135,7 +135,24 @@ def getitem(input, index):
     Ellipsis give a view; integer tensors/arrays/lists and bool masks give a
     copy.  The gradient scatters back, adding over repeated indices."""
     idx, basic = _norm_index(index)
+    if basic:
+        return apply_named(GetItem, _basic_node_name(idx), input, idx, basic)
     return GetItem.apply(input, idx, basic)
+
+
+def _basic_node_name(idx):
+    """torch's node for a basic index: that of its last component that does
+    something (an int selects, a slice slices, None unsqueezes); ``x[:]``
+    slices, ``x[...]`` aliases."""
+    for k in reversed(idx):
+        if isinstance(k, slice):
+            if k != slice(None):
+                return "SliceBackward0"
+        elif k is None:
+            return "UnsqueezeBackward0"
+        elif k is not Ellipsis:
+            return "SelectBackward0"
+    return "SliceBackward0" if slice(None) in idx else "AliasBackward0"
 
 
 op("getitem", methods=("__getitem__",), primitive=True, kind="index")(getitem)

@@ -10,7 +10,7 @@ from cygrad._kernels.reduce import sum_to_shape as _np_sum_to_shape
 from cygrad._tensor import Tensor
 from cygrad.autograd.function import Function
 from cygrad.creation import tensor as _make_tensor
-from cygrad.ops.elementwise import clamp_max, clamp_min
+from cygrad.ops.elementwise import clamp_max, clamp_min, relu
 from cygrad.ops.indexing import GetItem, _basic_view, _index_error, _norm_index
 from cygrad.ops.registry import _no_grad, _ns, _prod, sum_to_shape, xp_helper
 from cygrad.ops.select import clamp
@@ -400,7 +400,13 @@ def clamp_max_(input, max):
     return _inplace_apply(input, lambda t: clamp_max(t, max), "clamp_max_")
 
 
+def relu_(input):
+    """In-place ``relu`` (relu'(0) = 0, as torch's ``relu_``)."""
+    return _inplace_apply(input, relu, "relu_")
+
+
 Tensor.clamp_ = Tensor.clip_ = clamp_
+Tensor.relu_ = relu_
 Tensor.clamp_min_ = clamp_min_
 Tensor.clamp_max_ = clamp_max_
 

@@ -19,6 +19,8 @@ from cygrad.ops.registry import (
     _kept_shape,
     _ns,
     _prod,
+    apply_named,
+    named,
     op,
     xp_helper,
 )
@@ -61,7 +63,10 @@ def _sum(input, dim=None, keepdim=False, dtype=None):
         input = input.to(dtype)
     if dim is None and not keepdim and input._arr.dtype.kind == "f":
         return _engine.sum_all(input)
-    return Sum.apply(input, _dims(dim, input._arr.ndim), bool(keepdim))
+    if dim is None:
+        return Sum.apply(input, _dims(dim, input._arr.ndim), bool(keepdim))
+    return apply_named(Sum, "SumBackward1", input, _dims(dim, input._arr.ndim),
+                       bool(keepdim))
 
 
 # The full float sum is compiled; every other call runs _sum.
@@ -80,12 +85,14 @@ def mean(input, dim=None, keepdim=False, dtype=None):
             f"floating point or complex dtype. Got: {_dt.name(input._arr.dtype)}")
     if dim is None and not keepdim:          # a loss: the compiled full sum
         n = input._arr.size
-        return _engine.sum_all(input) / (n if n else float("nan"))
+        return named(_engine.sum_all(input) / (n if n else float("nan")),
+                     "MeanBackward0")
     axes = _dims(dim, input._arr.ndim)
     n = 1
     for a in axes:
         n *= input._arr.shape[a]
-    return Sum.apply(input, axes, bool(keepdim)) / (n if n else float("nan"))
+    return named(Sum.apply(input, axes, bool(keepdim)) / (n if n else float("nan")),
+                 "MeanBackward1")
 
 
 def _to_rows(arr, axes):
@@ -332,7 +339,8 @@ def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
 
 def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     """sqrt(var) (composite)."""
-    return sqrt(var(input, dim, unbiased, keepdim, correction=correction))
+    return named(sqrt(var(input, dim, unbiased, keepdim, correction=correction)),
+                 "StdBackward0")
 
 
 Tensor.std = std

@@ -13,7 +13,7 @@ import weakref as _weakref
 import numpy as np
 
 from cygrad._kernels import engine as _engine
-from cygrad._kernels.engine import _alias, _wrap, is_grad_enabled
+from cygrad._kernels.engine import _alias, _wrap, function_apply, is_grad_enabled
 from cygrad._kernels.reduce import sum_to_shape as _np_sum_to_shape
 from cygrad._tensor import Tensor, _canon_dim
 from cygrad.autograd.function import Function
@@ -235,3 +235,28 @@ def _register_view(root, t):
     if views is None:
         views = root.__dict__["_views"] = _weakref.WeakSet()
     views.add(t)
+
+
+# --- torch's node names ----------------------------------------------------------
+# Scripts print ``t.grad_fn``; one cygrad op can stand for several torch ops
+# (Permute for transpose and t, Reshape for squeeze, sum / n for mean), so
+# the op names the node after the torch op the user called.
+
+_NAMED_NODES = {}
+
+
+def apply_named(cls, node_name, *args):
+    """``cls.apply(*args)`` with its node's class named ``node_name``."""
+    node_cls = _NAMED_NODES.get((cls, node_name))
+    if node_cls is None:
+        node_cls = type(node_name, (cls._backward_cls,), {})
+        _NAMED_NODES[cls, node_name] = node_cls
+    return function_apply(cls, node_cls, args)
+
+
+def named(t, node_name):
+    """``t`` with its compiled ``grad_fn`` (if any) printing as ``node_name``."""
+    fn = t._grad_fn
+    if fn is not None:
+        fn._torch_name = node_name
+    return t

@@ -8,6 +8,7 @@ from cygrad._kernels import engine as _engine
 from cygrad._kernels import select as _select_k
 from cygrad._kernels.engine import TensorBase, _wrap
 from cygrad.autograd.function import Function
+from cygrad.creation import get_default_dtype
 from cygrad.creation import tensor as _make_tensor
 from cygrad.ops.registry import _as_dtype, _ns, _NumpyNS, op, xp_helper
 
@@ -89,22 +90,46 @@ def _select(xp, c, a, b):
     return where(c, a, b)
 
 
+_TORCH_NAMES = {"float16": "Half", "float32": "Float", "float64": "Double",
+                "int8": "Char", "int16": "Short", "int32": "Int", "int64": "Long"}
+
+
+def _where_dtype(input, other):
+    """torch's result type of where(c, input, other): tensors decide within
+    their category; a Python scalar of a higher category (bool < int <
+    float) gives that category's default (int64; the default float)."""
+    tensors = [t._arr.dtype for t in (input, other) if isinstance(t, TensorBase)]
+    scalars = [v for v in (input, other) if not isinstance(v, TensorBase)]
+    rank = {"b": 0, "u": 1, "i": 1, "f": 2, "c": 3}
+
+    def scalar_rank(v):
+        return 0 if isinstance(v, (bool, np.bool_)) else (
+            1 if isinstance(v, (int, np.integer)) else 2)
+
+    if tensors:
+        hi = max(rank[d.kind] for d in tensors)       # float beats int, int bool
+        dt = np.result_type(*[d for d in tensors if rank[d.kind] == hi])
+        top = max((scalar_rank(v) for v in scalars), default=-1)
+        if top > rank[dt.kind]:
+            dt = np.dtype(np.int64) if top == 1 else get_default_dtype()
+        return np.dtype(dt)
+    top = max(scalar_rank(v) for v in scalars)
+    return np.dtype((np.bool_, np.int64)[top]) if top < 2 else get_default_dtype()
+
+
 @op("where", primitive=True, kind="select")
 def where(condition, input, other):
     """Pick ``input`` where ``condition`` holds, else ``other`` (broadcasting)."""
     if not isinstance(condition, TensorBase):
         condition = _make_tensor(condition)
-    if condition._arr.dtype != np.bool_:
+    cdt = condition._arr.dtype
+    if cdt != np.bool_:
+        if cdt != np.uint8:       # torch also takes uint8 masks (deprecated)
+            raise RuntimeError(
+                "where expected condition to be a boolean tensor, but got a tensor "
+                f"with dtype {_TORCH_NAMES.get(cdt.name, cdt)}")
         condition = _wrap(condition._arr.astype(bool))
-    tensors = [t for t in (input, other) if isinstance(t, TensorBase)]
-    if tensors:
-        fl = [t._arr.dtype for t in tensors]
-        dt = np.result_type(*fl)
-        if any(not isinstance(v, TensorBase) and isinstance(v, float)
-               for v in (input, other)) and dt.kind != "f":
-            dt = np.dtype(np.float32)
-    else:
-        dt = np.dtype(np.float32)
+    dt = _where_dtype(input, other)
     x = input if isinstance(input, TensorBase) else _wrap(np.asarray(input, dt))
     y = other if isinstance(other, TensorBase) else _wrap(np.asarray(other, dt))
     if x._arr.dtype != dt:

@@ -8,7 +8,7 @@ from cygrad._device import check_device, device
 from cygrad._kernels.engine import TensorBase, _wrap
 from cygrad._tensor import Tensor, _canon_dim
 from cygrad.autograd.function import Function
-from cygrad.ops.registry import _dims, _ns, _view_of, op
+from cygrad.ops.registry import _dims, _ns, _view_of, apply_named, op
 
 # --- dtype cast, clone, copy ---------------------------------------------------------------
 
@@ -217,7 +217,7 @@ def transpose(input, dim0, dim1):
     d0, d1 = _canon_dim(dim0, nd), _canon_dim(dim1, nd)
     axes = list(range(nd))
     axes[d0], axes[d1] = axes[d1], axes[d0]
-    return Permute.apply(input, tuple(axes))
+    return apply_named(Permute, "TransposeBackward0", input, tuple(axes))
 
 
 def _t(input):
@@ -225,7 +225,7 @@ def _t(input):
     if nd > 2:
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is "
                            f"{nd}D")
-    return transpose(input, 0, 1) if nd == 2 else input
+    return apply_named(Permute, "TBackward0", input, (1, 0)) if nd == 2 else input
 
 
 Tensor.t = _t
@@ -309,7 +309,8 @@ def squeeze(input, dim=None):
     else:
         axes = _dims(dim, input._arr.ndim) if input._arr.ndim else ()
         new = tuple(s for i, s in enumerate(shape) if not (i in axes and s == 1))
-    return Reshape.apply(input, new, False)
+    return apply_named(Reshape, "SqueezeBackward0" if dim is None else
+                       "SqueezeBackward1", input, new, False)
 
 
 @op("unsqueeze", methods=("unsqueeze",), kind="shape")
@@ -323,7 +324,7 @@ def unsqueeze(input, dim):
     d = dim % nd
     shape = list(input._arr.shape)
     shape.insert(d, 1)
-    return Reshape.apply(input, tuple(shape), False)
+    return apply_named(Reshape, "UnsqueezeBackward0", input, tuple(shape), False)
 
 
 @op("flatten", methods=("flatten",), kind="shape")
@@ -448,4 +449,5 @@ def stack(tensors, dim=0):
             f"Dimension out of range (expected to be in range of [{-nd}, {nd - 1}], "
             f"but got {dim}) for stack of tensors with {nd - 1} dimensions")
     d = dim % nd
-    return Cat.apply(d, *[unsqueeze(t, d) for t in _promote_all(tensors)])
+    return apply_named(Cat, "StackBackward0", d,
+                       *[unsqueeze(t, d) for t in _promote_all(tensors)])
