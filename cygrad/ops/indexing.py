@@ -97,7 +97,12 @@ def _norm_index(index, shape):
     arrays that indexes that view.  Every bound and mask shape is checked
     here, before anything is read or written.
     """
-    if isinstance(index, tuple):
+    kind = type(index)
+    if kind is int or kind is slice:
+        return _plain_index((index,), shape)
+    if kind is tuple:
+        if all(type(k) is int or type(k) is slice for k in index):
+            return _plain_index(index, shape)
         items = index
     elif isinstance(index, list) and _seq_as_tuple(index):
         items = tuple(index)
@@ -155,6 +160,22 @@ def _norm_index(index, shape):
     if not adv:
         return tuple(basic), None
     return tuple(basic), tuple(adv.get(i, slice(None)) for i in range(max(adv) + 1))
+
+
+def _plain_index(items, shape):
+    """The fast path of ``_norm_index``: only ints and slices (``x[3]``,
+    ``x[:, 1:4]``), the most common indices, checked without tokens."""
+    if len(items) > len(shape):
+        raise IndexError(f"too many indices for tensor of dimension {len(shape)}")
+    for dim, k in enumerate(items):
+        if type(k) is int:
+            size = shape[dim]
+            if not -size <= k < size:
+                raise IndexError(f"index {k} is out of bounds for dimension {dim} "
+                                 f"with size {size}")
+        elif k.step is not None and int(k.step) <= 0:
+            raise ValueError("step must be greater than zero")
+    return items + (Ellipsis,), None
 
 
 def _check_bounds(a, size, dim):
