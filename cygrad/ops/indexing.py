@@ -1,5 +1,16 @@
 """``t[index]``: torch's indexing rules, views for basic indices and
-gathered copies for advanced ones."""
+gathered copies for advanced ones.
+
+An index is normalized in two stages, as torch applies it: the *basic* part
+(ints, slices, None, Ellipsis; every advanced index replaced by full slices)
+gives a view, and the *advanced* part (integer arrays, the coordinates of
+bool masks) then indexes that view.  Ints are thus applied first, as torch
+does (``x[0, :, [1, 2]]`` has shape ``[4, 2]`` for ``x`` of shape
+``[3, 4, 5]``; NumPy would give ``[2, 4]``), and NumPy's rule for the second
+stage (advanced dims in place when adjacent, else first) is torch's.
+"""
+
+import warnings
 
 import numpy as np
 
@@ -7,75 +18,203 @@ from cygrad._kernels.engine import TensorBase, _wrap
 from cygrad.autograd.function import Function
 from cygrad.ops.registry import _ns, _view_of, apply_named, op, xp_helper
 
-# --- indexing ----------------------------------------------------------------------------------
+# --- normalizing an index ---------------------------------------------------------------
+
+_INT, _SLICE, _NONE, _ELL, _ARR, _MASK = range(6)
+_INDEX_INTS = (np.dtype(np.int64), np.dtype(np.int32))   # torch's long and int
+_MASK_DTYPES = (np.dtype(np.bool_), np.dtype(np.uint8))  # bool and (legacy) byte
+_SEQUENCES = (list, tuple, range, np.ndarray, TensorBase)
+
 
 def _index_error(e, arr):
-    msg = str(e).replace("axis", "dimension").replace("array", "tensor")
+    msg = str(e).replace("axis", "dimension").replace("arrays", "tensors")
+    msg = msg.replace("array", "tensor")
     return IndexError(msg + f" (indexing a tensor of shape {list(arr.shape)})")
 
 
-def _norm_index(idx):
-    """Normalize a torch-style index to NumPy's; return (index tuple, basic).
+def _seq_as_tuple(index):
+    """torch's (and old NumPy's) reading of a short list holding a sequence,
+    tensor, slice, None or Ellipsis as a tuple of indices:
+    ``x[[[0, 1], [1, 2]]]`` is ``x[[0, 1], [1, 2]]``."""
+    if len(index) >= 32:
+        return False
+    return any(isinstance(k, _SEQUENCES) or isinstance(k, slice) or k is None
+               or k is Ellipsis for k in index)
 
-    Tensors become arrays (ints -> int64, bool masks -> their nonzero()
-    coordinates so that every advanced index is an integer array), 0-d
-    integer tensors become Python ints.  ``basic`` is True when the result
-    is a view (only ints, slices, None and Ellipsis).
-    """
-    if not isinstance(idx, tuple):
-        idx = (idx,)
-    out = []
-    basic = True
-    for k in idx:
-        if isinstance(k, TensorBase):
-            k = k._arr
-        if isinstance(k, (list, np.ndarray)):
+
+def _token(k):
+    """One index item as (kind, value, dims of the tensor it consumes)."""
+    if isinstance(k, TensorBase):
+        k = k._arr
+    elif isinstance(k, slice):
+        if k.step is not None and int(k.step) <= 0:
+            raise ValueError("step must be greater than zero")
+        return _SLICE, k, 1
+    elif k is None:
+        return _NONE, None, 0
+    elif k is Ellipsis:
+        return _ELL, None, 0
+    elif isinstance(k, (bool, np.bool_)):
+        return _MASK, np.asarray(bool(k)), 0
+    elif isinstance(k, (int, np.integer)):
+        return _INT, int(k), 1
+    if isinstance(k, (list, tuple, range)):
+        try:
             a = np.asarray(k)
-            if a.dtype == np.bool_:
-                if a.ndim == 0:
-                    out.append(a)
-                    basic = False
-                    continue
-                out.extend(np.nonzero(a))
-                basic = False
-                continue
-            if a.size == 0 and a.dtype.kind == "f" and isinstance(k, list):
-                a = a.astype(np.int64)
-            if a.dtype.kind not in "iu":
-                raise IndexError("tensors used as indices must be long, int, byte or "
-                                 f"bool tensors, got {a.dtype}")
-            if a.ndim == 0:
-                out.append(int(a))
-                continue
-            out.append(a.astype(np.int64, copy=False))
-            basic = False
-            continue
-        if isinstance(k, slice):
-            if k.step is not None and int(k.step) <= 0:
-                raise ValueError("step must be greater than zero")
-            out.append(k)
-            continue
-        if k is None or k is Ellipsis:
-            out.append(k)
-            continue
-        if isinstance(k, (bool, np.bool_)):
-            out.append(np.asarray(k))
-            basic = False
-            continue
-        if isinstance(k, (int, np.integer)):
-            out.append(int(k))
-            continue
+        except ValueError:
+            raise IndexError("an index sequence must be rectangular (got "
+                             f"{k!r})") from None
+        if a.size == 0 and a.dtype.kind == "f":
+            a = a.astype(np.int64)
+        elif a.dtype.kind in "iu" and a.dtype != np.uint8:
+            a = a.astype(np.int64, copy=False)
+    elif isinstance(k, np.ndarray):
+        a = k
+    else:
         raise IndexError(
             "only integers, slices (`:`), ellipsis (`...`), None and long or byte "
             f"Variables are valid indices (got {type(k).__name__})")
-    return tuple(out), basic
+    dt = a.dtype
+    if dt in _MASK_DTYPES:
+        if dt == np.uint8:
+            warnings.warn("indexing with dtype torch.uint8 is now deprecated, "
+                          "please use a dtype torch.bool instead.", UserWarning,
+                          stacklevel=4)
+        return _MASK, a, a.ndim
+    if dt not in _INDEX_INTS:
+        raise IndexError("tensors used as indices must be long, int, byte or bool "
+                         f"tensors, got {dt}")
+    if a.ndim == 0:
+        return _INT, int(a), 1
+    return _ARR, a, 1
 
 
-def _basic_view(arr, idx):
-    """arr[idx] for a basic index, always an ndarray view (0-d included)."""
-    if not any(k is Ellipsis for k in idx):
-        idx = idx + (Ellipsis,)
-    return arr[idx]
+def _norm_index(index, shape):
+    """A torch index for a tensor of ``shape`` as (basic, adv).
+
+    ``basic`` is a NumPy basic index (ints, slices, None, one Ellipsis) whose
+    result is a view; ``adv`` is None or a tuple of full slices and int64
+    arrays that indexes that view.  Every bound and mask shape is checked
+    here, before anything is read or written.
+    """
+    kind = type(index)
+    if kind is int or kind is slice:
+        return _plain_index((index,), shape)
+    if kind is tuple:
+        if all(type(k) is int or type(k) is slice for k in index):
+            return _plain_index(index, shape)
+        items = index
+    elif isinstance(index, list) and _seq_as_tuple(index):
+        items = tuple(index)
+    else:
+        items = (index,)
+    toks = [_token(k) for k in items]
+    ndim = len(shape)
+    used = sum(t[2] for t in toks)
+    if used > ndim:
+        raise IndexError(f"too many indices for tensor of dimension {ndim}")
+    basic, adv = [], {}
+    src = out = 0
+    ell = False
+    for kind, v, n in toks:
+        if kind == _INT:
+            size = shape[src]
+            if not -size <= v < size:
+                raise IndexError(f"index {v} is out of bounds for dimension {src} "
+                                 f"with size {size}")
+            basic.append(v)
+            src += 1
+        elif kind == _SLICE:
+            basic.append(v)
+            src += 1
+            out += 1
+        elif kind == _NONE:
+            basic.append(None)
+            out += 1
+        elif kind == _ELL:
+            if ell:
+                raise IndexError("an index can only have a single ellipsis ('...')")
+            ell = True
+            basic.append(Ellipsis)
+            src += ndim - used
+            out += ndim - used
+        elif kind == _ARR:
+            _check_bounds(v, shape[src], src)
+            basic.append(slice(None))
+            adv[out] = v
+            src += 1
+            out += 1
+        elif v.ndim == 0:       # True / False: a new dim of size 1 or 0
+            basic.append(None)
+            adv[out] = np.zeros(1 if v else 0, np.int64)
+            out += 1
+        else:
+            _check_mask(v, shape, src)
+            basic.extend([slice(None)] * n)
+            for j, a in enumerate(np.nonzero(v)):
+                adv[out + j] = a
+            src += n
+            out += n
+    if not ell:
+        basic.append(Ellipsis)      # so that a 0-d result is a view, not a scalar
+    if not adv:
+        return tuple(basic), None
+    return tuple(basic), tuple(adv.get(i, slice(None)) for i in range(max(adv) + 1))
+
+
+def _plain_index(items, shape):
+    """The fast path of ``_norm_index``: only ints and slices (``x[3]``,
+    ``x[:, 1:4]``), the most common indices, checked without tokens."""
+    if len(items) > len(shape):
+        raise IndexError(f"too many indices for tensor of dimension {len(shape)}")
+    for dim, k in enumerate(items):
+        if type(k) is int:
+            size = shape[dim]
+            if not -size <= k < size:
+                raise IndexError(f"index {k} is out of bounds for dimension {dim} "
+                                 f"with size {size}")
+        elif k.step is not None and int(k.step) <= 0:
+            raise ValueError("step must be greater than zero")
+    return items + (Ellipsis,), None
+
+
+def _check_bounds(a, size, dim):
+    if a.size == 0:
+        return
+    lo, hi = int(a.min()), int(a.max())
+    if hi >= size or lo < -size:
+        bad = hi if hi >= size else lo
+        raise IndexError(f"index {bad} is out of bounds for dimension {dim} with "
+                         f"size {size}")
+
+
+def _check_mask(m, shape, dim):
+    for j, n in enumerate(m.shape):
+        if shape[dim + j] != n:
+            raise IndexError(
+                f"The shape of the mask {list(m.shape)} at index {j} does not match "
+                f"the shape of the indexed tensor {list(shape)} at index {dim + j}")
+
+
+def _adv_shape(shape, adv):
+    """The shape of ``view[adv]`` for a view of ``shape``, without indexing."""
+    pos = [i for i, a in enumerate(adv) if not isinstance(a, slice)]
+    try:
+        b = np.broadcast_shapes(*(adv[i].shape for i in pos))
+    except ValueError:
+        raise IndexError(
+            "shape mismatch: indexing tensors could not be broadcast together with "
+            "shapes " + ", ".join(str(list(adv[i].shape)) for i in pos)) from None
+    shape = tuple(shape)
+    if pos[-1] - pos[0] == len(pos) - 1:
+        return shape[:pos[0]] + b + shape[pos[-1] + 1:]
+    return b + tuple(s for i, s in enumerate(shape) if i not in pos)
+
+
+def _index_into(arr, basic, adv):
+    """arr[basic][adv] (a view when adv is None)."""
+    view = arr[basic]
+    return view if adv is None else view[adv]
 
 
 class GetItem(Function):
@@ -85,29 +224,32 @@ class GetItem(Function):
     _node_name = "IndexBackward0"
 
     @staticmethod
-    def forward(ctx, x, idx, basic):
+    def forward(ctx, x, basic, adv):
         arr = x._arr
-        ctx.idx, ctx.basic, ctx.shape = idx, basic, arr.shape
+        ctx.basic, ctx.adv, ctx.shape = basic, adv, arr.shape
+        if adv is None:
+            return _view_of(x, arr[basic])
+        view = arr[basic]
         try:
-            if basic:
-                return _view_of(x, _basic_view(arr, idx))
-            return _wrap(np.asarray(arr[idx]))
+            return _wrap(np.asarray(view[adv]))
         except IndexError as e:
             raise _index_error(e, arr) from None
 
     @staticmethod
     def backward(ctx, g):
         xp = _ns()
-        return xp.out(xp.put_item(xp.val(g), ctx.idx, ctx.basic, ctx.shape)), None, None
+        return (xp.out(xp.put_item(xp.val(g), ctx.basic, ctx.adv, ctx.shape)), None,
+                None)
 
 
-def _put_item(g, idx, basic, shape):
-    """zeros(shape) with the array g put at idx (added over repeated indices)."""
+def _put_item(g, basic, adv, shape):
+    """zeros(shape) with the array g put at [basic][adv] (added over repeats)."""
     out = np.zeros(shape, g.dtype)
-    if basic:
-        _basic_view(out, idx)[...] = g
+    view = out[basic]
+    if adv is None:
+        view[...] = g
     else:
-        np.add.at(out, idx, g)
+        np.add.at(view, adv, g)
     return out
 
 
@@ -118,13 +260,13 @@ class PutItem(Function):
     _node_name = "IndexPutBackward0"
 
     @staticmethod
-    def forward(ctx, g, idx, basic, shape):
-        ctx.idx, ctx.basic = idx, basic
-        return _wrap(_put_item(g._arr, idx, basic, shape))
+    def forward(ctx, g, basic, adv, shape):
+        ctx.basic, ctx.adv = basic, adv
+        return _wrap(_put_item(g._arr, basic, adv, shape))
 
     @staticmethod
     def backward(ctx, gg):
-        return GetItem.apply(gg, ctx.idx, ctx.basic), None, None, None
+        return GetItem.apply(gg, ctx.basic, ctx.adv), None, None, None
 
 
 xp_helper("put_item", _put_item, PutItem.apply)
@@ -132,12 +274,14 @@ xp_helper("put_item", _put_item, PutItem.apply)
 
 def getitem(input, index):
     """``input[index]`` with torch's rules: ints, slices (positive steps), None,
-    Ellipsis give a view; integer tensors/arrays/lists and bool masks give a
-    copy.  The gradient scatters back, adding over repeated indices."""
-    idx, basic = _norm_index(index)
-    if basic:
-        return apply_named(GetItem, _basic_node_name(idx), input, idx, basic)
-    return GetItem.apply(input, idx, basic)
+    Ellipsis give a view; integer tensors/arrays/lists/ranges and bool masks
+    (or bool lists) give a copy, with the advanced dims first when slices
+    separate them.  The gradient scatters back, adding over repeated
+    indices."""
+    basic, adv = _norm_index(index, input._arr.shape)
+    if adv is None:
+        return apply_named(GetItem, _basic_node_name(basic), input, basic, adv)
+    return GetItem.apply(input, basic, adv)
 
 
 def _basic_node_name(idx):

@@ -11,7 +11,7 @@ from cygrad._tensor import Tensor
 from cygrad.autograd.function import Function
 from cygrad.creation import tensor as _make_tensor
 from cygrad.ops.elementwise import clamp_max, clamp_min, relu
-from cygrad.ops.indexing import GetItem, _basic_view, _index_error, _norm_index
+from cygrad.ops.indexing import GetItem, _adv_shape, _index_into, _norm_index
 from cygrad.ops.registry import _no_grad, _ns, _prod, sum_to_shape, xp_helper
 from cygrad.ops.select import clamp
 from cygrad.ops.shape import clone, reshape
@@ -59,7 +59,7 @@ def copy_(dst, src):
     if is_grad_enabled() and (dst._requires_grad or src._requires_grad
                               or root._requires_grad):
         if root is not dst:
-            return _write(dst, (Ellipsis,), True, src, "copy_")
+            return _write(dst, (Ellipsis,), None, src, "copy_")
         CopyInto.apply(dst, src)
         _regenerate_views(dst)
         return dst
@@ -168,20 +168,18 @@ def _regenerate_views(root):
 
 
 class IndexPut(Function):
-    """self[idx] = value, in place; grad_self = g with the region zeroed,
-    grad_value = g[idx] summed to value's shape."""
+    """self[idx] = value, in place (the last of repeated indices wins);
+    grad_self = g with the written region zeroed, grad_value = g[idx] (every
+    repeat gathered) summed to value's shape."""
 
     _node_name = "IndexPutBackward1"
 
     @staticmethod
-    def forward(ctx, dst, value, idx, basic):
-        ctx.idx, ctx.basic = idx, basic
+    def forward(ctx, dst, value, basic, adv):
+        ctx.basic, ctx.adv = basic, adv
         ctx.vshape = value._arr.shape
         ctx.shape = dst._arr.shape
-        if basic:
-            _basic_view(dst._arr, idx)[...] = value._arr
-        else:
-            dst._arr[idx] = value._arr
+        _assign(dst._arr, basic, adv, value._arr)
         _engine._mark_inplace(dst, "index_put_")
         ctx.mark_dirty(dst)
         return dst
@@ -191,21 +189,28 @@ class IndexPut(Function):
         xp = _ns()
         gv = xp.val(g)
         kept = np.ones(ctx.shape, bool)      # False on the overwritten region
-        if ctx.basic:
-            _basic_view(kept, ctx.idx)[...] = False
-        else:
-            kept[ctx.idx] = False
+        _assign(kept, ctx.basic, ctx.adv, False)
         # A select, not g * mask: an inf or NaN gradient there gives 0.
         return (xp.out(xp.where(xp.const(kept), gv, 0.0)),
-                xp.out(xp.index_sum_to(gv, ctx.idx, ctx.basic, ctx.vshape)), None, None)
+                xp.out(xp.index_sum_to(gv, ctx.basic, ctx.adv, ctx.vshape)), None,
+                None)
 
 
-def _index_sum_to_arrays(g, idx, basic, shape):
-    return _sum_to(_basic_view(g, idx) if basic else g[idx], shape)
+def _assign(arr, basic, adv, value):
+    """arr[basic][adv] = value (NumPy broadcasting; the last repeat wins)."""
+    view = arr[basic]
+    if adv is None:
+        view[...] = value
+    else:
+        view[adv] = value
 
 
-def _index_sum_to_tensors(g, idx, basic, shape):
-    return sum_to_shape(GetItem.apply(g, idx, basic), shape)
+def _index_sum_to_arrays(g, basic, adv, shape):
+    return _sum_to(_index_into(g, basic, adv), shape)
+
+
+def _index_sum_to_tensors(g, basic, adv, shape):
+    return sum_to_shape(GetItem.apply(g, basic, adv), shape)
 
 
 # g[idx] summed to ``shape``: the gradient of the value written by
@@ -292,14 +297,14 @@ def _root(t):
     return t._base if t._base is not None else t
 
 
-def _write(dst, idx, basic, value, opname):
-    """dst[idx] = value with every check done before anything is written."""
+def _write(dst, basic, adv, value, opname):
+    """dst[basic][adv] = value with every check done before anything is
+    written (the index's bounds and mask shapes were checked by
+    ``_norm_index``)."""
     arr = dst._arr
-    try:
-        target = _basic_view(arr, idx) if basic else arr[idx]
-    except IndexError as e:
-        raise _index_error(e, arr) from None
-    v = _value_tensor(value, arr.dtype, target.shape)
+    view = arr[basic]
+    shape = view.shape if adv is None else _adv_shape(view.shape, adv)
+    v = _value_tensor(value, arr.dtype, shape)
     if v._ver is dst._ver:
         # The source aliases the destination (``x[i] += 1`` writes x[i] back
         # into itself): read it from a copy, with its history.
@@ -311,23 +316,21 @@ def _write(dst, idx, basic, value, opname):
     need = is_grad_enabled() and (root._requires_grad or dst._requires_grad
                                   or v._requires_grad)
     if not need:
-        if basic:
-            target[...] = v._arr
-        else:
-            arr[idx] = v._arr
+        _assign(arr, basic, adv, v._arr)
         _engine._mark_inplace(dst, opname)
         return dst
     if root is dst:
-        IndexPut.apply(dst, v, idx, basic)
+        IndexPut.apply(dst, v, basic, adv)
         _regenerate_views(dst)
         return dst
-    region = _view_ids(dst._arr, root)
-    region = np.ascontiguousarray(_basic_view(region, idx) if basic else region[idx])
+    region = _view_ids(dst._arr, root)[basic]
     if region.size and np.unique(region).size != region.size:
         raise RuntimeError(
             "unsupported operation: more than one element of the written-to tensor "
             "refers to a single memory location. Please clone() the tensor before "
             "performing the operation.")
+    # Repeats of an advanced index may name one element twice: the last wins.
+    region = np.ascontiguousarray(region if adv is None else region[adv])
     CopySlices.apply(root, v, region)
     _regenerate_views(root)
     return dst
@@ -335,9 +338,10 @@ def _write(dst, idx, basic, value, opname):
 
 def setitem(self, index, value):
     """``self[index] = value`` in place (value broadcast and cast to self's
-    dtype), version-counted; differentiable as torch's index_put_/CopySlices."""
-    idx, basic = _norm_index(index)
-    _write(self, idx, basic, value, "setitem")
+    dtype), version-counted; differentiable as torch's index_put_/CopySlices.
+    Any index ``getitem`` takes; with repeated indices the last write wins."""
+    basic, adv = _norm_index(index, self._arr.shape)
+    _write(self, basic, adv, value, "setitem")
 
 
 Tensor.__setitem__ = setitem
@@ -374,7 +378,7 @@ def _inplace_apply(t, fn, opname, other=None):
             raise RuntimeError(f"result type {_dt.name(res._arr.dtype)} can't be "
                                f"cast to the desired output type "
                                f"{_dt.name(t._arr.dtype)} ({opname})")
-        return _write(t, (Ellipsis,), True, res, opname)
+        return _write(t, (Ellipsis,), None, res, opname)
     with _no_grad():
         res = fn(t)
     if res._arr.dtype.kind == "f" and t._arr.dtype.kind != "f":
