@@ -28,6 +28,22 @@ from cygrad.creation import (  # noqa: F401
     manual_seed, ones, ones_like, rand, rand_like, randint, randn, randn_like,
     seed, set_default_dtype, tensor, zeros, zeros_like,
 )
+from cygrad.random import (  # noqa: F401
+    bernoulli, get_rng_state, multinomial, normal, poisson, randint_like, randperm,
+    set_rng_state,
+)
+from cygrad import random  # noqa: F401
+from cygrad._typeinfo import (  # noqa: F401
+    can_cast, finfo, iinfo, is_complex, is_floating_point, is_nonzero, numel,
+    promote_types, result_type,
+)
+from cygrad._printing import get_printoptions, set_printoptions  # noqa: F401
+from cygrad._config import (  # noqa: F401
+    are_deterministic_algorithms_enabled, get_float32_matmul_precision,
+    is_deterministic_algorithms_warn_only_enabled, set_float32_matmul_precision,
+    use_deterministic_algorithms,
+)
+from cygrad import linalg  # noqa: F401
 from cygrad.autograd.grad_mode import (  # noqa: F401
     enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled,
 )
@@ -57,5 +73,8 @@ for _spec in OPS.values():
 for _name in ("mm", "t", "sum_to_shape", "logical_not"):
     globals().setdefault(_name, getattr(_ops, _name))
 del _spec, _name
+
+from math import e, inf, nan, pi  # noqa: E402, F401  (torch.inf, torch.pi, ...)
+newaxis = None
 
 __version__ = "0.1.0"

@@ -7,6 +7,7 @@ points and ``repr``.  It never loops over elements.
 """
 
 import math
+import sys
 import weakref
 
 import numpy as np
@@ -15,6 +16,7 @@ from cygrad import dtypes as _dt
 from cygrad._kernels import engine as _engine
 from cygrad._kernels.engine import TensorBase
 from cygrad._device import CPU, check_device
+from cygrad._printing import PRINT_OPTS
 from cygrad.creation import _to_array
 
 __all__ = ["Size", "Tensor", "is_tensor"]
@@ -374,21 +376,27 @@ def _canon_dim(dim, ndim):
 
 
 def _float_formatter(arr):
-    """torch's choice of float format: integers as ``3.``, else 4 decimals,
-    scientific when the magnitudes span more than 1e3 or leave [1e-4, 1e8)."""
+    """torch's choice of float format (``set_printoptions``' precision and
+    sci_mode): integers as ``3.``, else ``precision`` decimals, scientific
+    when the magnitudes span more than 1e3 or leave [1e-4, 1e8)."""
+    p = PRINT_OPTS.precision
     finite = arr[np.isfinite(arr)]
     nonzero = np.abs(finite[finite != 0]).astype(np.float64)
-    if finite.size and np.all(finite == np.round(finite)) and (
-            not nonzero.size or nonzero.max() < 1e8):
+    wide = bool(nonzero.size) and (nonzero.max() / nonzero.min() > 1e3 or
+                                   nonzero.max() > 1e8)
+    integral = finite.size and np.all(finite == np.round(finite))
+    sci = PRINT_OPTS.sci_mode
+    if sci is None:
+        sci = wide or (not integral and bool(nonzero.size) and nonzero.min() < 1e-4)
+    if sci:
+        def fmt(v):
+            return f"{v:.{p}e}" if np.isfinite(v) else f"{v}"
+    elif integral:
         def fmt(v):
             return f"{v:.0f}." if np.isfinite(v) else f"{v}"
-    elif nonzero.size and (nonzero.max() / nonzero.min() > 1e3 or
-                           nonzero.max() >= 1e8 or nonzero.min() < 1e-4):
-        def fmt(v):
-            return f"{v:.4e}" if np.isfinite(v) else f"{v}"
     else:
         def fmt(v):
-            return f"{v:.4f}" if np.isfinite(v) else f"{v}"
+            return f"{v:.{p}f}" if np.isfinite(v) else f"{v}"
     return fmt
 
 
@@ -415,13 +423,17 @@ def _format_tensor(t):
         else:
             def fmt(v):
                 return str(int(v))
-        sample = arr if arr.size <= 1000 else np.concatenate(
-            [arr.ravel()[:3], arr.ravel()[-3:]])
+        opts = PRINT_OPTS
+        e = opts.edgeitems
+        sample = arr if arr.size <= opts.threshold else np.concatenate(
+            [arr.ravel()[:e], arr.ravel()[-e:]])
         width = max(len(fmt(v)) for v in np.ravel(sample))
+        threshold = opts.threshold if math.isfinite(opts.threshold) else sys.maxsize
         body = np.array2string(
-            arr, separator=", ", prefix="tensor(", threshold=1000, edgeitems=3,
-            max_line_width=80,
+            arr, separator=", ", prefix="tensor(", threshold=threshold, edgeitems=e,
+            max_line_width=opts.linewidth,
             formatter={"all": lambda v: fmt(v).rjust(width)})
+        body = body.replace(", ..., ", ",  ..., ")     # torch's spacing
     if extras:
         return f"tensor({body}, {', '.join(extras)})"
     return f"tensor({body})"

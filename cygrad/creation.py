@@ -6,7 +6,7 @@ import numbers
 import numpy as np
 
 from cygrad import dtypes as _dt
-from cygrad._device import check_device
+from cygrad._device import CPU, check_device
 from cygrad._kernels.engine import TensorBase, _wrap
 
 __all__ = [
@@ -288,11 +288,48 @@ class Generator:
     def initial_seed(self):
         return self._seed
 
-    def get_state(self):
-        return self._rng.bit_generator.state
+    def seed(self):
+        """Reseed from fresh entropy; returns the new seed."""
+        s = int(np.random.SeedSequence().entropy % (2 ** 63))
+        self.manual_seed(s)
+        return s
 
-    def set_state(self, state):
+    @property
+    def device(self):
+        return CPU
+
+    # The state as a uint8 tensor (torch's ByteTensor): the PCG64 state and
+    # increment (16 bytes each, little-endian), its cached half-word (1 + 4
+    # bytes) and the seed (8 bytes).
+    _STATE_BYTES = 45
+
+    def get_state(self):
+        st = self._rng.bit_generator.state
+        raw = (st["state"]["state"].to_bytes(16, "little")
+               + st["state"]["inc"].to_bytes(16, "little")
+               + bytes([st["has_uint32"]]) + st["uinteger"].to_bytes(4, "little")
+               + (self._seed % 2 ** 64).to_bytes(8, "little"))
+        return _wrap(np.frombuffer(raw, np.uint8).copy())
+
+    def set_state(self, new_state):
+        if not isinstance(new_state, TensorBase):
+            raise TypeError(f"expected a torch.ByteTensor, but got "
+                            f"{type(new_state).__name__}")
+        arr = new_state._arr
+        if arr.dtype != np.uint8:
+            raise TypeError("RNG state must be a torch.ByteTensor")
+        if arr.size != self._STATE_BYTES:
+            raise RuntimeError(f"Expected a RNG state of {self._STATE_BYTES} bytes "
+                               f"(from get_rng_state()), but got {arr.size}")
+        raw = arr.reshape(-1).tobytes()
+        state = {"bit_generator": "PCG64",
+                 "state": {"state": int.from_bytes(raw[:16], "little"),
+                           "inc": int.from_bytes(raw[16:32], "little")},
+                 "has_uint32": raw[32], "uinteger": int.from_bytes(raw[33:37],
+                                                                   "little")}
         self._rng.bit_generator.state = state
+        self._seed = int.from_bytes(raw[37:45], "little")
+        return self
 
 
 default_generator = Generator()

@@ -14,6 +14,7 @@ land untested.
 """
 
 import numpy as np
+from linalg_cases import cases as _linalg_cases
 
 from cygrad._kernels import optable
 
@@ -299,6 +300,7 @@ def _shape_cases():
 
 
 CASES = _all_cases()
+CASES.update(_linalg_cases(Case))
 
 # Registry entries that are tested elsewhere, with the reason.
 ELSEWHERE = {}

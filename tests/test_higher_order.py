@@ -4,6 +4,8 @@ registry, closed forms, gradient penalties, and agreement with torch."""
 import numpy as np
 import pytest
 
+from linalg_cases import higher_order_samples
+
 import cygrad
 from cygrad.autograd import grad, gradcheck, gradgradcheck
 
@@ -65,6 +67,8 @@ SAMPLES = {
                 ("mask", lambda x: x[cygrad.tensor(_MASK)] ** 2, [(3, 4)]),
                 ("none_ellipsis", lambda x: x[None, 1, ...] ** 2, [(3, 4)])],
 }
+
+SAMPLES.update(higher_order_samples())
 
 # Kinds whose results carry no gradient.
 _NON_DIFF_KINDS = {"compare", "index"}

@@ -21,11 +21,13 @@ LAYERS = [
     (1, ["cygrad.dtypes", "cygrad.autograd.function", "cygrad.autograd.grad_mode",
          "cygrad.autograd.anomaly"]),
     (2, ["cygrad._tensor", "cygrad._device", "cygrad._legacy", "cygrad.creation",
-         "cygrad.ops"]),
+         "cygrad.ops", "cygrad._printing", "cygrad._typeinfo", "cygrad._config",
+         "cygrad.random", "cygrad.linalg"]),
     (3, ["cygrad.autograd", "cygrad.viz"]),
     (4, ["cygrad.nn", "cygrad.optim", "cygrad.utils", "cygrad.distributed",
          "cygrad.multiprocessing", "cygrad.serialization", "cygrad.cuda",
-         "cygrad.backends"]),
+         "cygrad.backends", "cygrad.distributions", "cygrad.accelerator",
+         "cygrad.onnx"]),
     # The faces: the package, and cygrad.autograd's, whose core names load
     # eagerly and the others on first use.  The demo is a program.
     (5, ["cygrad", "cygrad.__init__", "cygrad.autograd.__init__", "cygrad.demo",

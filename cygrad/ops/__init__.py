@@ -13,6 +13,7 @@ Modules, each importing only those before it: ``registry``, ``select``,
 """
 
 from cygrad.ops import (
+    decomp,
     elementwise,
     indexing,
     inplace,
@@ -52,7 +53,8 @@ __all__ = [
 ]
 
 # Importing each family attaches its Tensor methods.
-FAMILIES = (registry, select, elementwise, linalg, indexing, shape, reductions, inplace)
+FAMILIES = (registry, select, elementwise, linalg, indexing, shape, reductions, inplace,
+            decomp)
 
 # Every registered op (and alias) as ``cygrad.ops.<name>``.
 for _spec in OPS.values():

@@ -1,0 +1,396 @@
+"""Sampling beyond ``rand``/``randn``/``randint``: ``multinomial``,
+``randperm``, ``normal``, ``bernoulli``, ``poisson``, ``randint_like``, the
+generator state as a ByteTensor, and the Tensor's in-place samplers
+(``normal_``, ``uniform_``, ``random_``, ``bernoulli_``, ``exponential_``,
+``geometric_``, ``cauchy_``, ``log_normal_``).
+
+Every function takes ``generator=`` (default: cygrad's default generator,
+NumPy's PCG64).  The numbers are not torch's stream; the distributions are
+torch's, and a seed gives the same numbers run to run.  As in torch, the
+samplers' results have a gradient of zero with respect to their parameters
+(``normal(mean, std)``, ``bernoulli(p)``, ``poisson(rate)``).
+
+The in-place samplers draw a fresh array and write it with ``copy_``, so
+they obey the in-place rules (a leaf that requires grad is refused outside
+``no_grad``; the version counter advances).
+"""
+
+import numbers
+
+import numpy as np
+
+from cygrad import dtypes as _dt
+from cygrad._kernels.engine import TensorBase, _wrap, is_grad_enabled
+from cygrad._tensor import Tensor
+from cygrad.autograd.function import Function
+from cygrad.creation import (
+    _dtype_or_default, _make, _on_cpu, _rng, _shape_arg, default_generator, randint,
+)
+from cygrad.ops.inplace import copy_
+
+__all__ = [
+    "bernoulli", "get_rng_state", "multinomial", "normal", "poisson", "randint_like",
+    "randperm", "set_rng_state",
+]
+
+
+class _Sampled(Function):
+    """A sample drawn from distributions parametrised by the inputs; as in
+    torch, its gradient with respect to every parameter is zero."""
+
+    @staticmethod
+    def forward(ctx, sample, *params):
+        ctx.is_tensor = [isinstance(p, TensorBase) for p in params]
+        return _wrap(sample._arr.copy())
+
+    @staticmethod
+    def backward(ctx, grad):
+        zero = grad * 0
+        return (None,) + tuple(zero if t else None for t in ctx.is_tensor)
+
+
+def _zero_grad_node(name):
+    return type(name, (_Sampled,), {"_node_name": name})
+
+
+_NormalNode = _zero_grad_node("NormalBackward")
+_BernoulliNode = _zero_grad_node("BernoulliBackward0")
+_PoissonNode = _zero_grad_node("PoissonBackward0")
+
+
+def _record(node, arr, *params):
+    out = _wrap(arr)
+    if is_grad_enabled() and any(isinstance(p, TensorBase) and p._requires_grad
+                                 for p in params):
+        return node.apply(out, *params)
+    return out
+
+
+# --- multinomial, randperm ----------------------------------------------------------
+
+def multinomial(input, num_samples, replacement=False, *, generator=None, out=None):
+    """Draw ``num_samples`` category indices from each row of ``input``.
+
+    ``input`` (1-D or 2-D, float) holds non-negative weights per category (not
+    necessarily normalised).  Without replacement no index repeats in a row
+    (sequential sampling from the renormalised weights; ``num_samples`` may
+    not exceed the number of categories).  Returns int64 of shape
+    ``(num_samples,)`` or ``(rows, num_samples)``.
+    """
+    if out is not None:
+        raise TypeError("multinomial(): out= is not supported by cygrad")
+    if not isinstance(input, TensorBase):
+        raise TypeError(f"multinomial(): argument 'input' must be Tensor, not "
+                        f"{type(input).__name__}")
+    p = input._arr
+    if p.dtype.kind != "f":
+        raise RuntimeError(f"multinomial only supports floating-point dtypes for "
+                           f"input, got: {_dt.name(p.dtype)}")
+    if p.ndim not in (1, 2):
+        raise RuntimeError("prob_dist must be 1 or 2 dim")
+    num_samples = int(num_samples)
+    if num_samples <= 0:
+        raise RuntimeError("cannot sample n_sample <= 0 samples")
+    n_cat = p.shape[-1]
+    if not replacement and num_samples > n_cat:
+        raise RuntimeError("cannot sample n_sample > prob_dist.size(-1) samples "
+                           "without replacement")
+    rows = p.reshape(-1, n_cat).astype(np.float64)
+    if not np.all(np.isfinite(rows)) or np.any(rows < 0):
+        raise RuntimeError("probability tensor contains either `inf`, `nan` or "
+                           "element < 0")
+    sums = rows.sum(axis=1)
+    if np.any(sums <= 0):
+        raise RuntimeError("invalid multinomial distribution (sum of probabilities "
+                           "<= 0)")
+    rng = _rng(generator)
+    if replacement:
+        cdf = np.cumsum(rows, axis=1)
+        cdf /= cdf[:, -1:]
+        u = rng.random((rows.shape[0], num_samples))
+        idx = np.empty(u.shape, np.int64)
+        for r in range(rows.shape[0]):
+            idx[r] = np.searchsorted(cdf[r], u[r], side="right")
+        # a zero-weight last category can never be drawn: clip rounding
+        np.minimum(idx, n_cat - 1, out=idx)
+    else:
+        # Exponential races: the k smallest of E_i / w_i are a sequential
+        # draw without replacement from the weights w (zero weights last).
+        with np.errstate(divide="ignore"):
+            keys = rng.standard_exponential(rows.shape) / rows
+        idx = np.argsort(keys, axis=1, kind="stable")[:, :num_samples]
+    idx = np.ascontiguousarray(idx, dtype=np.int64)
+    return _wrap(idx.reshape(p.shape[:-1] + (num_samples,)))
+
+
+@_on_cpu
+def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False,
+             pin_memory=False, layout=None, out=None):
+    """A random permutation of ``0 .. n-1`` (int64 unless ``dtype`` is given)."""
+    n = _shape_arg((n,))[0]
+    d = _dt.int64 if dtype is None else _dt.to_numpy(dtype)
+    return _make(_rng(generator).permutation(n).astype(d), requires_grad)
+
+
+# --- normal, bernoulli, poisson -------------------------------------------------
+
+def _tensor_or_number(x, name):
+    if isinstance(x, TensorBase):
+        return x
+    if isinstance(x, numbers.Real) and not isinstance(x, bool):
+        return float(x)
+    raise TypeError(f"normal(): argument '{name}' must be Tensor or float, not "
+                    f"{type(x).__name__}")
+
+
+def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=None,
+           requires_grad=False, out=None, layout=None, pin_memory=False):
+    """Normal samples with ``mean`` and ``std`` (each a tensor or a float).
+
+    Tensor arguments broadcast together and give the result's shape and
+    dtype; with two floats, ``size`` gives the shape (default dtype unless
+    ``dtype``).  The gradient with respect to a tensor mean or std is zero,
+    as in torch.
+    """
+    if out is not None:
+        raise TypeError("normal(): out= is not supported by cygrad")
+    mean = _tensor_or_number(mean, "mean")
+    std = _tensor_or_number(std, "std")
+    if isinstance(std, float):
+        if std < 0:
+            raise RuntimeError(f"normal expects std >= 0.0, but found std {std:g}")
+    elif std._arr.size and not np.all(std._arr >= 0):
+        raise RuntimeError("normal expects all elements of std >= 0.0")
+    rng = _rng(generator)
+    if isinstance(mean, float) and isinstance(std, float):
+        if size is None:
+            raise TypeError("normal() with float mean and std needs size=")
+        shape = _shape_arg((size,))
+        d = _dtype_or_default(dtype)
+        arr = (mean + std * rng.standard_normal(shape)).astype(d)
+        return _make(arr, requires_grad)
+    arrs = [m._arr for m in (mean, std) if isinstance(m, TensorBase)]
+    d = np.result_type(*arrs)
+    if d.kind != "f":
+        raise NotImplementedError(f'"normal_kernel_cpu" not implemented for '
+                                  f"'{_dt.name(d)}'")
+    mv = mean._arr if isinstance(mean, TensorBase) else mean
+    sv = std._arr if isinstance(std, TensorBase) else std
+    try:
+        shape = np.broadcast_shapes(np.shape(mv), np.shape(sv))
+    except ValueError:
+        raise RuntimeError(f"normal(): the shapes of mean {list(np.shape(mv))} and "
+                           f"std {list(np.shape(sv))} do not broadcast") from None
+    arr = (mv + sv * rng.standard_normal(shape)).astype(d)
+    return _record(_NormalNode, np.asarray(arr, order="C"), mean, std)
+
+
+def _check_float(t, kernel):
+    if t._arr.dtype.kind != "f":
+        raise NotImplementedError(f'"{kernel}" not implemented for '
+                                  f"'{_dt.name(t._arr.dtype)}'")
+
+
+def bernoulli(input, p=None, *, generator=None, out=None):
+    """0/1 samples (in ``input``'s dtype): with probability ``input[i]``, or
+    with the one probability ``p`` for every element when it is given."""
+    if out is not None:
+        raise TypeError("bernoulli(): out= is not supported by cygrad")
+    if not isinstance(input, TensorBase):
+        raise TypeError(f"bernoulli(): argument 'input' must be Tensor, not "
+                        f"{type(input).__name__}")
+    rng = _rng(generator)
+    if p is not None:
+        _check_p(p, "bernoulli_")
+        arr = (rng.random(input._arr.shape) < p).astype(input._arr.dtype)
+        return _wrap(arr)
+    _check_float(input, "bernoulli_tensor_cpu_p_")
+    probs = input._arr
+    if probs.size and not (np.all(probs >= 0) and np.all(probs <= 1)):
+        raise RuntimeError("bernoulli expects all elements of input in [0, 1] (torch: "
+                           "Expected p_in >= 0 && p_in <= 1 to be true)")
+    arr = (rng.random(probs.shape) < probs).astype(probs.dtype)
+    return _record(_BernoulliNode, arr, input)
+
+
+def poisson(input, generator=None):
+    """Poisson samples with rates ``input`` (non-negative floats)."""
+    if not isinstance(input, TensorBase):
+        raise TypeError(f"poisson(): argument 'input' must be Tensor, not "
+                        f"{type(input).__name__}")
+    _check_float(input, "poisson_cpu")
+    rate = input._arr
+    if rate.size and not np.all(rate >= 0):
+        raise RuntimeError("invalid Poisson rate, expected rate to be non-negative")
+    arr = _rng(generator).poisson(rate.astype(np.float64)).astype(rate.dtype)
+    return _record(_PoissonNode, np.asarray(arr, order="C"), input)
+
+
+def randint_like(input, low=0, high=None, *, dtype=None, generator=None,
+                 requires_grad=False, device=None, layout=None, memory_format=None):
+    """``randint`` with ``input``'s shape (and dtype unless ``dtype``):
+    ``randint_like(x, high)`` or ``randint_like(x, low, high)``."""
+    if high is None:
+        low, high = 0, low
+    d = input._arr.dtype if dtype is None else _dt.to_numpy(dtype)
+    return randint(low, high, tuple(input._arr.shape), dtype=d, generator=generator,
+                   requires_grad=requires_grad, device=device)
+
+
+# --- generator state ----------------------------------------------------------------
+
+def get_rng_state():
+    """The default generator's state, a uint8 tensor (for ``set_rng_state``)."""
+    return default_generator.get_state()
+
+
+def set_rng_state(new_state):
+    """Restore the default generator from a ``get_rng_state()`` tensor."""
+    default_generator.set_state(new_state)
+
+
+# --- in-place samplers on Tensor ------------------------------------------------
+
+def _fill_sample(self, arr):
+    """Write ``arr`` into ``self`` in place (copy_: in-place rules, versions)."""
+    return copy_(self, _wrap(np.asarray(arr, dtype=self._arr.dtype, order="C")))
+
+
+def _check_p(p, opname, open_interval=False):
+    p = float(p)
+    ok = 0 < p < 1 if open_interval else 0 <= p <= 1
+    if not ok:
+        interval = "(0, 1)" if open_interval else "[0, 1]"
+        raise RuntimeError(f"{opname} expects p to be in {interval}, but got p={p:g}")
+    return p
+
+
+def normal_(self, mean=0.0, std=1.0, *, generator=None):
+    """Fill with normal samples of ``mean`` and ``std`` (floating tensors)."""
+    _check_float(self, "normal_kernel_cpu")
+    if std < 0:
+        raise RuntimeError(f"normal expects std >= 0.0, but found std {std:g}")
+    z = _rng(generator).standard_normal(self._arr.shape)
+    return _fill_sample(self, mean + std * z)
+
+
+def uniform_(self, a=0.0, b=1.0, *, generator=None, **kw):
+    """Fill with samples uniform on ``[from, to)`` (``a``/``b`` positionally)."""
+    a, b = kw.pop("from", a), kw.pop("to", b)
+    if kw:
+        raise TypeError(f"uniform_() got unexpected keyword arguments {sorted(kw)}")
+    _check_float(self, "check_uniform_bounds")
+    if a > b:
+        raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found "
+                           f"from={a:g} > to={b:g}")
+    u = _rng(generator).random(self._arr.shape)
+    return _fill_sample(self, a + (b - a) * u)
+
+
+def _random_upper(dtype):
+    """The default upper bound (inclusive) of ``random_()`` for ``dtype``:
+    every integer a float's mantissa holds exactly, an int type's maximum."""
+    if dtype.kind == "f":
+        return 2 ** (np.finfo(dtype).nmant + 1)
+    if dtype.kind == "b":
+        return 1
+    return int(np.iinfo(dtype).max)
+
+
+def random_(self, *args, generator=None, **kw):
+    """Fill with integers uniform on ``[from, to)``: ``random_(to)``,
+    ``random_(from, to)``, ``random_(from, None)`` (up to the dtype's max) or
+    ``random_()`` (0 to the largest exactly representable integer)."""
+    if "from" in kw:
+        args = (kw.pop("from"),) + args
+    if "to" in kw:
+        args = args + (kw.pop("to"),) if args else (0, kw.pop("to"))
+    if kw:
+        raise TypeError(f"random_() got unexpected keyword arguments {sorted(kw)}")
+    d = self._arr.dtype
+    if len(args) == 0:
+        low, high = 0, _random_upper(d) + 1
+    elif len(args) == 1:
+        low, high = 0, int(args[0])
+    elif len(args) == 2:
+        low = int(args[0])
+        high = _random_upper(d) + 1 if args[1] is None else int(args[1])
+    else:
+        raise TypeError(f"random_() takes at most 2 positional arguments "
+                        f"({len(args)} given)")
+    if low >= high:
+        raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got "
+                           f"from={low} >= to={high}")
+    vals = _rng(generator).integers(low, high, self._arr.shape, dtype=np.int64,
+                                    endpoint=False)
+    return _fill_sample(self, vals)
+
+
+def bernoulli_(self, p=0.5, *, generator=None):
+    """Fill with 0/1: probability ``p`` (a float, or a tensor broadcast to self)."""
+    u = _rng(generator).random(self._arr.shape)
+    if isinstance(p, TensorBase):
+        probs = p._arr
+        if probs.size and not (np.all(probs >= 0) and np.all(probs <= 1)):
+            raise RuntimeError("bernoulli_ expects all elements of p in [0, 1]")
+        return _fill_sample(self, u < np.broadcast_to(probs, self._arr.shape))
+    return _fill_sample(self, u < _check_p(p, "bernoulli_"))
+
+
+def exponential_(self, lambd=1.0, *, generator=None):
+    """Fill with exponential samples of rate ``lambd``."""
+    if self._arr.dtype.kind != "f":
+        raise RuntimeError(
+            "Exponential distribution is a continuous probability distribution. "
+            f"dtype must be a floating point but you specified "
+            f"{_dt.name(self._arr.dtype)}")
+    if not lambd > 0:
+        raise RuntimeError(f"exponential_ expects lambda > 0.0, but found "
+                           f"lambda={lambd:g}")
+    return _fill_sample(self, _rng(generator).standard_exponential(
+        self._arr.shape) / lambd)
+
+
+def geometric_(self, p, *, generator=None):
+    """Fill with the number of Bernoulli(p) trials up to the first success
+    (1, 2, ...)."""
+    p = _check_p(p, "geometric_", open_interval=True)
+    return _fill_sample(self, _rng(generator).geometric(p, self._arr.shape))
+
+
+def cauchy_(self, median=0.0, sigma=1.0, *, generator=None):
+    """Fill with Cauchy samples (``median + sigma * tan(pi * (u - 1/2))``)."""
+    _check_float(self, "cauchy_cpu")
+    if not sigma > 0:
+        raise RuntimeError(f"cauchy_ expects sigma > 0.0, but found sigma={sigma:g}")
+    return _fill_sample(self, median + sigma * _rng(generator).standard_cauchy(
+        self._arr.shape))
+
+
+def log_normal_(self, mean=1.0, std=2.0, *, generator=None):
+    """Fill with ``exp(N(mean, std))`` samples."""
+    _check_float(self, "log_normal_cpu")
+    if not std > 0:
+        raise RuntimeError(f"log_normal_ expects std > 0.0, but found std={std:g}")
+    z = _rng(generator).standard_normal(self._arr.shape)
+    return _fill_sample(self, np.exp(mean + std * z))
+
+
+def _multinomial_method(self, num_samples, replacement=False, *, generator=None):
+    return multinomial(self, num_samples, replacement, generator=generator)
+
+
+def _bernoulli_method(self, p=None, *, generator=None):
+    return bernoulli(self, p, generator=generator)
+
+
+Tensor.normal_ = normal_
+Tensor.uniform_ = uniform_
+Tensor.random_ = random_
+Tensor.bernoulli_ = bernoulli_
+Tensor.exponential_ = exponential_
+Tensor.geometric_ = geometric_
+Tensor.cauchy_ = cauchy_
+Tensor.log_normal_ = log_normal_
+Tensor.multinomial = _multinomial_method
+Tensor.bernoulli = _bernoulli_method
