@@ -613,7 +613,13 @@ from ._functional_pool import (  # noqa: E402
     adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_max_pool1d, adaptive_max_pool2d,
     avg_pool1d, avg_pool2d, interpolate, max_pool1d, max_pool2d,
 )
+from ._functional_dropout import (  # noqa: E402
+    alpha_dropout, dropout, dropout1d, dropout2d, dropout3d, feature_alpha_dropout,
+)
+from ._functional_sparse import embedding, embedding_bag, one_hot  # noqa: E402
 from . import _functional_conv, _functional_norm, _functional_pool  # noqa: E402
+from . import _functional_dropout, _functional_sparse  # noqa: E402
 
 __all__ += (_functional_conv.__all__ + _functional_norm.__all__
-            + _functional_pool.__all__)
+            + _functional_pool.__all__ + _functional_dropout.__all__
+            + _functional_sparse.__all__)

@@ -1,6 +1,9 @@
 """Layer families of ``cygrad.nn``, one file each (convolution, pooling,
 normalisation, padding, upsampling, flattening)."""
 
+from .dropout import (
+    AlphaDropout, Dropout, Dropout1d, Dropout2d, Dropout3d, FeatureAlphaDropout,
+)
 from .conv import Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d
 from .flatten import Flatten, Unflatten
 from .normalization import BatchNorm1d, BatchNorm2d, GroupNorm, LayerNorm, RMSNorm
@@ -26,6 +29,7 @@ from .pooling import (
     MaxPool1d,
     MaxPool2d,
 )
+from .sparse import Embedding, EmbeddingBag
 from .upsampling import Upsample, UpsamplingBilinear2d, UpsamplingNearest2d
 
 __all__ = [
@@ -36,4 +40,8 @@ __all__ = [
     "MaxPool1d", "MaxPool2d", "RMSNorm", "ReflectionPad1d", "ReflectionPad2d",
     "ReplicationPad1d", "ReplicationPad2d", "Unflatten", "Upsample",
     "UpsamplingBilinear2d", "UpsamplingNearest2d", "ZeroPad1d", "ZeroPad2d",
+]
+__all__ += [
+    "AlphaDropout", "Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "Embedding",
+    "EmbeddingBag", "FeatureAlphaDropout",
 ]
