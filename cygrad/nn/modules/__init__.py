@@ -1,6 +1,13 @@
 """Layer families of ``cygrad.nn``, one file each (convolution, pooling,
 normalisation, padding, upsampling, flattening)."""
 
+from .activation import (  # noqa: F401
+    CELU, ELU, GELU, GLU, PReLU, ReLU, ReLU6, SELU, Hardshrink, Hardsigmoid,
+    Hardswish, Hardtanh, LeakyReLU, LogSigmoid, LogSoftmax, Mish, SiLU, Sigmoid,
+    Softmax, Softmax2d, Softmin, Softplus, Softshrink, Softsign, Tanh, Tanhshrink,
+    Threshold,
+)
+from . import activation
 from .dropout import (
     AlphaDropout, Dropout, Dropout1d, Dropout2d, Dropout3d, FeatureAlphaDropout,
 )
@@ -45,3 +52,4 @@ __all__ += [
     "AlphaDropout", "Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "Embedding",
     "EmbeddingBag", "FeatureAlphaDropout",
 ]
+__all__ += activation.__all__
