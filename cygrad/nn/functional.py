@@ -19,6 +19,8 @@ from cygrad.autograd.function import Function
 from cygrad.creation import from_numpy, tensor
 from cygrad.ops.registry import _ns, xp_helper
 
+from . import _functional_act as _act
+
 __all__ = [
     "binary_cross_entropy_with_logits",
     "cross_entropy",
@@ -26,8 +28,6 @@ __all__ = [
     "log_softmax",
     "mse_loss",
     "nll_loss",
-    "relu",
-    "relu_",
     "sigmoid",
     "softmax",
     "tanh",
@@ -156,35 +156,12 @@ def linear(input, weight, bias=None):
 # activations (the Tensor ops, under torch's functional names)
 
 
-def relu(input, inplace=False):
-    """``max(x, 0)``;  relu'(0) = 0.  ``inplace=True`` writes into ``input``
-    (torch's rules: refused on a leaf that requires grad)."""
-    if inplace:
-        return input.relu_()
-    return ops.relu(input)
-
-
-def relu_(input):
-    """In-place ``relu``."""
-    return input.relu_()
-
-
 def tanh(input):
     return ops.tanh(input)
 
 
 def sigmoid(input):
     return ops.sigmoid(input)
-
-
-def _implicit_dim(name, ndim, stacklevel):
-    """torch's guess when ``dim`` is omitted (deprecated, with its warning):
-    0 for 0-, 1- and 3-D inputs, else 1."""
-    warnings.warn(
-        f"Implicit dimension choice for {name} has been deprecated. Change the "
-        "call to include dim=X as an argument.", UserWarning,
-        stacklevel=stacklevel + 1)
-    return 0 if ndim in (0, 1, 3) else 1
 
 
 def _softmax_input(input, dtype, name):
@@ -202,7 +179,7 @@ def softmax(input, dim=None, _stacklevel=3, dtype=None):
     """``exp(x) / sum(exp(x), dim)``, computed stably.  Without ``dim``,
     torch's deprecated guess (with its warning)."""
     if dim is None:
-        dim = _implicit_dim("softmax", input.ndim, _stacklevel)
+        dim = _act._softmax_dim("softmax", input.ndim, _stacklevel)
     return ops.softmax(_softmax_input(input, dtype, "softmax"), dim)
 
 
@@ -210,7 +187,7 @@ def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
     """``x - logsumexp(x, dim)``, computed stably.  Without ``dim``, torch's
     deprecated guess (with its warning)."""
     if dim is None:
-        dim = _implicit_dim("log_softmax", input.ndim, _stacklevel)
+        dim = _act._softmax_dim("log_softmax", input.ndim, _stacklevel)
     return ops.log_softmax(_softmax_input(input, dtype, "log_softmax"), dim)
 
 
@@ -721,7 +698,19 @@ from ._functional_pool import (  # noqa: E402
     adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_max_pool1d, adaptive_max_pool2d,
     avg_pool1d, avg_pool2d, interpolate, max_pool1d, max_pool2d,
 )
+from ._functional_dropout import (  # noqa: E402
+    alpha_dropout, dropout, dropout1d, dropout2d, dropout3d, feature_alpha_dropout,
+)
+from ._functional_sparse import embedding, embedding_bag, one_hot  # noqa: E402
+from ._functional_act import (  # noqa: E402
+    celu, celu_, elu, elu_, gelu, glu, hardshrink, hardsigmoid, hardswish, hardtanh,
+    hardtanh_, leaky_relu, leaky_relu_, logsigmoid, mish, prelu, relu, relu6, relu_,
+    selu, selu_, silu, softmin, softplus, softshrink, softsign, tanhshrink,
+    threshold, threshold_,
+)
 from . import _functional_conv, _functional_norm, _functional_pool  # noqa: E402
+from . import _functional_dropout, _functional_sparse  # noqa: E402
 
 __all__ += (_functional_conv.__all__ + _functional_norm.__all__
-            + _functional_pool.__all__)
+            + _functional_pool.__all__ + _functional_dropout.__all__
+            + _functional_sparse.__all__ + _act.__all__)
