@@ -26,6 +26,7 @@ from .pooling import (
     MaxPool1d,
     MaxPool2d,
 )
+from .rnn import GRU, GRUCell, LSTM, LSTMCell, RNN, RNNBase, RNNCell, RNNCellBase
 from .upsampling import Upsample, UpsamplingBilinear2d, UpsamplingNearest2d
 
 __all__ = [
@@ -37,3 +38,5 @@ __all__ = [
     "ReplicationPad1d", "ReplicationPad2d", "Unflatten", "Upsample",
     "UpsamplingBilinear2d", "UpsamplingNearest2d", "ZeroPad1d", "ZeroPad2d",
 ]
+__all__ += ["GRU", "GRUCell", "LSTM", "LSTMCell", "RNN", "RNNBase", "RNNCell",
+            "RNNCellBase"]
