@@ -37,6 +37,7 @@ from .pooling import (
     MaxPool2d,
 )
 from .sparse import Embedding, EmbeddingBag
+from .rnn import GRU, GRUCell, LSTM, LSTMCell, RNN, RNNBase, RNNCell, RNNCellBase
 from .upsampling import Upsample, UpsamplingBilinear2d, UpsamplingNearest2d
 
 __all__ = [
@@ -53,3 +54,5 @@ __all__ += [
     "EmbeddingBag", "FeatureAlphaDropout",
 ]
 __all__ += activation.__all__
+__all__ += ["GRU", "GRUCell", "LSTM", "LSTMCell", "RNN", "RNNBase", "RNNCell",
+            "RNNCellBase"]

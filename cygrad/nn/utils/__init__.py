@@ -204,3 +204,5 @@ def clip_grad_value_(parameters, clip_value, foreach=None):
             np.copyto(arr, hi, where=arr > hi)
         g._bump_version()
 
+
+from . import rnn  # noqa: E402  (cygrad.nn.utils.rnn: packed sequences)

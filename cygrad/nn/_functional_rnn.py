@@ -1,0 +1,316 @@
+"""Recurrent layers as single autograd nodes: the time loop and BPTT.
+
+One layer (both of its directions) is one ``Function``.  Its input is the
+sequence flattened time-major to rows, ``(N, input)``, with ``batch_sizes``
+giving how many rows each step has (a padded batch has ``B`` at every step;
+a PackedSequence has non-increasing sizes, sequences sorted longest first).
+Step ``t`` owns rows ``offsets[t] : offsets[t] + batch_sizes[t]``, and only
+the first ``batch_sizes[t]`` rows of the state buffers take part in it: rows
+past it keep their last value, so that when the loop ends the state buffer
+holds each sequence's final state (forward direction) and, in the reverse
+direction, a row joins the loop still holding its initial state.
+
+Per direction and step the forward does one BLAS product ``h @ W_hh.T`` and
+one fused kernel (``cygrad._kernels.rnn``); the input products of all steps
+are one product ``x @ W_ih.T`` before the loop.  The backward walks the steps
+in the opposite order with one product ``dgates @ W_hh`` and one fused kernel
+per step, and forms the weight gradients after the loop as one product each
+over all steps (``dgates.T @ x``, ``dgates.T @ h_prev``).
+
+Double backward (``create_graph=True``) is not supported: the backward is
+one compiled pass and raises a RuntimeError saying so.
+"""
+
+import numpy as np
+
+from cygrad._kernels import rnn as _k
+from cygrad.autograd.function import Function
+from cygrad.autograd.grad_mode import is_grad_enabled
+from cygrad.creation import from_numpy, rand
+
+__all__ = ["rnn_layer", "rnn_cell"]
+
+# per mode: gates per hidden unit
+_GATES = {"RNN_TANH": 1, "RNN_RELU": 1, "LSTM": 4, "GRU": 3}
+
+
+class _Spec:
+    """What a layer call needs besides tensors (hashable-free, plain data)."""
+
+    __slots__ = ("mode", "hidden", "proj", "dirs", "bias", "batch_sizes",
+                 "offsets", "n_w")
+
+    def __init__(self, mode, hidden, proj, dirs, bias, batch_sizes):
+        self.mode = mode
+        self.hidden = hidden
+        self.proj = proj
+        self.dirs = dirs
+        self.bias = bias
+        self.batch_sizes = [int(b) for b in batch_sizes]
+        self.offsets = np.concatenate(([0], np.cumsum(self.batch_sizes)))
+        self.offsets = [int(o) for o in self.offsets]
+        self.n_w = 2 + 2 * bias + (proj > 0)
+
+    def weights_of(self, weights, d):
+        """``(w_ih, w_hh, b_ih, b_hh, w_hr)`` of direction ``d`` (None where absent)."""
+        w = weights[d * self.n_w:(d + 1) * self.n_w]
+        b_ih = b_hh = w_hr = None
+        if self.bias:
+            b_ih, b_hh = w[2], w[3]
+        if self.proj:
+            w_hr = w[-1]
+        return w[0], w[1], b_ih, b_hh, w_hr
+
+
+def _arr(t):
+    return None if t is None else t._arr
+
+
+# ---------------------------------------------------------------------------
+# one direction, on arrays
+
+
+def _forward_dir(spec, x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, reverse):
+    """Run one direction; return ``(out, hn, cn, saved)`` (arrays).
+
+    ``x`` (N, I); ``h0`` (B, Hout); ``c0`` (B, H) for LSTM.  ``out`` is
+    (N, Hout), the output rows in ``x``'s order.
+    """
+    mode, hid = spec.mode, spec.hidden
+    g = _GATES[mode]
+    n, dt = x.shape[0], x.dtype
+    bsz, offs = spec.batch_sizes, spec.offsets
+    gi = np.matmul(x, w_ih.T)
+    if b_ih is not None:
+        gi += b_ih
+        if mode != "GRU":
+            gi += b_hh
+    h = np.array(h0, dtype=dt, order="C")
+    hout_w = h.shape[1]
+    hprev = np.empty((n, hout_w), dt)
+    gh = np.empty((bsz[0] if bsz else 0, g * hid), dt)
+    gates = np.empty((n, g * hid), dt) if g > 1 else None
+    saved = {"hprev": hprev, "gates": gates}
+    if mode == "LSTM":
+        c = np.array(c0, dtype=dt, order="C")
+        cprev = np.empty((n, hid), dt)
+        tc = np.empty((n, hid), dt)
+        hraw = np.empty((n, hid), dt)
+        out = np.empty((n, hout_w), dt) if w_hr is not None else hraw
+        saved.update(cprev=cprev, tc=tc, hraw=hraw)
+    else:
+        c = None
+        out = np.empty((n, hid), dt)
+        if mode == "GRU":
+            hn_all = np.empty((n, hid), dt)
+            bhh = b_hh if b_hh is not None else np.empty(0, dt)
+            saved["hn"] = hn_all
+    saved["out"] = out
+    w_hh_t = w_hh.T
+    relu = mode == "RNN_RELU"
+    steps = range(len(bsz) - 1, -1, -1) if reverse else range(len(bsz))
+    for t in steps:
+        b = bsz[t]
+        o0, o1 = offs[t], offs[t] + b
+        hp = hprev[o0:o1]
+        np.copyto(hp, h[:b])
+        ght = gh[:b]
+        np.matmul(hp, w_hh_t, out=ght)
+        if mode == "LSTM":
+            _k.lstm_fwd(gi[o0:o1], ght, c[:b], gates[o0:o1], cprev[o0:o1],
+                        tc[o0:o1], hraw[o0:o1])
+            if w_hr is not None:
+                np.matmul(hraw[o0:o1], w_hr.T, out=out[o0:o1])
+        elif mode == "GRU":
+            _k.gru_fwd(gi[o0:o1], ght, bhh, hp, gates[o0:o1], hn_all[o0:o1],
+                       out[o0:o1])
+        else:
+            _k.rnn_fwd(gi[o0:o1], ght, out[o0:o1], relu)
+        np.copyto(h[:b], out[o0:o1])
+    return out, h, c, saved
+
+
+def _backward_dir(spec, x, saved, dy, dhn, dcn, w_ih, w_hh, w_hr, reverse, need):
+    """BPTT of one direction.  ``dy`` (N, Hout), ``dhn`` (B, Hout), ``dcn``
+    (B, H).  ``need``: (x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr) flags.
+    Returns the gradients in that order (None where not needed)."""
+    mode, hid = spec.mode, spec.hidden
+    g = _GATES[mode]
+    n, dt = x.shape[0], x.dtype
+    bsz, offs = spec.batch_sizes, spec.offsets
+    dh = np.array(dhn, dtype=dt, order="C")
+    dg = np.empty((n, g * hid), dt)
+    hprev, gates = saved["hprev"], saved["gates"]
+    dgh = dg
+    if mode == "LSTM":
+        dc = np.array(dcn, dtype=dt, order="C")
+        cprev, tc, hraw = saved["cprev"], saved["tc"], saved["hraw"]
+        if w_hr is not None:
+            dr = np.empty((n, dh.shape[1]), dt)
+            dhraw = np.empty((bsz[0] if bsz else 0, hid), dt)
+    elif mode == "GRU":
+        hn_all = saved["hn"]
+        dgh = np.empty((n, g * hid), dt)
+        tmp = np.empty((bsz[0] if bsz else 0, hid), dt)
+    else:
+        out = saved["out"]
+    relu = mode == "RNN_RELU"
+    steps = range(len(bsz)) if reverse else range(len(bsz) - 1, -1, -1)
+    for t in steps:
+        b = bsz[t]
+        o0, o1 = offs[t], offs[t] + b
+        dht = dh[:b]
+        np.add(dht, dy[o0:o1], out=dht)
+        if mode == "LSTM":
+            if w_hr is not None:
+                np.copyto(dr[o0:o1], dht)
+                src = dhraw[:b]
+                np.matmul(dht, w_hr, out=src)
+            else:
+                src = dht
+            _k.lstm_bwd(src, dc[:b], gates[o0:o1], cprev[o0:o1], tc[o0:o1],
+                        dg[o0:o1])
+            np.matmul(dg[o0:o1], w_hh, out=dht)
+        elif mode == "GRU":
+            _k.gru_bwd(dht, gates[o0:o1], hn_all[o0:o1], hprev[o0:o1], dg[o0:o1],
+                       dgh[o0:o1])
+            np.matmul(dgh[o0:o1], w_hh, out=tmp[:b])
+            np.add(dht, tmp[:b], out=dht)
+        else:
+            _k.rnn_bwd(dht, out[o0:o1], dg[o0:o1], relu)
+            np.matmul(dg[o0:o1], w_hh, out=dht)
+    gx = np.matmul(dg, w_ih) if need[0] else None
+    gh0 = dh if need[1] else None
+    gc0 = dc if mode == "LSTM" and need[2] else None
+    gw_ih = np.matmul(dg.T, x) if need[3] else None
+    gw_hh = np.matmul(dgh.T, hprev) if need[4] else None
+    gb_ih = dg.sum(0) if need[5] else None
+    gb_hh = dgh.sum(0) if need[6] else None
+    gw_hr = np.matmul(dr.T, hraw) if mode == "LSTM" and need[7] else None
+    return gx, gh0, gc0, gw_ih, gw_hh, gb_ih, gb_hh, gw_hr
+
+
+# ---------------------------------------------------------------------------
+# the layer Function
+
+
+class _RNNLayer(Function):
+    """One recurrent layer, all directions: ``(x, h0, c0, *weights) ->
+    (out, hn, cn)``; ``x`` (N, I) rows time-major, ``h0`` (D, B, Hout),
+    ``c0`` (D, B, H) or None, ``out`` (N, D * Hout)."""
+
+    _node_name = "RNNLayerBackward"
+
+    @staticmethod
+    def forward(ctx, spec, x, h0, c0, *weights):
+        xa = np.ascontiguousarray(x._arr)
+        outs, hns, cns, saves = [], [], [], []
+        for d in range(spec.dirs):
+            w_ih, w_hh, b_ih, b_hh, w_hr = (_arr(w) for w in spec.weights_of(weights, d))
+            out, hn, cn, saved = _forward_dir(
+                spec, xa, h0._arr[d], None if c0 is None else c0._arr[d],
+                w_ih, w_hh, b_ih, b_hh, w_hr, d == 1)
+            outs.append(out)
+            hns.append(hn)
+            cns.append(cn)
+            saves.append(saved)
+        y = outs[0] if spec.dirs == 1 else np.concatenate(outs, axis=1)
+        ctx.spec, ctx.saves, ctx.xa = spec, saves, xa
+        ctx.save_for_backward(x, h0, c0, *weights)
+        res = [from_numpy(y), from_numpy(np.stack(hns))]
+        if spec.mode == "LSTM":
+            res.append(from_numpy(np.stack(cns)))
+        return tuple(res)
+
+    @staticmethod
+    def backward(ctx, grad_y, grad_hn, grad_cn=None):
+        spec = ctx.spec
+        x, h0, c0, *weights = ctx.saved_tensors
+        needs = ctx.needs_input_grad
+        if is_grad_enabled():
+            raise RuntimeError(
+                "double backward (create_graph=True) through an RNN/LSTM/GRU layer "
+                "or cell is not supported by cygrad: its backward is one compiled "
+                "BPTT pass")
+        dt = ctx.xa.dtype
+        gy = np.asarray(grad_y._arr, dtype=dt)
+        hout = gy.shape[1] // spec.dirs
+        gx = None
+        gh0, gc0, gws = [], [], []
+        nw = spec.n_w
+        for d in range(spec.dirs):
+            w_ih, w_hh, _, _, w_hr = (_arr(w) for w in spec.weights_of(weights, d))
+            wn = needs[4 + d * nw:4 + (d + 1) * nw]
+            flags = (needs[1], needs[2], needs[3], wn[0], wn[1],
+                     spec.bias and wn[2], spec.bias and wn[3],
+                     bool(spec.proj) and wn[-1])
+            dy = np.ascontiguousarray(gy[:, d * hout:(d + 1) * hout])
+            dcn = None if grad_cn is None else grad_cn._arr[d]
+            r = _backward_dir(spec, ctx.xa, ctx.saves[d], dy, grad_hn._arr[d], dcn,
+                              w_ih, w_hh, w_hr, d == 1, flags)
+            if r[0] is not None:
+                gx = r[0] if gx is None else gx + r[0]
+            gh0.append(r[1])
+            gc0.append(r[2])
+            gws.extend(_pick(spec, r[3:]))
+        gx = None if gx is None else from_numpy(gx.reshape(x._arr.shape))
+        gh0 = from_numpy(np.stack(gh0)) if needs[2] else None
+        gc0 = from_numpy(np.stack(gc0)) if needs[3] else None
+        return (None, gx, gh0, gc0) + tuple(
+            None if w is None else from_numpy(w) for w in gws)
+
+
+def _pick(spec, r):
+    """The weight gradients that exist for this layout, in weight order."""
+    gw_ih, gw_hh, gb_ih, gb_hh, gw_hr = r
+    out = [gw_ih, gw_hh]
+    if spec.bias:
+        out += [gb_ih, gb_hh]
+    if spec.proj:
+        out.append(gw_hr)
+    return out
+
+
+# ---------------------------------------------------------------------------
+# entry points used by the modules
+
+
+def dropout_mask(x, p, training):
+    """Inverted dropout between layers: ``x * mask / (1 - p)``.
+
+    TODO(#18): becomes ``F.dropout(x, p, training)`` once it exists.
+    """
+    if not training or p == 0:
+        return x
+    if p == 1:
+        return x * 0.0
+    keep = rand(*x.shape, dtype=x.dtype) >= p
+    scale = np.asarray(1.0 / (1.0 - p), dtype=x._arr.dtype)
+    return x * from_numpy(keep._arr.astype(x._arr.dtype) * scale)
+
+
+def rnn_layer(mode, x, h0, c0, weights, hidden, proj, dirs, bias, batch_sizes):
+    """Run one layer; ``x`` (N, I) rows time-major (see the module docstring).
+
+    Returns ``(out (N, D * Hout), hn (D, B, Hout), cn (D, B, H) or None)``.
+    """
+    spec = _Spec(mode, hidden, proj, dirs, bias, batch_sizes)
+    res = _RNNLayer.apply(spec, x, h0, c0, *weights)
+    if mode == "LSTM":
+        return res
+    return res[0], res[1], None
+
+
+def rnn_cell(mode, x, h, c, w_ih, w_hh, b_ih, b_hh):
+    """One cell step on a batch ``x`` (B, I), ``h`` (B, H): ``h'`` or
+    ``(h', c')``; the layer Function with a single step."""
+    bias = b_ih is not None
+    weights = (w_ih, w_hh, b_ih, b_hh) if bias else (w_ih, w_hh)
+    b = x.shape[0]
+    spec = _Spec(mode, w_hh.shape[1], 0, 1, bias, (b,))
+    h0 = h.unsqueeze(0)
+    c0 = None if c is None else c.unsqueeze(0)
+    res = _RNNLayer.apply(spec, x, h0, c0, *weights)
+    if mode == "LSTM":
+        return res[1][0], res[2][0]
+    return res[0]
