@@ -9,10 +9,11 @@ engine needs of this layer, which ``cygrad/__init__.py`` installs.
 
 Modules, each importing only those before it: ``registry``, ``select``,
 ``elementwise``, ``linalg``, ``indexing``, ``shape``, ``reductions``,
-``inplace``, ``out`` (the ``out=`` keyword of the functions ``cygrad.<op>``).
+``inplace``, ``closeness`` (isclose, allclose, equal), ``out`` (the ``out=`` keyword of the functions ``cygrad.<op>``).
 """
 
 from cygrad.ops import (
+    closeness,
     decomp,
     elementwise,
     indexing,
@@ -54,7 +55,7 @@ __all__ = [
 
 # Importing each family attaches its Tensor methods.
 FAMILIES = (registry, select, elementwise, linalg, indexing, shape, reductions, inplace,
-            decomp)
+            decomp, closeness)
 
 # Every registered op (and alias) as ``cygrad.ops.<name>``.
 for _spec in OPS.values():
