@@ -116,6 +116,9 @@ def _all_cases():
                 for s in BINARY_SHAPES]
         c[n].append(Case(lambda m, a, _n=n: getattr(a, _n)(0.25), ((3, 4),),
                          lambda a, _u=uf: _u(a, 0.25), grad=False, ids="scalar"))
+    c["isclose"] = [Case(lambda m, a, b: m.isclose(a, b, rtol=0.3, atol=0.05), s,
+                         lambda a, b: np.abs(a - b) <= 0.05 + 0.3 * np.abs(b), grad=False)
+                    for s in BINARY_SHAPES]
     c["clamp"] = [
         Case(lambda m, x: m.clamp(x, -0.5, 0.7), (s,), lambda x: np.clip(x, -0.5, 0.7))
         for s in UNARY_SHAPES
@@ -303,4 +306,5 @@ CASES = _all_cases()
 CASES.update(_linalg_cases(Case))
 
 # Registry entries that are tested elsewhere, with the reason.
-ELSEWHERE = {}
+# ops whose results are Python values, tested in their own files
+ELSEWHERE = {"allclose": "test_closeness.py", "equal": "test_closeness.py"}
