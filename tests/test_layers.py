@@ -20,7 +20,7 @@ LAYERS = [
     (0, ["cygrad._kernels"]),
     (1, ["cygrad.dtypes", "cygrad.autograd.function", "cygrad.autograd.grad_mode",
          "cygrad.autograd.anomaly"]),
-    (2, ["cygrad._tensor", "cygrad._device", "cygrad._legacy", "cygrad.creation",
+    (2, ["cygrad._tensor", "cygrad._copying", "cygrad._device", "cygrad._legacy", "cygrad.creation",
          "cygrad.ops"]),
     (3, ["cygrad.autograd", "cygrad.viz"]),
     (4, ["cygrad.nn", "cygrad.optim", "cygrad.utils", "cygrad.distributed",
