@@ -261,6 +261,12 @@ class Tensor(TensorBase):
     def double(self):
         return self.to(np.float64)
 
+    def half(self):
+        return self.to(np.float16)
+
+    def bfloat16(self):
+        raise _dt.bfloat16.error()
+
     def long(self):
         return self.to(np.int64)
 

@@ -26,7 +26,7 @@ from cygrad.ops.elementwise import _graph_rules, compare, logical_not
 from cygrad.ops.inplace import _view_aware_inplace, copy_, full_like_const, setitem
 from cygrad.ops.linalg import _matmul_graph_backward, mm
 from cygrad.ops.reductions import std
-from cygrad.ops.registry import OPS, OpSpec, op, sum_to_shape
+from cygrad.ops.registry import OPS, OpSpec, half_cast, half_function, op, sum_to_shape
 from cygrad.ops.select import Where, clip
 from cygrad.ops.shape import cast, expand, t
 
@@ -65,4 +65,5 @@ def engine_hooks():
     unary, binary = _graph_rules()
     return {"graph_unary": unary, "graph_binary": binary,
             "graph_sum_to": sum_to_shape, "graph_matmul": _matmul_graph_backward,
-            "graph_expand": expand, "inplace_views": _view_aware_inplace}
+            "graph_expand": expand, "inplace_views": _view_aware_inplace,
+            "half_cast": half_cast, "half_function": half_function}

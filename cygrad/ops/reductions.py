@@ -61,7 +61,7 @@ def _sum(input, dim=None, keepdim=False, dtype=None):
     """Sum over ``dim`` (int, tuple, or all); grad broadcasts g back."""
     if dtype is not None:
         input = input.to(dtype)
-    if dim is None and not keepdim and input._arr.dtype.kind == "f":
+    if dim is None and not keepdim and input._arr.dtype.type in _KERNEL_FLOATS:
         return _engine.sum_all(input)
     if dim is None:
         return Sum.apply(input, _dims(dim, input._arr.ndim), bool(keepdim))
@@ -83,8 +83,10 @@ def mean(input, dim=None, keepdim=False, dtype=None):
         raise RuntimeError(
             "mean(): could not infer output dtype. Input dtype must be either a "
             f"floating point or complex dtype. Got: {_dt.name(input._arr.dtype)}")
-    if dim is None and not keepdim:          # a loss: the compiled full sum
-        n = input._arr.size
+    if input._arr.dtype == np.float16:       # in float32, rounded once (as torch)
+        return mean(input.to(np.float32), dim, keepdim).to(np.float16)
+    if dim is None and not keepdim and input._arr.dtype.type in _KERNEL_FLOATS:
+        n = input._arr.size                  # a loss: the compiled full sum
         return named(_engine.sum_all(input) / (n if n else float("nan")),
                      "MeanBackward0")
     axes = _dims(dim, input._arr.ndim)
@@ -339,6 +341,9 @@ def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
 
 def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     """sqrt(var) (composite)."""
+    if input._arr.dtype == np.float16:       # in float32, rounded once (as torch)
+        return std(input.to(np.float32), dim, unbiased, keepdim,
+                   correction=correction).to(np.float16)
     return named(sqrt(var(input, dim, unbiased, keepdim, correction=correction)),
                  "StdBackward0")
 
