@@ -14,6 +14,7 @@ from cygrad.dtypes import (  # noqa: F401
     bool, double, float, float16, float32, float64, half, int8, int16, int32, int64,
     long, uint8,
 )
+from cygrad.dtypes import bfloat16  # noqa: F401  (named, and refused at creation)
 from cygrad._tensor import Size, Tensor, is_tensor  # noqa: F401
 from cygrad._device import device, get_default_device, set_default_device  # noqa: F401
 from cygrad._legacy import (  # noqa: F401

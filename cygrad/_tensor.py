@@ -12,6 +12,7 @@ import weakref
 
 import numpy as np
 
+from cygrad import _copying
 from cygrad import dtypes as _dt
 from cygrad._kernels import engine as _engine
 from cygrad._kernels.engine import TensorBase
@@ -237,8 +238,15 @@ class Tensor(TensorBase):
             return self.item().__format__(spec)
         return object.__format__(self, spec)
 
+    # copy / deepcopy / pickle with torch's rules (see cygrad/_copying.py)
+    def __copy__(self):
+        return _copying.copy_tensor(self)
+
+    def __deepcopy__(self, memo):
+        return _copying.deepcopy_tensor(self, memo)
+
     def __reduce_ex__(self, proto):
-        raise TypeError("cygrad tensors are not pickled; use cygrad.save()")
+        return _copying.reduce_tensor(self)
 
     def type(self, dtype=None, non_blocking=False):
         """torch's type name (``'torch.FloatTensor'``), or a cast to ``dtype``
@@ -254,6 +262,12 @@ class Tensor(TensorBase):
 
     def double(self):
         return self.to(np.float64)
+
+    def half(self):
+        return self.to(np.float16)
+
+    def bfloat16(self):
+        raise _dt.bfloat16.error()
 
     def long(self):
         return self.to(np.int64)

@@ -16,6 +16,26 @@ double = float64
 long = int64
 half = float16
 
+
+class _Refused:
+    """A torch dtype cygrad names but refuses: NumPy has no bfloat16, and a
+    half-working one would silently compute something else."""
+
+    def __init__(self, name):
+        self.name = name
+
+    def __repr__(self):
+        return f"cygrad.{self.name}"
+
+    def error(self):
+        return TypeError(
+            f"cygrad does not support {self.name}: NumPy has no such type. Use "
+            "float32 (the default) or float16 (stored as float16, computed in "
+            "float32, as torch does on the CPU).")
+
+
+bfloat16 = _Refused("bfloat16")
+
 _NAMES = {
     float32: "float32", float64: "float64", float16: "float16", int64: "int64",
     int32: "int32", int16: "int16", int8: "int8", uint8: "uint8", bool: "bool",
@@ -34,6 +54,8 @@ def to_numpy(dtype):
     """Any accepted dtype spelling -> a NumPy dtype; TypeError if unsupported."""
     if dtype is None:
         return None
+    if isinstance(dtype, _Refused):
+        raise dtype.error()
     try:
         d = np.dtype(dtype)
     except TypeError:

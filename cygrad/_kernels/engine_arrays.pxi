@@ -7,7 +7,8 @@
 cdef inline int _category(int typenum) noexcept:
     if typenum == cnp.NPY_BOOL:
         return 0
-    if typenum == cnp.NPY_FLOAT or typenum == cnp.NPY_DOUBLE:
+    if (typenum == cnp.NPY_FLOAT or typenum == cnp.NPY_DOUBLE
+            or typenum == cnp.NPY_FLOAT16):
         return 2
     return 1
 

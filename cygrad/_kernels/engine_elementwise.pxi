@@ -54,6 +54,8 @@ cdef object _binary(int op, object a, object b):
         typenum = _promote_scalar(cnp.PyArray_TYPE(ab), a)
     else:
         return NotImplemented
+    if typenum == cnp.NPY_FLOAT16 and _half_cast is not None:
+        return _half_binary(op, a, b)
     if _category(typenum) < 2:
         typenum = _int_result(BINARY_ROWS, BINARY_INFO, op, typenum, (
             (ta is not None and cnp.PyArray_TYPE(aa) == cnp.NPY_BOOL) or
@@ -189,9 +191,33 @@ cdef void _make_binary_node(int op, TensorBase res, TensorBase ta, TensorBase tb
     _attach(res, node)
 
 
+# float16, as torch on the CPU: storage in float16, each op computes in
+# float32 and rounds its result back to float16.  The casts are recorded
+# ops, so gradients flow back through them as float16.  This is the one
+# place for the table's ops; Functions get the same rule in function_apply.
+cdef object _half_up(object x):
+    if isinstance(x, TensorBase) and cnp.PyArray_TYPE(
+            <cnp.ndarray>(<TensorBase>x)._arr) == cnp.NPY_FLOAT16:
+        return _half_cast(x, np.float32)
+    return x
+
+
+cdef object _half_down(object res):
+    if isinstance(res, TensorBase) and cnp.PyArray_TYPE(
+            <cnp.ndarray>(<TensorBase>res)._arr) == cnp.NPY_FLOAT:
+        return _half_cast(res, np.float16)
+    return res                       # a comparison's bool, an integer result
+
+
+cdef object _half_binary(int op, object a, object b):
+    return _half_down(_binary(op, _half_up(a), _half_up(b)))
+
+
 cdef object _unary(int op, TensorBase t):
     cdef cnp.ndarray x = <cnp.ndarray>t._arr, out
     cdef int typenum = cnp.PyArray_TYPE(x)
+    if typenum == cnp.NPY_FLOAT16 and _half_cast is not None:
+        return _half_down(_unary(op, <TensorBase>_half_up(t)))
     if typenum != cnp.NPY_FLOAT and typenum != cnp.NPY_DOUBLE:
         typenum = _int_result(UNARY_ROWS, UNARY_INFO, op, typenum,
                               typenum == cnp.NPY_BOOL)

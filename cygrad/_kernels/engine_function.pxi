@@ -153,6 +153,7 @@ def function_apply(cls, node_cls, tuple args):
     cdef list needs = [False] * n
     cdef list is_tensor = [False] * n
     cdef list versions = [0] * n
+    cdef bint has_half = False
     for i in range(n):
         a = args[i]
         if isinstance(a, TensorBase):
@@ -162,6 +163,12 @@ def function_apply(cls, node_cls, tuple args):
             if t._requires_grad:
                 needs[i] = True
                 is_exec = True
+            if cnp.PyArray_TYPE(<cnp.ndarray>t._arr) == cnp.NPY_FLOAT16:
+                has_half = True
+    if (has_half and _half_function is not None
+            and not getattr(cls, "_half_native", False)):
+        # float16: computed in float32 and rounded back (see _half_binary)
+        return _half_function(cls, node_cls, args)
     cdef bint dropped = is_exec and not cygrad_grad_mode
     is_exec = is_exec and cygrad_grad_mode
     ctx.needs_input_grad = tuple(needs) if is_exec else tuple([False] * n)

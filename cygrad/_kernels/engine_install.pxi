@@ -16,6 +16,9 @@ cdef object _inplace_views = None    # fn(name, opname, self, other): the
 cdef object _stale_hint_fn = None    # fn(node, shape, gen): stale-graph hint
 cdef object _out_hook = None         # fn(name, fn, args, out): torch's out=
                                      # keyword of the compiled functions
+cdef object _half_cast = None        # fn(tensor, dtype): a recorded cast (float16)
+cdef object _half_function = None    # fn(cls, node_cls, args): a Function on
+                                     # float16 inputs, computed in float32
 cdef bint _anomaly = False
 cdef int _debug_level = 1            # 0: capture no creation sites
 cdef bint _retain_all = False        # retain_grads() scope: keep every .grad
@@ -66,7 +69,7 @@ def _inherit_number_slots(cls):
 
 def install(*, tensor_cls, backward, grad_warning, stale_hint, graph_unary,
             graph_binary, graph_sum_to, graph_matmul, graph_expand, inplace_views,
-            write_out, pkg_dir):
+            write_out, pkg_dir, half_cast=None, half_function=None):
     """Connect the Python layers above: called once, by ``cygrad/__init__.py``.
 
     ``tensor_cls``: the Python Tensor class; ``backward``: autograd.backward
@@ -78,11 +81,15 @@ def install(*, tensor_cls, backward, grad_warning, stale_hint, graph_unary,
     in-place operators; ``write_out(name, fn, args, out)``: ``fn(*args)``
     written into ``out`` (the ``out=`` keyword of the compiled functions).
     ``pkg_dir``: frames under it are not the user's.
+    ``half_cast``/``half_function``: the float16 rule (ops compute in float32
+    and round back), for the table's ops and for Functions.
     """
     global _TensorCls, _graph_unary, _graph_binary, _graph_sum_to, _pkg_dir
     global _grad_warning, _backward_fn, _stale_hint_fn, _graph_matmul
-    global _graph_expand, _inplace_views, _out_hook
+    global _graph_expand, _inplace_views, _out_hook, _half_cast, _half_function
     _out_hook = write_out
+    _half_cast = half_cast
+    _half_function = half_function
     _grad_warning = grad_warning
     _backward_fn = backward
     _stale_hint_fn = stale_hint

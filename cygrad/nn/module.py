@@ -316,6 +316,9 @@ class Module:
     def half(self):
         return self._cast_floats(np.float16)
 
+    def bfloat16(self):
+        raise _dt.bfloat16.error()
+
     def type(self, dst_type):
         """Cast every parameter and buffer to ``dst_type`` (a dtype or a
         legacy type name)."""

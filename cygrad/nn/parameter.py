@@ -2,6 +2,7 @@
 
 import numpy as np
 
+from cygrad import _copying
 from cygrad._kernels import engine as _engine
 from cygrad._tensor import Tensor
 
@@ -43,5 +44,6 @@ class Parameter(Tensor):
     def __repr__(self):
         return "Parameter containing:\n" + super().__repr__()
 
-    def __reduce_ex__(self, protocol):
-        raise TypeError("cygrad never pickles tensors: use cygrad.save(state_dict)")
+    def __deepcopy__(self, memo):
+        # torch's Parameter copy: values and requires_grad, no .grad
+        return _copying.deepcopy_tensor(self, memo, keep_grad=False, keep_attrs=False)

@@ -29,7 +29,7 @@ from cygrad.ops.inplace import _view_aware_inplace, copy_, full_like_const, seti
 from cygrad.ops.linalg import _matmul_graph_backward, mm
 from cygrad.ops.out import engine_out, public
 from cygrad.ops.reductions import std
-from cygrad.ops.registry import OPS, OpSpec, op, sum_to_shape
+from cygrad.ops.registry import OPS, OpSpec, half_cast, half_function, op, sum_to_shape
 from cygrad.ops.select import Where, clip
 from cygrad.ops.shape import cast, expand, t
 
@@ -71,4 +71,5 @@ def engine_hooks():
     return {"graph_unary": unary, "graph_binary": binary,
             "graph_sum_to": sum_to_shape, "graph_matmul": _matmul_graph_backward,
             "graph_expand": expand, "inplace_views": _view_aware_inplace,
-            "write_out": engine_out}
+            "write_out": engine_out,
+            "half_cast": half_cast, "half_function": half_function}

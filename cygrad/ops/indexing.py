@@ -221,6 +221,8 @@ class GetItem(Function):
     """out = x[idx]; grad = zeros with g put at idx (accumulated over repeated
     indices of an advanced index).  A basic index gives a view of x."""
 
+    _half_native = True     # exact in float16 (see registry: float16)
+
     _node_name = "IndexBackward0"
 
     @staticmethod
@@ -256,6 +258,8 @@ def _put_item(g, basic, adv, shape):
 class PutItem(Function):
     """out = zeros(shape) with g put (added, for repeated indices) at idx;
     grad = gg[idx]: the backward of GetItem, and the other way round."""
+
+    _half_native = True     # exact in float16 (see registry: float16)
 
     _node_name = "IndexPutBackward0"
 

@@ -20,6 +20,8 @@ from cygrad.ops.shape import clone, reshape
 class CopyInto(Function):
     """self <- broadcast(src): grad_self = 0, grad_src = sum_to(g, src.shape)."""
 
+    _half_native = True     # exact in float16 (see registry: float16)
+
     _node_name = "CopyBackwards"
 
     @staticmethod
@@ -125,6 +127,8 @@ def _view_ids(view_arr, root):
 class _Gather(Function):
     """out = x.flat[ids]; grad = zeros with g added at ids (scatter-add)."""
 
+    _half_native = True     # exact in float16 (see registry: float16)
+
     _node_name = "AsStridedBackward0"
 
     @staticmethod
@@ -139,6 +143,8 @@ class _Gather(Function):
 
 class _ScatterAdd(Function):
     """out = zeros(shape); out.flat[ids] += g (repeats add); grad = gg.flat[ids]."""
+
+    _half_native = True     # exact in float16 (see registry: float16)
 
     _node_name = "ScatterAddBackward0"
 
@@ -171,6 +177,8 @@ class IndexPut(Function):
     """self[idx] = value, in place (the last of repeated indices wins);
     grad_self = g with the written region zeroed, grad_value = g[idx] (every
     repeat gathered) summed to value's shape."""
+
+    _half_native = True     # exact in float16 (see registry: float16)
 
     _node_name = "IndexPutBackward1"
 
@@ -222,6 +230,8 @@ class CopySlices(Function):
     """root.flat[region] = value (a write through a view), in place;
     grad_root = g with the region zeroed, grad_value = g.flat[region] summed
     to value's shape."""
+
+    _half_native = True     # exact in float16 (see registry: float16)
 
     _node_name = "CopySlices"
 

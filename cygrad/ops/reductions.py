@@ -61,7 +61,7 @@ def _sum(input, dim=None, keepdim=False, dtype=None):
     """Sum over ``dim`` (int, tuple, or all); grad broadcasts g back."""
     if dtype is not None:
         input = input.to(dtype)
-    if dim is None and not keepdim and input._arr.dtype.kind == "f":
+    if dim is None and not keepdim and input._arr.dtype.type in _KERNEL_FLOATS:
         return _engine.sum_all(input)
     if dim is None:
         return Sum.apply(input, _dims(dim, input._arr.ndim), bool(keepdim))
@@ -83,10 +83,14 @@ def mean(input, dim=None, keepdim=False, dtype=None):
         raise RuntimeError(
             "mean(): could not infer output dtype. Input dtype must be either a "
             f"floating point or complex dtype. Got: {_dt.name(input._arr.dtype)}")
-    if dim is None and not keepdim:          # a loss: the compiled full sum
-        n = input._arr.size
-        return named(_engine.sum_all(input) / (n if n else float("nan")),
-                     "MeanBackward0")
+    if input._arr.dtype == np.float16:       # in float32, rounded once (as torch)
+        return mean(input.to(np.float32), dim, keepdim).to(np.float16)
+    if dim is None and not keepdim and input._arr.dtype.type in _KERNEL_FLOATS:
+        n = input._arr.size                  # a loss: the compiled full sum
+        out = _engine.sum_all(input) / (n if n else float("nan"))
+        if out._grad_fn is not None:         # named() inlined: a loss's hot path
+            out._grad_fn._torch_name = "MeanBackward0"
+        return out
     axes = _dims(dim, input._arr.ndim)
     n = 1
     for a in axes:
@@ -339,6 +343,9 @@ def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
 
 def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     """sqrt(var) (composite)."""
+    if input._arr.dtype == np.float16:       # in float32, rounded once (as torch)
+        return std(input.to(np.float32), dim, unbiased, keepdim,
+                   correction=correction).to(np.float16)
     return named(sqrt(var(input, dim, unbiased, keepdim, correction=correction)),
                  "StdBackward0")
 

@@ -260,3 +260,37 @@ def named(t, node_name):
     if fn is not None:
         fn._torch_name = node_name
     return t
+
+
+# --- float16 ------------------------------------------------------------------------
+# torch on the CPU stores float16 and computes every op in float32, rounding
+# the result back.  One rule, applied by the engine to the table's ops and to
+# every Function not marked ``_half_native`` (views, copies and selections,
+# which are exact in float16 and must stay views): float16 inputs are cast to
+# float32 (recorded casts, so gradients come back float16), the op runs, and
+# its float32 results are rounded to float16 (when no input was wider).
+
+_F16, _F32 = np.dtype(np.float16), np.dtype(np.float32)
+
+
+def half_cast(t, dtype):
+    return t.to(dtype)
+
+
+def half_function(cls, node_cls, args):
+    wide = any(isinstance(a, Tensor) and a._arr.dtype.kind == "f"
+               and a._arr.dtype.itemsize > 2 for a in args)
+    up = tuple(a.to(_F32) if isinstance(a, Tensor) and a._arr.dtype == _F16 else a
+               for a in args)
+    out = function_apply(cls, node_cls, up)
+    if wide:
+        return out
+    if isinstance(out, tuple):
+        return tuple(_round_half(o) for o in out)
+    return _round_half(out)
+
+
+def _round_half(o):
+    if isinstance(o, Tensor) and o._arr.dtype == _F32:
+        return o.to(_F16)
+    return o

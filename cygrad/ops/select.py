@@ -24,6 +24,8 @@ class Where(Function):
     np.where.
     """
 
+    _half_native = True     # exact in float16 (see registry: float16)
+
     _node_name = "WhereBackward0"
 
     @staticmethod

@@ -15,6 +15,8 @@ from cygrad.ops.registry import _dims, _ns, _view_of, apply_named, op
 class Cast(Function):
     """out = x as another dtype; grad = g cast back to x's dtype."""
 
+    _half_native = True     # exact in float16 (see registry: float16)
+
     _node_name = "ToCopyBackward0"
 
     @staticmethod
@@ -76,6 +78,8 @@ Tensor.to = to
 class Clone(Function):
     """out = copy of x; grad = g."""
 
+    _half_native = True     # exact in float16 (see registry: float16)
+
     _node_name = "CloneBackward0"
 
     @staticmethod
@@ -130,6 +134,8 @@ def _shape_args(shape):
 class Reshape(Function):
     """out = x with a new shape (a view when possible); grad = g reshaped back."""
 
+    _half_native = True     # exact in float16 (see registry: float16)
+
     _node_name = "ViewBackward0"
 
     @staticmethod
@@ -178,6 +184,8 @@ def view(input, *shape):
 
 class Permute(Function):
     """out = x with axes permuted (a view); grad = g with the inverse permutation."""
+
+    _half_native = True     # exact in float16 (see registry: float16)
 
     _node_name = "PermuteBackward0"
 
@@ -245,6 +253,8 @@ Tensor.mT = property(lambda self: transpose(self, -2, -1))
 
 class Expand(Function):
     """out = x broadcast to ``shape`` (a view); grad = g summed back to x's shape."""
+
+    _half_native = True     # exact in float16 (see registry: float16)
 
     _node_name = "ExpandBackward0"
 
@@ -349,6 +359,8 @@ def flatten(input, start_dim=0, end_dim=-1):
 
 class Cat(Function):
     """out = the inputs joined along ``dim``; grad_i = the matching slice of g."""
+
+    _half_native = True     # exact in float16 (see registry: float16)
 
     _node_name = "CatBackward0"
 

@@ -26,7 +26,8 @@ __all__ = [
     "required",
 ]
 
-_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+_FLOATS = (np.dtype(np.float32), np.dtype(np.float64), np.dtype(np.float16))
+_F16 = np.dtype(np.float16)
 
 
 class _RequiredParameter:
@@ -57,8 +58,8 @@ def _check_param_layout(p):
     arr = p._arr
     if arr.dtype not in _FLOATS:
         raise TypeError(
-            f"cygrad.optim can only update float32 or float64 parameters, but got a "
-            f"parameter of dtype {arr.dtype}"
+            "cygrad.optim can only update float32 or float64 (or float16) "
+            f"parameters, but got a parameter of dtype {arr.dtype}"
         )
     if not arr.flags.c_contiguous or not arr.flags.writeable:
         raise ValueError(
@@ -456,8 +457,43 @@ class Optimizer:
                 for group in self.param_groups
             ]
             for group, items in prepared:
-                self._update(group, items)
+                if any(arr.dtype == _F16 for _, arr, _ in items):
+                    self._update_half(group, items)
+                else:
+                    self._update(group, items)
         return loss
+
+    def _update_half(self, group, items):
+        """``_update`` with float16 parameters, as torch's CPU float16: the
+        kernels run in float32 on float32 copies of each float16 parameter,
+        gradient and state buffer, rounded back to float16 after the step
+        (the state stays float16, as torch keeps it in the parameter's dtype).
+        """
+        swapped, work, halves = [], [], []
+        for p, arr, grad in items:
+            if arr.dtype != _F16:
+                work.append((p, arr, grad))
+                continue
+            halves.append(p)
+            for t in self.state.get(p, {}).values():
+                if isinstance(t, Tensor) and t._arr.dtype == _F16:
+                    swapped.append((t, t._arr))
+                    t._arr = t._arr.astype(np.float32)
+            swapped.append((p, p._arr))
+            p._arr = p._arr.astype(np.float32)
+            work.append((p, p._arr.ravel(), grad.astype(np.float32)))
+        try:
+            self._update(group, work)
+        finally:
+            done = {id(t) for t, _ in swapped}
+            for t, a16 in swapped:
+                np.copyto(a16, t._arr, casting="unsafe")
+                t._arr = a16
+            for p in halves:        # buffers this step created, from the copy
+                for key, t in self.state.get(p, {}).items():
+                    if (key != "step" and isinstance(t, Tensor) and id(t) not in done
+                            and t._arr.dtype == np.float32):
+                        t._arr = t._arr.astype(_F16)
 
     def _update(self, group, items):
         """One step over ``items``: ``(param, flat param, flat grad)`` for each
