@@ -44,6 +44,7 @@ from cygrad._config import (  # noqa: F401
     use_deterministic_algorithms,
 )
 from cygrad import linalg  # noqa: F401
+from cygrad import testing  # noqa: F401
 from cygrad.autograd.grad_mode import (  # noqa: F401
     enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled,
 )
@@ -56,6 +57,8 @@ from cygrad import nn, optim  # noqa: F401
 from cygrad import utils  # noqa: F401
 from cygrad import distributed, multiprocessing  # noqa: F401  (no MPI until used)
 from cygrad import backends, cuda  # noqa: F401
+from cygrad import distributions  # noqa: F401
+from cygrad import accelerator, onnx  # noqa: F401
 from cygrad.serialization import load, save  # noqa: F401
 from cygrad._kernels.threads import get_num_threads, set_num_threads  # noqa: F401
 

@@ -147,10 +147,19 @@ class Det(Function):
         xp = _ns()
         A, d = ctx.saved_tensors
         gv = xp.expand_dims(xp.expand_dims(xp.val(g), -1), -1)
-        if xp is _NumpyNS and _singular_index(A._arr) is not None:
-            return gv * _adjugate_t(A._arr)
+        if xp is _NumpyNS and _near_singular(A._arr):
+            return xp.out(gv * _adjugate_t(A._arr))
         dv = xp.expand_dims(xp.expand_dims(xp.val(d), -1), -1)
         return xp.out(gv * dv * _T(xp, xp.inv(xp.val(A))))
+
+
+def _near_singular(a):
+    """Whether some matrix of ``a`` is singular to working precision (where
+    A^-T det A loses every digit)."""
+    if a.size == 0:
+        return False
+    s = np.linalg.svd(a, compute_uv=False)
+    return bool(np.any(s[..., -1] <= s[..., 0] * a.shape[-1] * np.finfo(a.dtype).eps))
 
 
 def _adjugate_t(a):

@@ -9,6 +9,7 @@ their gradients (and second derivatives) are those of the primitives.
 are written once against ``xp``.  The decompositions are in ``decomp``."""
 
 import math
+import warnings
 
 import numpy as np
 
@@ -338,6 +339,11 @@ def cross(input, other, dim=None):
         raise RuntimeError(f"linalg.cross: the shapes {list(input._arr.shape)} and "
                            f"{list(other._arr.shape)} do not broadcast") from None
     if dim is None:
+        warnings.warn(
+            "Using torch.cross without specifying the dim arg is deprecated.\nPlease "
+            "either pass the dim explicitly or simply use torch.linalg.cross.\nThe "
+            "default value of dim will change to agree with that of linalg.cross in "
+            "a future release.", UserWarning, stacklevel=2)
         sizes3 = [i for i, s in enumerate(shape) if s == 3]
         if not sizes3:
             raise RuntimeError("no dimension of size 3 in input")
@@ -613,6 +619,8 @@ class VectorNorm(Function):
         kept = ctx.n_keep.shape
         g_keep = xp.reshape(xp.val(g), kept)
         n_v = xp.reshape(xp.val(out), kept)
+        if ctx.ord == 0:        # a count: no gradient at all (torch: None)
+            return None, None, None, None
         return (xp.out(_norm_grad(xp, x._arr, xp.val(x), ctx.n_keep, n_v, ctx.ord,
                                   g_keep)), None, None, None)
 
