@@ -24,7 +24,13 @@ from cygrad._kernels.engine import TensorBase, _wrap, is_grad_enabled
 from cygrad._tensor import Tensor
 from cygrad.autograd.function import Function
 from cygrad.creation import (
-    _dtype_or_default, _make, _on_cpu, _rng, _shape_arg, default_generator, randint,
+    _dtype_or_default,
+    _make,
+    _on_cpu,
+    _rng,
+    _shape_arg,
+    default_generator,
+    randint,
 )
 from cygrad.ops.inplace import copy_
 

@@ -91,8 +91,8 @@ PHRASES = [
     "size mismatch", "vector + matrix @ vector expected", "Expected 1-D argument vec2",
     "Expected size for first two dimensions of batch2 tensor", "batch1 must be a 3D",
     "expanded size of the tensor", "no dimension of size 3 in input",
-    "inputs dimension 1 must have length 3", "X1 and X2 must have the same number "
-    "of columns", "cdist only supports at least 2D tensors",
+    "inputs dimension 1 must have length 3", ("X1 and X2 must have the same number "
+    "of columns"), "cdist only supports at least 2D tensors",
     "contracted dimensions need to match", "A must be batches of square matrices",
     "A must be batches of square matrices", "Incompatible shapes of A and B",
     "A must be batches of square matrices", "does not broadcast with previously seen",
@@ -122,10 +122,10 @@ def test_bad_input_raises_like_torch(i):
 @pytest.mark.parametrize("call,phrase", [
     (lambda m: m.linalg.inv(m.zeros(3, 3)), "singular"),
     (lambda m: m.inverse(m.zeros(2, 3, 3)), "Batch element 0"),
-    (lambda m: m.linalg.cholesky(-m.ones(2, 2)), "leading minor of order 1 is not "
-     "positive-definite"),
-    (lambda m: m.linalg.cholesky(m.tensor([[1.0, 2], [2, 1]])), "leading minor of "
-     "order 2"),
+    (lambda m: m.linalg.cholesky(-m.ones(2, 2)), ("leading minor of order 1 is not "
+     "positive-definite")),
+    (lambda m: m.linalg.cholesky(m.tensor([[1.0, 2], [2, 1]])), ("leading minor of "
+     "order 2")),
     (lambda m: m.linalg.solve(m.zeros(3, 3), m.zeros(3)), "singular"),
 ])
 def test_linalg_errors_are_linalgerror(call, phrase):
@@ -250,8 +250,8 @@ def test_eigh_and_cholesky_gradients_match_torch():
 
 def test_old_svd_returns_v_and_old_qr():
     a = r(4, 3)
-    U, S, V = cygrad.svd(cygrad.tensor(a))
-    tU, tS, tV = torch.svd(torch.tensor(a))
+    U, _S, V = cygrad.svd(cygrad.tensor(a))
+    tU, _tS, tV = torch.svd(torch.tensor(a))
     assert V.shape == tuple(tV.shape) and U.shape == tuple(tU.shape)
     np.testing.assert_allclose(np.abs(V.numpy()), np.abs(tV.numpy()), atol=1e-12)
     with pytest.warns(UserWarning):

@@ -68,13 +68,13 @@ def test_multinomial_method_and_seed_reproducible():
 
 
 @pytest.mark.parametrize("args,exc,phrase", [
-    (([1.0, -1.0], 1), RuntimeError, "probability tensor contains either `inf`, "
-     "`nan` or element < 0"),
+    (([1.0, -1.0], 1), RuntimeError, ("probability tensor contains either `inf`, "
+     "`nan` or element < 0")),
     (([1.0, float("nan")], 1), RuntimeError, "probability tensor contains"),
-    (([0.0, 0.0], 1), RuntimeError, "invalid multinomial distribution (sum of "
-     "probabilities <= 0)"),
-    (([1.0, 1.0], 3), RuntimeError, "cannot sample n_sample > prob_dist.size(-1) "
-     "samples without replacement"),
+    (([0.0, 0.0], 1), RuntimeError, ("invalid multinomial distribution (sum of "
+     "probabilities <= 0)")),
+    (([1.0, 1.0], 3), RuntimeError, ("cannot sample n_sample > prob_dist.size(-1) "
+     "samples without replacement")),
     (([1.0, 1.0], 0), RuntimeError, "cannot sample n_sample <= 0 samples"),
 ])
 def test_multinomial_errors_match_torch(args, exc, phrase):

@@ -84,10 +84,9 @@ class EventList(list):
               header=None, top_level_events_only=False):
         rows = list(self)
         if sort_by:
-            key = sort_by.replace("cpu_time_total", "cpu_time_total")
             attr = {"self_cpu_time_total": "self_cpu_time_total",
                     "cpu_time_total": "cpu_time_total", "count": "count",
-                    "cpu_time": "cpu_time"}.get(key)
+                    "cpu_time": "cpu_time"}.get(sort_by)
             if attr is None:
                 raise ValueError(f"table(): cannot sort by {sort_by!r} (cygrad "
                                  "records CPU times only)")

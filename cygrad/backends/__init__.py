@@ -4,6 +4,6 @@ none of these backends; the flags are kept so such scripts run unchanged.
 Each backend is a submodule, so ``import torch.backends.cudnn as cudnn``
 works too."""
 
-from cygrad.backends import cuda, cudnn, mps  # noqa: F401
+from cygrad.backends import cuda, cudnn, mps
 
 __all__ = ["cuda", "cudnn", "mps"]

@@ -3,7 +3,11 @@ torch's API (``sample``, ``rsample`` where reparameterisable,
 ``log_prob``, ``entropy``, ``mean``/``variance``)."""
 
 from cygrad.distributions import (  # noqa: F401
-    bernoulli, categorical, multinomial, normal, uniform,
+    bernoulli,
+    categorical,
+    multinomial,
+    normal,
+    uniform,
 )
 from cygrad.distributions.bernoulli import Bernoulli
 from cygrad.distributions.categorical import Categorical

@@ -27,10 +27,10 @@ import math
 import numpy as np
 
 from cygrad import dtypes as _dt
-from cygrad._kernels.engine import TensorBase, _wrap
+from cygrad._kernels.engine import _wrap
 from cygrad.autograd.function import Function
 from cygrad.ops.linalg import _check_tensors, matmul, vector_norm
-from cygrad.ops.registry import OPS, _NumpyNS, _dims, _ns, op, xp_helper
+from cygrad.ops.registry import OPS, _ns, _NumpyNS, op, xp_helper
 
 __all__ = [
     "LinAlgError", "cholesky", "det", "eigh", "eigvalsh", "inv", "matrix_norm",
@@ -345,11 +345,6 @@ def _diag_embed(xp, v):
     return xp.expand_dims(v, -1) * xp.const(np.eye(n, dtype=v.dtype))
 
 
-def _diag_part(xp, M, dtype):
-    n = M.shape[-1]
-    return xp.sum(M * xp.const(np.eye(n, dtype=dtype)), -1)
-
-
 def _offdiag_inverse(xp, diff, dtype):
     """1 / diff off the diagonal, 0 on it (diff's diagonal is 0)."""
     n = diff.shape[-1]
@@ -514,7 +509,7 @@ def qr(A, mode="reduced"):
                            "dimensions.")
     _check_float("linalg.qr", A)
     if mode == "r":
-        Q, R = QR.apply(A.detach(), "reduced")
+        _Q, R = QR.apply(A.detach(), "reduced")
         return _QR(_wrap(np.zeros((0,), A._arr.dtype)), R)
     return _QR(*QR.apply(A, mode))
 

@@ -459,7 +459,7 @@ def _parse_einsum(equation, n_ops, shapes):
             raise RuntimeError(f"einsum(): invalid subscript given at index "
                                f"{eq.index(c)} in the equation string, subscripts "
                                "must be in [a-zA-Z]")
-    used = set(c for c in eq if c in _LETTERS)
+    used = {c for c in eq if c in _LETTERS}
     spare = [c for c in _LETTERS if c not in used]
     ell_len = 0
     for t, shape in zip(terms, shapes):
