@@ -15,6 +15,7 @@ they obey the in-place rules (a leaf that requires grad is refused outside
 ``no_grad``; the version counter advances).
 """
 
+import contextlib
 import numbers
 
 import numpy as np
@@ -30,13 +31,17 @@ from cygrad.creation import (
     _rng,
     _shape_arg,
     default_generator,
+    initial_seed,
+    manual_seed,
     randint,
+    seed,
 )
 from cygrad.ops.inplace import copy_
 
 __all__ = [
-    "bernoulli", "get_rng_state", "multinomial", "normal", "poisson", "randint_like",
-    "randperm", "set_rng_state",
+    "bernoulli", "fork_rng", "get_rng_state", "initial_seed", "manual_seed",
+    "multinomial", "normal", "poisson", "randint_like", "randperm", "seed",
+    "set_rng_state",
 ]
 
 
@@ -114,11 +119,16 @@ def multinomial(input, num_samples, replacement=False, *, generator=None, out=No
         cdf = np.cumsum(rows, axis=1)
         cdf /= cdf[:, -1:]
         u = rng.random((rows.shape[0], num_samples))
-        idx = np.empty(u.shape, np.int64)
-        for r in range(rows.shape[0]):
-            idx[r] = np.searchsorted(cdf[r], u[r], side="right")
-        # a zero-weight last category can never be drawn: clip rounding
-        np.minimum(idx, n_cat - 1, out=idx)
+        if rows.shape[0] == 1:
+            idx = np.searchsorted(cdf[0], u[0], side="right")[None]
+        else:
+            # one search for every row: row r's cdf and draws shifted by r
+            shift = np.arange(rows.shape[0], dtype=np.float64)[:, None]
+            flat = np.searchsorted((cdf + shift).ravel(), (u + shift).ravel(),
+                                   side="right").reshape(u.shape)
+            idx = flat - (shift * n_cat).astype(np.int64)
+        # rounding must never pick past the last category, nor a zero weight
+        np.clip(idx, 0, n_cat - 1, out=idx)
     else:
         # Exponential races: the k smallest of E_i / w_i are a sequential
         # draw without replacement from the weights w (zero weights last).
@@ -253,6 +263,20 @@ def get_rng_state():
 def set_rng_state(new_state):
     """Restore the default generator from a ``get_rng_state()`` tensor."""
     default_generator.set_state(new_state)
+
+
+@contextlib.contextmanager
+def fork_rng(devices=None, enabled=True, device_type="cpu"):
+    """Restore the default generator's state on exit (draws inside the block
+    do not change the numbers drawn after it)."""
+    if not enabled:
+        yield
+        return
+    state = get_rng_state()
+    try:
+        yield
+    finally:
+        set_rng_state(state)
 
 
 # --- in-place samplers on Tensor ------------------------------------------------

@@ -460,3 +460,25 @@ def test_memory_no_ops():
     assert x.share_memory_() is x
     lin = cygrad.nn.Linear(2, 2)
     assert lin.share_memory() is lin
+
+
+def test_empty_strided_like_torch():
+    for m in (cygrad, torch):
+        x = m.empty_strided((2, 3), (1, 2), dtype=m.float64)
+        assert x.stride() == (1, 2) and not x.is_contiguous() and x.shape == (2, 3)
+        x.fill_(2.0)
+        assert x.sum().item() == 12.0
+        for bad in (((2, 3), (1,)), ((2, 3), (-1, 2))):
+            with pytest.raises(RuntimeError):
+                m.empty_strided(*bad)
+    assert cygrad.empty_strided((0, 3), (3, 1)).shape == (0, 3)
+
+
+def test_random_module_names_and_fork_rng():
+    cygrad.manual_seed(3)
+    with cygrad.random.fork_rng():
+        a = cygrad.rand(3)
+    assert cygrad.rand(3).tolist() == a.tolist()
+    assert cygrad.random.initial_seed() == 3
+    cygrad.random.manual_seed(4)
+    assert cygrad.initial_seed() == 4
