@@ -361,3 +361,21 @@ def test_matrix_power_zero_is_identity_batch():
 def test_dot_with_integers_and_tensor_method():
     a = cygrad.tensor([1, 2, 3])
     assert a.dot(a).item() == 14 and a.dot(a).dtype == cygrad.int64
+
+
+@pytest.mark.parametrize("mode", ["use_mm_for_euclid_dist_if_necessary",
+                                  "use_mm_for_euclid_dist",
+                                  "donot_use_mm_for_euclid_dist"])
+def test_cdist_matmul_path_matches_torch(mode):
+    # more than 25 points: torch (and cygrad) switch to |a|^2 - 2ab + |b|^2
+    a, b = r(2, 30, 4), r(27, 4)
+    assert_same(lambda m, x, y: m.cdist(x, y, compute_mode=mode), a, b,
+                rtol=1e-7, atol=1e-9)
+    x = cygrad.tensor(a, requires_grad=True)
+    y = cygrad.tensor(b, requires_grad=True)
+    assert gradcheck(lambda s, t: cygrad.cdist(s, t, compute_mode=mode), [x, y])
+
+
+def test_cdist_bad_compute_mode():
+    with pytest.raises(ValueError, match="compute_mode"):
+        cygrad.cdist(cygrad.zeros(2, 2), cygrad.zeros(2, 2), compute_mode="fast")
