@@ -24,7 +24,8 @@ from cygrad._legacy import (  # noqa: F401
 from cygrad import ops as _ops
 from cygrad.ops import OPS
 from cygrad.creation import (  # noqa: F401
-    Generator, arange, as_tensor, default_generator, empty, empty_like, eye,
+    Generator, arange, as_tensor, default_generator, empty, empty_like, empty_strided,
+    eye,
     from_numpy, full, full_like, get_default_dtype, initial_seed, linspace,
     manual_seed, ones, ones_like, rand, rand_like, randint, randn, randn_like,
     seed, set_default_dtype, tensor, zeros, zeros_like,
@@ -45,6 +46,7 @@ from cygrad._config import (  # noqa: F401
     use_deterministic_algorithms,
 )
 from cygrad import linalg  # noqa: F401
+from cygrad import testing  # noqa: F401
 from cygrad.autograd.grad_mode import (  # noqa: F401
     enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled,
 )
@@ -58,6 +60,8 @@ from cygrad import nn, optim  # noqa: F401
 from cygrad import utils  # noqa: F401
 from cygrad import distributed, multiprocessing  # noqa: F401  (no MPI until used)
 from cygrad import backends, cuda  # noqa: F401
+from cygrad import distributions  # noqa: F401
+from cygrad import accelerator, onnx  # noqa: F401
 from cygrad.serialization import load, save  # noqa: F401
 from cygrad._kernels.threads import get_num_threads, set_num_threads  # noqa: F401
 

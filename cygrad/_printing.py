@@ -7,9 +7,9 @@ import types
 __all__ = ["PRINT_OPTS", "get_printoptions", "set_printoptions"]
 
 _PROFILES = {
-    "default": dict(precision=4, threshold=1000, edgeitems=3, linewidth=80),
-    "short": dict(precision=2, threshold=1000, edgeitems=2, linewidth=80),
-    "full": dict(precision=4, threshold=math.inf, edgeitems=3, linewidth=80),
+    "default": {"precision": 4, "threshold": 1000, "edgeitems": 3, "linewidth": 80},
+    "short": {"precision": 2, "threshold": 1000, "edgeitems": 2, "linewidth": 80},
+    "full": {"precision": 4, "threshold": math.inf, "edgeitems": 3, "linewidth": 80},
 }
 
 PRINT_OPTS = types.SimpleNamespace(sci_mode=None, **_PROFILES["default"])

@@ -8,6 +8,7 @@ points and ``repr``.  It never loops over elements.
 
 import math
 import sys
+import warnings
 import weakref
 
 import numpy as np
@@ -18,7 +19,7 @@ from cygrad._kernels import engine as _engine
 from cygrad._kernels.engine import TensorBase
 from cygrad._device import CPU, check_device
 from cygrad._printing import PRINT_OPTS
-from cygrad.creation import _to_array
+from cygrad.creation import _shape_arg, _to_array
 
 __all__ = ["Size", "Tensor", "is_tensor"]
 
@@ -142,6 +143,80 @@ class Tensor(TensorBase):
     @property
     def is_cuda(self):
         return False
+
+    @property
+    def is_mps(self):
+        return False
+
+    @property
+    def is_xpu(self):
+        return False
+
+    def pin_memory(self, device=None):
+        """Itself: pinned memory only matters for copies to a GPU (torch's
+        CPU build raises here; cygrad lets DataLoader-style code run)."""
+        return self
+
+    def is_pinned(self, device=None):
+        return False
+
+    def share_memory_(self):
+        """Itself (a no-op): see ``Module.share_memory``."""
+        return self
+
+    def is_shared(self):
+        return False
+
+    # --- new_* : creation with this tensor's dtype -------------------------------
+    def _new(self, fill, size, dtype, requires_grad):
+        arr = fill(_shape_arg(size),
+                   self._arr.dtype if dtype is None else _dt.to_numpy(dtype))
+        t = _engine._wrap(arr)
+        if requires_grad:
+            t.requires_grad_(True)
+        return t
+
+    def new_zeros(self, *size, dtype=None, device=None, requires_grad=False,
+                  layout=None, pin_memory=False):
+        """Zeros of ``size``, with this tensor's dtype unless ``dtype``."""
+        check_device(device)
+        return self._new(np.zeros, size, dtype, requires_grad)
+
+    def new_ones(self, *size, dtype=None, device=None, requires_grad=False,
+                 layout=None, pin_memory=False):
+        check_device(device)
+        return self._new(np.ones, size, dtype, requires_grad)
+
+    def new_empty(self, *size, dtype=None, device=None, requires_grad=False,
+                  layout=None, pin_memory=False):
+        check_device(device)
+        return self._new(np.empty, size, dtype, requires_grad)
+
+    def new_full(self, size, fill_value, *, dtype=None, device=None,
+                 requires_grad=False, layout=None, pin_memory=False):
+        """``fill_value`` everywhere; ``size`` a tuple (as torch)."""
+        check_device(device)
+        if not isinstance(size, (tuple, list, Size)):
+            raise TypeError(f"new_full(): argument 'size' (position 1) must be tuple "
+                            f"of ints, not {type(size).__name__}")
+        return self._new(lambda shape, d: np.full(shape, fill_value, d), (size,),
+                         dtype, requires_grad)
+
+    def new_tensor(self, data, *, dtype=None, device=None, requires_grad=False,
+                   layout=None, pin_memory=False):
+        """A copy of ``data`` with this tensor's dtype unless ``dtype`` (never
+        attached to ``data``'s graph)."""
+        check_device(device)
+        if isinstance(data, TensorBase):
+            warnings.warn(
+                "To copy construct from a tensor, it is recommended to use "
+                "sourceTensor.detach().clone() or sourceTensor.detach().clone()."
+                "requires_grad_(True), rather than tensor.new_tensor(sourceTensor).",
+                UserWarning, stacklevel=2)
+        t = _engine._wrap(_to_array(data, self._arr.dtype if dtype is None else dtype))
+        if requires_grad:
+            t.requires_grad_(True)
+        return t
 
     @property
     def itemsize(self):

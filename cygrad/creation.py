@@ -14,7 +14,7 @@ __all__ = [
     "zeros_like", "ones_like", "full_like", "empty_like", "rand", "randn",
     "randint", "rand_like", "randn_like", "arange", "linspace", "eye",
     "manual_seed", "seed", "initial_seed", "Generator", "default_generator",
-    "get_default_dtype", "set_default_dtype",
+    "get_default_dtype", "set_default_dtype", "empty_strided",
 ]
 
 _default_dtype = _dt.float32
@@ -423,3 +423,24 @@ def linspace(start, end, steps, dtype=None, requires_grad=False, device=None):
 @_on_cpu
 def eye(n, m=None, dtype=None, requires_grad=False, device=None):
     return _make(np.eye(n, m, dtype=_dtype_or_default(dtype)), requires_grad)
+
+
+@_on_cpu
+def empty_strided(size, stride, *, dtype=None, device=None, requires_grad=False,
+                  layout=None, pin_memory=False):
+    """An uninitialised tensor of ``size`` whose element strides are
+    ``stride`` (a view of a fresh buffer just big enough)."""
+    shape = _shape_arg((size,))
+    stride = tuple(int(s) for s in stride)
+    if len(stride) != len(shape):
+        raise RuntimeError(f"dimensionality of sizes ({len(shape)}) must match "
+                           f"dimensionality of strides ({len(stride)})")
+    if any(s < 0 for s in stride):
+        raise RuntimeError(f"Storage size calculation overflowed with sizes="
+                           f"{list(shape)} and strides={list(stride)} (empty_strided "
+                           "takes non-negative strides)")
+    d = _dtype_or_default(dtype)
+    n = 1 + sum((s - 1) * st for s, st in zip(shape, stride)) if all(shape) else 0
+    buf = np.empty(n, d)
+    arr = np.lib.stride_tricks.as_strided(buf, shape, [st * d.itemsize for st in stride])
+    return _make(arr, requires_grad)

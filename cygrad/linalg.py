@@ -5,12 +5,27 @@ and ``cygrad/ops/decomp.py`` (decompositions, matrix norms); this module
 gives them torch.linalg's spelling.
 """
 
-from cygrad.ops.decomp import (  # noqa: F401
-    LinAlgError, cholesky, det, eigh, eigvalsh, inv, linalg_norm as norm, matrix_norm,
-    matrix_power, pinv, qr, slogdet, solve, svd, svdvals,
+from cygrad.ops.decomp import (
+    LinAlgError,
+    cholesky,
+    det,
+    eigh,
+    eigvalsh,
+    inv,
+    matrix_norm,
+    matrix_power,
+    pinv,
+    qr,
+    slogdet,
+    solve,
+    svd,
+    svdvals,
+)
+from cygrad.ops.decomp import (
+    linalg_norm as norm,
 )
 from cygrad.ops.linalg import cross as _cross
-from cygrad.ops.linalg import matmul, vector_norm  # noqa: F401
+from cygrad.ops.linalg import matmul, vector_norm
 
 __all__ = [
     "LinAlgError", "cholesky", "cross", "det", "eigh", "eigvalsh", "inv", "matmul",

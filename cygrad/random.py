@@ -15,6 +15,7 @@ they obey the in-place rules (a leaf that requires grad is refused outside
 ``no_grad``; the version counter advances).
 """
 
+import contextlib
 import numbers
 
 import numpy as np
@@ -24,13 +25,23 @@ from cygrad._kernels.engine import TensorBase, _wrap, is_grad_enabled
 from cygrad._tensor import Tensor
 from cygrad.autograd.function import Function
 from cygrad.creation import (
-    _dtype_or_default, _make, _on_cpu, _rng, _shape_arg, default_generator, randint,
+    _dtype_or_default,
+    _make,
+    _on_cpu,
+    _rng,
+    _shape_arg,
+    default_generator,
+    initial_seed,
+    manual_seed,
+    randint,
+    seed,
 )
 from cygrad.ops.inplace import copy_
 
 __all__ = [
-    "bernoulli", "get_rng_state", "multinomial", "normal", "poisson", "randint_like",
-    "randperm", "set_rng_state",
+    "bernoulli", "fork_rng", "get_rng_state", "initial_seed", "manual_seed",
+    "multinomial", "normal", "poisson", "randint_like", "randperm", "seed",
+    "set_rng_state",
 ]
 
 
@@ -95,6 +106,24 @@ def multinomial(input, num_samples, replacement=False, *, generator=None, out=No
     if not replacement and num_samples > n_cat:
         raise RuntimeError("cannot sample n_sample > prob_dist.size(-1) samples "
                            "without replacement")
+    rng = _rng(generator)
+    if replacement and p.size == n_cat and n_cat:
+        # the common single-distribution draw (sampling loops): one cumsum,
+        # checks on its ends (a NaN or inf reaches the total; min sees < 0)
+        cdf = np.cumsum(p.reshape(-1), dtype=np.float64)
+        total = cdf[-1]
+        if not (np.isfinite(total) and p.min() >= 0):
+            raise RuntimeError("probability tensor contains either `inf`, `nan` or "
+                               "element < 0")
+        if total <= 0:
+            raise RuntimeError("invalid multinomial distribution (sum of "
+                               "probabilities <= 0)")
+        u = rng.random(num_samples)
+        u *= total
+        idx = np.searchsorted(cdf, u, side="right")
+        np.minimum(idx, n_cat - 1, out=idx)
+        return _wrap(idx.astype(np.int64, copy=False).reshape(p.shape[:-1] +
+                                                              (num_samples,)))
     rows = p.reshape(-1, n_cat).astype(np.float64)
     if not np.all(np.isfinite(rows)) or np.any(rows < 0):
         raise RuntimeError("probability tensor contains either `inf`, `nan` or "
@@ -103,16 +132,20 @@ def multinomial(input, num_samples, replacement=False, *, generator=None, out=No
     if np.any(sums <= 0):
         raise RuntimeError("invalid multinomial distribution (sum of probabilities "
                            "<= 0)")
-    rng = _rng(generator)
     if replacement:
         cdf = np.cumsum(rows, axis=1)
         cdf /= cdf[:, -1:]
         u = rng.random((rows.shape[0], num_samples))
-        idx = np.empty(u.shape, np.int64)
-        for r in range(rows.shape[0]):
-            idx[r] = np.searchsorted(cdf[r], u[r], side="right")
-        # a zero-weight last category can never be drawn: clip rounding
-        np.minimum(idx, n_cat - 1, out=idx)
+        if rows.shape[0] == 1:
+            idx = np.searchsorted(cdf[0], u[0], side="right")[None]
+        else:
+            # one search for every row: row r's cdf and draws shifted by r
+            shift = np.arange(rows.shape[0], dtype=np.float64)[:, None]
+            flat = np.searchsorted((cdf + shift).ravel(), (u + shift).ravel(),
+                                   side="right").reshape(u.shape)
+            idx = flat - (shift * n_cat).astype(np.int64)
+        # rounding must never pick past the last category, nor a zero weight
+        np.clip(idx, 0, n_cat - 1, out=idx)
     else:
         # Exponential races: the k smallest of E_i / w_i are a sequential
         # draw without replacement from the weights w (zero weights last).
@@ -129,7 +162,7 @@ def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False,
     """A random permutation of ``0 .. n-1`` (int64 unless ``dtype`` is given)."""
     n = _shape_arg((n,))[0]
     d = _dt.int64 if dtype is None else _dt.to_numpy(dtype)
-    return _make(_rng(generator).permutation(n).astype(d), requires_grad)
+    return _make(_rng(generator).permutation(n).astype(d, copy=False), requires_grad)
 
 
 # --- normal, bernoulli, poisson -------------------------------------------------
@@ -249,11 +282,35 @@ def set_rng_state(new_state):
     default_generator.set_state(new_state)
 
 
+@contextlib.contextmanager
+def fork_rng(devices=None, enabled=True, device_type="cpu"):
+    """Restore the default generator's state on exit (draws inside the block
+    do not change the numbers drawn after it)."""
+    if not enabled:
+        yield
+        return
+    state = get_rng_state()
+    try:
+        yield
+    finally:
+        set_rng_state(state)
+
+
 # --- in-place samplers on Tensor ------------------------------------------------
 
 def _fill_sample(self, arr):
     """Write ``arr`` into ``self`` in place (copy_: in-place rules, versions)."""
-    return copy_(self, _wrap(np.asarray(arr, dtype=self._arr.dtype, order="C")))
+    arr = np.asarray(arr)
+    if arr.dtype != self._arr.dtype:
+        arr = arr.astype(self._arr.dtype)
+    return copy_(self, _wrap(np.asarray(arr, order="C")))
+
+
+def _work(t):
+    """The dtype to draw floats in for ``t``: its own (float32 or float64),
+    float32 for float16 (then rounded once)."""
+    d = t._arr.dtype
+    return d if d in (np.float32, np.float64) else np.dtype(np.float32)
 
 
 def _check_p(p, opname, open_interval=False):
@@ -270,8 +327,12 @@ def normal_(self, mean=0.0, std=1.0, *, generator=None):
     _check_float(self, "normal_kernel_cpu")
     if std < 0:
         raise RuntimeError(f"normal expects std >= 0.0, but found std {std:g}")
-    z = _rng(generator).standard_normal(self._arr.shape)
-    return _fill_sample(self, mean + std * z)
+    z = _rng(generator).standard_normal(self._arr.shape, dtype=_work(self))
+    if std != 1:
+        z *= std
+    if mean != 0:
+        z += mean
+    return _fill_sample(self, z)
 
 
 def uniform_(self, a=0.0, b=1.0, *, generator=None, **kw):
@@ -283,8 +344,10 @@ def uniform_(self, a=0.0, b=1.0, *, generator=None, **kw):
     if a > b:
         raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found "
                            f"from={a:g} > to={b:g}")
-    u = _rng(generator).random(self._arr.shape)
-    return _fill_sample(self, a + (b - a) * u)
+    u = _rng(generator).random(self._arr.shape, dtype=_work(self))
+    u *= b - a
+    u += a
+    return _fill_sample(self, u)
 
 
 def _random_upper(dtype):
@@ -347,8 +410,9 @@ def exponential_(self, lambd=1.0, *, generator=None):
     if not lambd > 0:
         raise RuntimeError(f"exponential_ expects lambda > 0.0, but found "
                            f"lambda={lambd:g}")
-    return _fill_sample(self, _rng(generator).standard_exponential(
-        self._arr.shape) / lambd)
+    e = _rng(generator).standard_exponential(self._arr.shape, dtype=_work(self))
+    e /= lambd
+    return _fill_sample(self, e)
 
 
 def geometric_(self, p, *, generator=None):

@@ -196,8 +196,9 @@ _ONCE = {"cdist"}
 def higher_order_samples():
     """SAMPLES entries for ``test_higher_order.py``: every case of every op
     above but the once-differentiable ones, run on cygrad."""
-    import cygrad
     from reference import CASES
+
+    import cygrad
 
     out = {}
     for name in cases(lambda *a, **k: None):

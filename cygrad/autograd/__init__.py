@@ -27,7 +27,9 @@ _ABOVE_OPS = {
     "explain": "diagnostics", "get_debug_level": "diagnostics",
     "graph_stats": "diagnostics", "retain_grads": "diagnostics",
     "set_debug_level": "diagnostics",
+    "Variable": "variable",
     "functional": None, "backprop": None, "higher": None, "diagnostics": None,
+    "profiler": None,
 }
 
 __all__ = [

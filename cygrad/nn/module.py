@@ -329,6 +329,12 @@ class Module:
     def cpu(self):
         return self
 
+    def share_memory(self):
+        """A no-op returning the module: cygrad's tensors live in the process's
+        memory, and worker processes receive copies (there is no shared CPU
+        storage to move them to)."""
+        return self
+
     def cuda(self, device=None):
         check_device("cuda" if device is None else device)
         return self

@@ -27,10 +27,10 @@ import math
 import numpy as np
 
 from cygrad import dtypes as _dt
-from cygrad._kernels.engine import TensorBase, _wrap
+from cygrad._kernels.engine import _wrap
 from cygrad.autograd.function import Function
 from cygrad.ops.linalg import _check_tensors, matmul, vector_norm
-from cygrad.ops.registry import OPS, _NumpyNS, _dims, _ns, op, xp_helper
+from cygrad.ops.registry import OPS, _ns, _NumpyNS, op, xp_helper
 
 __all__ = [
     "LinAlgError", "cholesky", "det", "eigh", "eigvalsh", "inv", "matrix_norm",
@@ -147,10 +147,19 @@ class Det(Function):
         xp = _ns()
         A, d = ctx.saved_tensors
         gv = xp.expand_dims(xp.expand_dims(xp.val(g), -1), -1)
-        if xp is _NumpyNS and _singular_index(A._arr) is not None:
-            return gv * _adjugate_t(A._arr)
+        if xp is _NumpyNS and _near_singular(A._arr):
+            return xp.out(gv * _adjugate_t(A._arr))
         dv = xp.expand_dims(xp.expand_dims(xp.val(d), -1), -1)
         return xp.out(gv * dv * _T(xp, xp.inv(xp.val(A))))
+
+
+def _near_singular(a):
+    """Whether some matrix of ``a`` is singular to working precision (where
+    A^-T det A loses every digit)."""
+    if a.size == 0:
+        return False
+    s = np.linalg.svd(a, compute_uv=False)
+    return bool(np.any(s[..., -1] <= s[..., 0] * a.shape[-1] * np.finfo(a.dtype).eps))
 
 
 def _adjugate_t(a):
@@ -336,11 +345,6 @@ def _diag_embed(xp, v):
     return xp.expand_dims(v, -1) * xp.const(np.eye(n, dtype=v.dtype))
 
 
-def _diag_part(xp, M, dtype):
-    n = M.shape[-1]
-    return xp.sum(M * xp.const(np.eye(n, dtype=dtype)), -1)
-
-
 def _offdiag_inverse(xp, diff, dtype):
     """1 / diff off the diagonal, 0 on it (diff's diagonal is 0)."""
     n = diff.shape[-1]
@@ -505,7 +509,7 @@ def qr(A, mode="reduced"):
                            "dimensions.")
     _check_float("linalg.qr", A)
     if mode == "r":
-        Q, R = QR.apply(A.detach(), "reduced")
+        _Q, R = QR.apply(A.detach(), "reduced")
         return _QR(_wrap(np.zeros((0,), A._arr.dtype)), R)
     return _QR(*QR.apply(A, mode))
 

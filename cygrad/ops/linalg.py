@@ -9,6 +9,7 @@ their gradients (and second derivatives) are those of the primitives.
 are written once against ``xp``.  The decompositions are in ``decomp``."""
 
 import math
+import warnings
 
 import numpy as np
 
@@ -338,6 +339,11 @@ def cross(input, other, dim=None):
         raise RuntimeError(f"linalg.cross: the shapes {list(input._arr.shape)} and "
                            f"{list(other._arr.shape)} do not broadcast") from None
     if dim is None:
+        warnings.warn(
+            "Using torch.cross without specifying the dim arg is deprecated.\nPlease "
+            "either pass the dim explicitly or simply use torch.linalg.cross.\nThe "
+            "default value of dim will change to agree with that of linalg.cross in "
+            "a future release.", UserWarning, stacklevel=2)
         sizes3 = [i for i, s in enumerate(shape) if s == 3]
         if not sizes3:
             raise RuntimeError("no dimension of size 3 in input")
@@ -369,7 +375,7 @@ class Einsum(Function):
         for sub, x in zip(ins, xs):
             ctx.sizes.update(zip(sub, x._arr.shape))
         arrs = [x._arr for x in xs]
-        out = np.asarray(np.einsum(spec, *arrs, optimize=len(arrs) > 2), order="C")
+        out = np.asarray(np.einsum(spec, *arrs, optimize=True), order="C")
         ctx.out_shape = out.shape
         return _wrap(out)
 
@@ -412,7 +418,7 @@ class Einsum(Function):
 
 
 def _np_einsum(eq, *arrs):
-    return np.asarray(np.einsum(eq, *arrs, optimize=len(arrs) > 2), order="C")
+    return np.asarray(np.einsum(eq, *arrs, optimize=True), order="C")
 
 
 xp_helper("einsum", _np_einsum, lambda eq, *ts: einsum(eq, *ts))
@@ -453,7 +459,7 @@ def _parse_einsum(equation, n_ops, shapes):
             raise RuntimeError(f"einsum(): invalid subscript given at index "
                                f"{eq.index(c)} in the equation string, subscripts "
                                "must be in [a-zA-Z]")
-    used = set(c for c in eq if c in _LETTERS)
+    used = {c for c in eq if c in _LETTERS}
     spare = [c for c in _LETTERS if c not in used]
     ell_len = 0
     for t, shape in zip(terms, shapes):
@@ -585,7 +591,12 @@ class VectorNorm(Function):
 
     @staticmethod
     def forward(ctx, x, ord, dims, keepdim):
-        a = np.abs(x._arr)
+        xa = x._arr
+        if ord == 2:
+            n = _sum_squares(xa, dims)
+            np.sqrt(n, out=n)
+            return VectorNorm._finish(ctx, x, n, ord, dims, keepdim)
+        a = np.abs(xa)
         if ord == math.inf:
             n = a.max(axis=dims, keepdims=True) if a.size else np.zeros(
                 _kept(a.shape, dims), a.dtype)
@@ -600,6 +611,10 @@ class VectorNorm(Function):
         else:
             with np.errstate(divide="ignore"):
                 n = np.sum(a ** ord, axis=dims, keepdims=True) ** (1.0 / ord)
+        return VectorNorm._finish(ctx, x, n, ord, dims, keepdim)
+
+    @staticmethod
+    def _finish(ctx, x, n, ord, dims, keepdim):
         n = n.astype(x._arr.dtype, copy=False)
         ctx.ord, ctx.dims, ctx.n_keep = ord, dims, n
         out = _wrap(np.asarray(n if keepdim else np.squeeze(n, axis=dims), order="C"))
@@ -613,8 +628,20 @@ class VectorNorm(Function):
         kept = ctx.n_keep.shape
         g_keep = xp.reshape(xp.val(g), kept)
         n_v = xp.reshape(xp.val(out), kept)
+        if ctx.ord == 0:        # a count: no gradient at all (torch: None)
+            return None, None, None, None
         return (xp.out(_norm_grad(xp, x._arr, xp.val(x), ctx.n_keep, n_v, ctx.ord,
                                   g_keep)), None, None, None)
+
+
+def _sum_squares(a, dims):
+    """sum(a * a) over ``dims``, keepdims, in a's dtype: one BLAS dot for a
+    whole contiguous float64 array (pairwise sums otherwise, so float32
+    keeps its accuracy)."""
+    if len(dims) == a.ndim and a.dtype == np.float64 and a.flags.c_contiguous:
+        flat = a.reshape(-1)
+        return np.full((1,) * a.ndim, np.dot(flat, flat), a.dtype)
+    return np.sum(a * a, axis=dims, keepdims=True)
 
 
 def _kept(shape, dims):
@@ -665,7 +692,17 @@ class Cdist(Function):
     _node_name = "CdistBackward0"
 
     @staticmethod
-    def forward(ctx, x1, x2, p):
+    def forward(ctx, x1, x2, p, use_mm):
+        ctx.use_mm = use_mm
+        if use_mm:
+            # |a|^2 - 2 a.b + |b|^2 through BLAS (torch's rule for p = 2);
+            # rounding can take it below 0 for near points: clamped
+            a, b = x1._arr, x2._arr
+            sq = (np.sum(a * a, -1)[..., :, None] + np.sum(b * b, -1)[..., None, :]
+                  - 2 * np.matmul(a, np.swapaxes(b, -1, -2)))
+            d = np.sqrt(np.maximum(sq, 0))
+            ctx.x1, ctx.x2, ctx.d = a, b, d
+            return _wrap(np.asarray(d, order="C"))
         diff = x1._arr[..., :, None, :] - x2._arr[..., None, :, :]
         a = np.abs(diff)
         if p == 2:
@@ -684,13 +721,23 @@ class Cdist(Function):
 
     @staticmethod
     def backward(ctx, g):
-        diff = ctx.diff
         # Once differentiable (torch's _cdist_backward has no derivative):
         # computed on arrays, its result carries no history.
         xp = _NumpyNS
-        gk = (g._arr if isinstance(g, TensorBase) else np.asarray(g))[..., None]
+        ga = g._arr if isinstance(g, TensorBase) else np.asarray(g)
+        if ctx.use_mm:
+            # d/da_i sum_j w_ij |a_i - b_j| = sum_j w_ij (a_i - b_j) / d_ij
+            with np.errstate(divide="ignore", invalid="ignore"):
+                w = np.where(ctx.d > 0, ga / ctx.d, 0.0).astype(ctx.d.dtype)
+            a, b = ctx.x1, ctx.x2
+            g1 = w.sum(-1)[..., None] * a - np.matmul(w, b)
+            g2 = np.swapaxes(w, -1, -2)
+            g2 = w.sum(-2)[..., None] * b - np.matmul(g2, a)
+            return xp.out(g1), xp.out(g2), None, None
+        diff = ctx.diff
+        gk = ga[..., None]
         gd = _norm_grad(xp, diff, diff, ctx.n_keep, ctx.n_keep, ctx.p, gk)
-        return xp.out(gd.sum(-2)), xp.out(-gd.sum(-3)), None
+        return xp.out(gd.sum(-2)), xp.out(-gd.sum(-3)), None, None
 
 
 @op("cdist", kind="linalg")
@@ -712,4 +759,10 @@ def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
     _check_same_dtype("cdist", x1, x2)
     if p < 0:
         raise RuntimeError(f"cdist only supports non-negative p values, got {p}")
-    return Cdist.apply(x1, x2, float(p))
+    modes = ("use_mm_for_euclid_dist_if_necessary", "use_mm_for_euclid_dist",
+             "donot_use_mm_for_euclid_dist")
+    if compute_mode not in modes:
+        raise ValueError(f"{compute_mode} is not a valid value for compute_mode")
+    use_mm = p == 2 and (compute_mode == modes[1] or (
+        compute_mode == modes[0] and (a.shape[-2] > 25 or b.shape[-2] > 25)))
+    return Cdist.apply(x1, x2, float(p), use_mm)

@@ -1,0 +1,30 @@
+"""``Variable``: PyTorch's pre-0.4 wrapper, kept for old scripts.  As in
+torch, ``Variable(t)`` simply returns a tensor (``requires_grad`` honoured)."""
+
+from cygrad._kernels.engine import TensorBase
+from cygrad._tensor import Tensor
+from cygrad.creation import tensor
+
+__all__ = ["Variable"]
+
+
+class _VariableMeta(type):
+    def __instancecheck__(cls, obj):
+        return isinstance(obj, Tensor)
+
+    def __call__(cls, data=None, requires_grad=False, volatile=False):
+        if data is None:
+            data = tensor([])
+        if not isinstance(data, TensorBase):
+            raise TypeError(f"Variable data has to be a tensor, but got "
+                            f"{type(data).__name__}")
+        t = data.detach() if data.requires_grad else data
+        if requires_grad:
+            t.requires_grad_(True)
+        return t
+
+
+class Variable(metaclass=_VariableMeta):
+    """``Variable(tensor, requires_grad=False)``: the tensor itself (a leaf
+    requiring grad when asked); ``isinstance(t, Variable)`` holds for every
+    tensor."""
