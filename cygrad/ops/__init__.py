@@ -9,7 +9,7 @@ engine needs of this layer, which ``cygrad/__init__.py`` installs.
 
 Modules, each importing only those before it: ``registry``, ``select``,
 ``elementwise``, ``linalg``, ``indexing``, ``shape``, ``reductions``,
-``inplace``.
+``inplace``, ``scatter``, ``masking``.
 """
 
 from cygrad.ops import (
@@ -17,8 +17,10 @@ from cygrad.ops import (
     indexing,
     inplace,
     linalg,
+    masking,
     reductions,
     registry,
+    scatter,
     select,
     shape,
 )
@@ -50,7 +52,8 @@ __all__ = [
 ]
 
 # Importing each family attaches its Tensor methods.
-FAMILIES = (registry, select, elementwise, linalg, indexing, shape, reductions, inplace)
+FAMILIES = (registry, select, elementwise, linalg, indexing, shape, reductions, inplace,
+            scatter, masking)
 
 # Every registered op (and alias) as ``cygrad.ops.<name>``.
 for _spec in OPS.values():

@@ -16,7 +16,7 @@ import numpy as np
 
 from cygrad._kernels.engine import TensorBase, _wrap
 from cygrad.autograd.function import Function
-from cygrad.ops.registry import _ns, _view_of, op, xp_helper
+from cygrad.ops.registry import _ns, _NumpyNS, _view_of, op, xp_helper
 
 # --- normalizing an index ---------------------------------------------------------------
 
@@ -270,6 +270,34 @@ class PutItem(Function):
 
 
 xp_helper("put_item", _put_item, PutItem.apply)
+
+
+class AddAt(Function):
+    """out = x with v added at [basic][adv], one element after another (as
+    torch's ``index_put_(accumulate=True)``, ``index_add`` and ``scatter_add``
+    do, so repeated indices round the same); grad_x = g, grad_v = g[idx]."""
+
+    _node_name = "IndexPutBackward0"
+
+    @staticmethod
+    def forward(ctx, x, v, basic, adv):
+        ctx.basic, ctx.adv = basic, adv
+        out = x._arr.copy()
+        view = out[basic]
+        if adv is None:
+            view += v._arr
+        else:
+            np.add.at(view, adv, v._arr)
+        return _wrap(out)
+
+    @staticmethod
+    def backward(ctx, g):
+        xp = _ns()
+        gv = None
+        if ctx.needs_input_grad[1]:
+            gv = GetItem.apply(g, ctx.basic, ctx.adv) if xp is not _NumpyNS else \
+                _wrap(np.ascontiguousarray(_index_into(g._arr, ctx.basic, ctx.adv)))
+        return g, gv, None, None
 
 
 def getitem(input, index):
