@@ -13,12 +13,13 @@ import numpy as np
 
 from cygrad import dtypes as _dt
 from cygrad._kernels import engine as _engine
+from cygrad._kernels import select as _select_k
 from cygrad._kernels.engine import TensorBase, _wrap
 from cygrad._tensor import Tensor, _canon_dim
 from cygrad.autograd.function import Function
 from cygrad.ops.indexing import GetItem
 from cygrad.ops.inplace import _check_overlap, _inplace_apply, _write
-from cygrad.ops.registry import _ns, _view_of, op, xp_helper
+from cygrad.ops.registry import _ns, _NumpyNS, _view_of, op, xp_helper
 from cygrad.ops.scatter import _plain
 from cygrad.ops.select import Where
 from cygrad.ops.shape import clone, expand, reshape
@@ -64,6 +65,53 @@ def _broadcast(a, b, what):
 
 # --- masked_* ---------------------------------------------------------------------------
 
+_KFLOATS = (np.dtype(np.float32), np.dtype(np.float64))   # the kernels' real_t
+
+
+def _trailing_mask(x, mask):
+    """The mask as flat uint8 when it covers x's trailing dims (leading 1s
+    allowed) and x is a C-contiguous float array: the compiled path."""
+    if x.dtype not in _KFLOATS or not x.flags.c_contiguous:
+        return None
+    ms = mask.shape
+    k = 0
+    while k < len(ms) and ms[k] == 1 and len(ms) - k > 0:
+        k += 1
+    core = ms[k:]
+    if len(ms) > x.ndim or (core and tuple(x.shape[x.ndim - len(core):]) != core):
+        return None
+    if not mask.flags.c_contiguous:
+        return None
+    return mask.reshape(-1).view(np.uint8)
+
+
+class MaskedFill(Function):
+    """out = value where mask else x (mask over x's trailing dims, a number
+    value); grad = g where not mask, an exact 0 under it (one compiled pass
+    each way)."""
+
+    _node_name = "MaskedFillBackward0"
+
+    @staticmethod
+    def forward(ctx, x, mask, flat, value):
+        ctx.mask, ctx.flat = mask, flat
+        arr = x._arr
+        out = np.empty(arr.shape, arr.dtype)
+        _select_k.masked_fill(arr.reshape(-1), flat, value, out.reshape(-1))
+        return _wrap(out)
+
+    @staticmethod
+    def backward(ctx, g):
+        xp = _ns()
+        if xp is _NumpyNS:
+            garr = np.ascontiguousarray(g._arr)
+            out = np.empty(garr.shape, garr.dtype)
+            _select_k.masked_fill(garr.reshape(-1), ctx.flat, 0.0, out.reshape(-1))
+            return _wrap(out), None, None, None
+        zero = _wrap(np.zeros((), g._arr.dtype))
+        return Where.apply(_wrap(ctx.mask), zero, g), None, None, None
+
+
 @op("masked_fill", methods=("masked_fill",), kind="select")
 def masked_fill(input, mask, value):
     """out = value where mask else input (mask and input broadcast);
@@ -71,8 +119,15 @@ def masked_fill(input, mask, value):
     the sum of g under the mask.  ``mask`` must be bool; ``value`` a number or
     a 0-d tensor."""
     _bool_mask(mask, "masked_fill_")
+    arr, m = input._arr, mask._arr
+    if not isinstance(value, TensorBase) and isinstance(value, (int, float)) and \
+            not isinstance(value, bool):
+        flat = _trailing_mask(arr, m)
+        if flat is not None:
+            return MaskedFill.apply(input, m, flat, float(value))
     v = _fill_value(value, input, "masked_fill_")
-    _broadcast(input._arr.shape, mask._arr.shape, "masked_fill")
+    if arr.shape != m.shape:
+        _broadcast(arr.shape, m.shape, "masked_fill")
     return Where.apply(mask, v, input)
 
 
@@ -81,7 +136,8 @@ def masked_fill_(self, mask, value):
     _bool_mask(mask, "masked_fill_")
     v = _fill_value(value, self, "masked_fill_")
     shape = self._arr.shape
-    if _broadcast(shape, mask._arr.shape, "masked_fill_") != shape:
+    if mask._arr.shape != shape and _broadcast(shape, mask._arr.shape,
+                                               "masked_fill_") != shape:
         raise RuntimeError(f"output with shape {list(shape)} doesn't match the "
                            f"broadcast shape "
                            f"{list(np.broadcast_shapes(shape, mask._arr.shape))}")
@@ -89,7 +145,12 @@ def masked_fill_(self, mask, value):
         _check_overlap(self)
         self._writable_check("masked_fill_")
         _engine._check_inplace(self, "masked_fill_")
-        np.copyto(self._arr, v._arr, where=mask._arr)
+        flat = _trailing_mask(self._arr, mask._arr)
+        if flat is not None:
+            a = self._arr.reshape(-1)
+            _select_k.masked_fill(a, flat, float(v._arr), a)
+        else:
+            np.copyto(self._arr, v._arr, where=mask._arr)
         _engine._mark_inplace(self, "masked_fill_")
         return self
     return _inplace_apply(self, lambda t: masked_fill(t, mask, v), "masked_fill_", v)

@@ -12,15 +12,18 @@ gradients, double backward and the fast NumPy paths come from those ops.
 shape, bounds) before anything is read or written.
 """
 
+import math
+
 import numpy as np
 
 from cygrad._kernels import engine as _engine
+from cygrad._kernels import select as _select_k
 from cygrad._kernels.engine import TensorBase, _wrap, is_grad_enabled
 from cygrad._tensor import Tensor, _canon_dim
 from cygrad.autograd.function import Function
 from cygrad.ops.indexing import AddAt, GetItem, _adv_shape, _norm_index
 from cygrad.ops.inplace import _check_overlap, _inplace_apply, _write
-from cygrad.ops.registry import _ns, _NumpyNS, op
+from cygrad.ops.registry import _ns, _NumpyNS, op, xp_helper
 from cygrad.ops.shape import clone, expand, reshape
 
 _INTS = (np.dtype(np.int64), np.dtype(np.int32))
@@ -111,18 +114,166 @@ def _as_value(value, like, opname):
     return _wrap(np.asarray(value, dtype=like._arr.dtype))
 
 
-# --- gather -----------------------------------------------------------------------------
+# --- gather and scatter_add along a dim: compiled loops -----------------------------------
+
+_KFLOATS = (np.dtype(np.float32), np.dtype(np.float64))   # the kernels' real_t
+
+
+def _blocks(shape, dim):
+    """(outer, inner) of ``shape`` around ``dim``."""
+    return math.prod(shape[:dim]), math.prod(shape[dim + 1:])
+
+
+def _extent(shape, idx_shape, dim):
+    """The slices that cut ``shape`` to the index's extent off ``dim`` (None
+    when nothing is cut)."""
+    if shape[:dim] == idx_shape[:dim] and shape[dim + 1:] == idx_shape[dim + 1:]:
+        return None
+    return tuple(slice(None) if d == dim else slice(0, n)
+                 for d, n in enumerate(idx_shape))
+
+
+def _gather_arrays(x, dim, idx):
+    """x gathered along ``dim`` at ``idx`` (int64, C order, same ndim).  Out
+    of range: RuntimeError, raised after the loop (``out`` is fresh)."""
+    cut = _extent(x.shape, idx.shape, dim)
+    sub = x if cut is None else x[cut]
+    n = x.shape[dim]
+    if x.dtype in _KFLOATS:
+        src = sub if sub.flags.c_contiguous else np.ascontiguousarray(sub)
+        out = np.empty(idx.shape, x.dtype)
+        outer, inner = _blocks(idx.shape, dim)
+        bad = _select_k.gather(src.reshape(-1), idx.reshape(-1), out.reshape(-1), outer,
+                               n, idx.shape[dim], inner)
+        if bad >= 0:
+            raise RuntimeError(f"index {int(idx.reshape(-1)[bad])} is out of bounds "
+                               f"for dimension {dim} with size {n}")
+        return out
+    _check_range(idx, n, dim)
+    return np.take_along_axis(sub, idx, dim)
+
+
+def _check_range(idx, n, dim):
+    bad = _select_k.index_bad(idx.reshape(-1), n)
+    if bad >= 0:
+        raise RuntimeError(f"index {int(idx.reshape(-1)[bad])} is out of bounds for "
+                           f"dimension {dim} with size {n}")
+
+
+def _scatter_add_into(out, dim, idx, src):
+    """out[..., idx[...], ...] += src along ``dim``, in index order (checked
+    indices; src of idx's shape)."""
+    cut = _extent(out.shape, idx.shape, dim)
+    if out.dtype in _KFLOATS and cut is None and out.flags.c_contiguous:
+        outer, inner = _blocks(idx.shape, dim)
+        _select_k.scatter_add(out.reshape(-1), idx.reshape(-1),
+                              np.ascontiguousarray(src, out.dtype).reshape(-1), outer,
+                              out.shape[dim], idx.shape[dim], inner)
+        return out
+    np.add.at(out, _along(idx, dim, "scatter_add", out.shape[dim]), src)
+    return out
+
+
+class GatherDim(Function):
+    """out[i][j][k] = x[i][index[i][j][k]][k] (dim 1); grad = zeros with g
+    added at the index, in index order (repeats add)."""
+
+    _node_name = "GatherBackward0"
+
+    @staticmethod
+    def forward(ctx, x, dim, idx):
+        ctx.dim, ctx.idx, ctx.shape = dim, idx, x._arr.shape
+        return _wrap(_gather_arrays(x._arr, dim, idx))
+
+    @staticmethod
+    def backward(ctx, g):
+        xp = _ns()
+        return (xp.out(xp.scatter_add_dim(xp.val(g), ctx.dim, ctx.idx, ctx.shape)),
+                None, None)
+
+
+def _scatter_add_dim(g, dim, idx, shape):
+    return _scatter_add_into(np.zeros(shape, g.dtype), dim, idx, g)
+
+
+class ScatterAddDim(Function):
+    """out = zeros(shape) with g added at the index along dim (the adjoint of
+    ``GatherDim``); grad = gg gathered."""
+
+    _node_name = "ScatterAddBackward0"
+
+    @staticmethod
+    def forward(ctx, g, dim, idx, shape):
+        ctx.dim, ctx.idx = dim, idx
+        return _wrap(_scatter_add_dim(g._arr, dim, idx, shape))
+
+    @staticmethod
+    def backward(ctx, gg):
+        return GatherDim.apply(gg, ctx.dim, ctx.idx), None, None, None
+
+
+xp_helper("scatter_add_dim", _scatter_add_dim, ScatterAddDim.apply)
+
+
+class ScatterAdd(Function):
+    """out = x with src added at the index along dim, in index order;
+    grad_x = g, grad_src = g gathered at the index."""
+
+    _node_name = "ScatterAddBackward0"
+
+    @staticmethod
+    def forward(ctx, x, src, dim, idx):
+        ctx.dim, ctx.idx = dim, idx
+        return _wrap(_scatter_add_into(np.array(x._arr, order="C"), dim, idx,
+                                       src._arr))
+
+    @staticmethod
+    def backward(ctx, g):
+        gs = GatherDim.apply(g, ctx.dim, ctx.idx) if ctx.needs_input_grad[1] else None
+        return g, gs, None, None
+
+
+def _gather_checks(input, dim, index, opname, src=None):
+    """dim, and the index as a C-ordered int64 array, for gather and the
+    scatters (dtype, ndim and extents checked; bounds are the caller's)."""
+    x = input._arr
+    idx = _index_arr(index, opname)
+    dim = _canon_dim(dim, x.ndim)
+    if idx.ndim != x.ndim and idx.size:
+        raise RuntimeError("Index tensor must have the same number of dimensions as "
+                           f"{'input' if src is None else 'self'} tensor")
+    for d in range(idx.ndim if idx.size else 0):
+        if d != dim and idx.shape[d] > x.shape[d]:
+            if src is None:
+                raise RuntimeError(
+                    f"Size does not match at dimension {d} expected index "
+                    f"{list(idx.shape)} to be no larger than self {list(x.shape)} "
+                    f"apart from dimension {dim}")
+            break
+    if src is not None and idx.size and (
+            src.ndim != idx.ndim or any(
+                (d != dim and idx.shape[d] > x.shape[d]) or idx.shape[d] > src.shape[d]
+                for d in range(idx.ndim))):
+        raise RuntimeError(
+            f"Expected index {list(idx.shape)} to be no larger than self "
+            f"{list(x.shape)} apart from dimension {dim} and to be no larger "
+            f"size than src {list(src.shape)}")
+    return dim, np.ascontiguousarray(idx, np.int64)
+
 
 @op("gather", methods=("gather",), kind="gather")
 def gather(input, dim, index, *, sparse_grad=False):
     """out[i][j][k] = input[i][index[i][j][k]][k] (for dim=1); grad = zeros with
-    g added at the index (repeated indices add)."""
-    dim, adv = _dim_index(input, dim, index, "gather")
-    if adv is None:
-        return _wrap(np.zeros(index._arr.shape, input._arr.dtype))
+    g added at the index (repeated indices add).  A compiled loop for float
+    tensors; an index outside [0, size) raises RuntimeError."""
     if input._arr.ndim == 0:
-        return GetItem.apply(reshape(input, 1), _ALL, adv)
-    return GetItem.apply(input, _ALL, adv)
+        x1 = reshape(input, 1)
+        dim, idx = _gather_checks(x1, dim, index, "gather")
+        return reshape(GatherDim.apply(x1, 0, idx.reshape(-1)), index._arr.shape)
+    dim, idx = _gather_checks(input, dim, index, "gather")
+    if idx.size == 0:
+        return _wrap(np.zeros(idx.shape, input._arr.dtype))
+    return GatherDim.apply(input, dim, idx)
 
 
 @op("take_along_dim", methods=("take_along_dim",), kind="gather")
@@ -213,11 +364,16 @@ def scatter_add(input, dim, index, src):
     if not isinstance(src, TensorBase):
         raise TypeError("scatter_add(): argument 'src' (position 3) must be Tensor, "
                         f"not {type(src).__name__}")
-    dim, adv = _dim_index(input, dim, index, "scatter_add", src._arr)
-    if adv is None:
+    x1 = input if input._arr.ndim else reshape(input, 1)
+    s1 = src if src._arr.ndim else reshape(src, 1)
+    dim, idx = _gather_checks(x1, dim, index if index._arr.ndim else
+                              reshape(index, 1), "scatter_add", s1._arr)
+    if idx.size == 0:
         return clone(input)
-    val = _src_part(_as_value(src, input, "scatter_add"), index._arr.shape)
-    return AddAt.apply(input, val, _ALL, adv)
+    _check_range(idx, x1._arr.shape[dim], dim)
+    val = _src_part(_as_value(s1, input, "scatter_add"), idx.shape)
+    out = ScatterAdd.apply(x1, val, dim, idx)
+    return out if input._arr.ndim else reshape(out, ())
 
 
 _REDUCES = ("sum", "prod", "mean", "amax", "amin")
