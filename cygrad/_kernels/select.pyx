@@ -406,3 +406,28 @@ def index_bad(const int64_t[::1] idx, Py_ssize_t n):  # in
     with nogil:
         r = _index_bad(&idx[0], m, n)
     return r
+
+
+cdef void _add_rows(real_t* out, const int64_t* idx, const real_t* src, Py_ssize_t k,
+                    Py_ssize_t inner) noexcept nogil:
+    cdef Py_ssize_t j, i
+    cdef real_t* row
+    for j in range(k):
+        row = out + idx[j] * inner
+        for i in range(inner):
+            row[i] += src[j * inner + i]
+
+
+def add_rows(real_t[::1] out,           # in/out (n, inner)
+             const int64_t[::1] idx,    # in  (k,), checked to lie in [0, n)
+             const real_t[::1] src,     # in  (k, inner)
+             Py_ssize_t n, Py_ssize_t inner):
+    """out[idx[j], :] += src[j, :] for j in order (the backward of x[idx],
+    an embedding lookup; index_add along dim 0)."""
+    cdef Py_ssize_t k = idx.shape[0]
+    if out.shape[0] != n * inner or src.shape[0] != k * inner:
+        raise ValueError("add_rows: lengths do not match (n, k, inner)")
+    if k == 0 or inner == 0:
+        return
+    with nogil:
+        _add_rows(&out[0], &idx[0], &src[0], k, inner)

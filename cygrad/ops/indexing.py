@@ -14,6 +14,7 @@ import warnings
 
 import numpy as np
 
+from cygrad._kernels import select as _select_k
 from cygrad._kernels.engine import TensorBase, _wrap
 from cygrad.autograd.function import Function
 from cygrad.ops.registry import _ns, _NumpyNS, _view_of, op, xp_helper
@@ -245,12 +246,27 @@ class GetItem(Function):
 def _put_item(g, basic, adv, shape):
     """zeros(shape) with the array g put at [basic][adv] (added over repeats)."""
     out = np.zeros(shape, g.dtype)
+    if adv is not None and len(adv) == 1 and g.dtype in _KFLOATS and out.ndim and \
+            all(k is Ellipsis or k == _FULL for k in basic):
+        # x[idx] (an embedding lookup, C[Xb]): rows added by the compiled
+        # loop, in index order; np.add.at is ~10x slower here.
+        idx = adv[0].reshape(-1)
+        idx = np.where(idx < 0, idx + shape[0], idx) if idx.size and \
+            idx.min() < 0 else idx
+        _select_k.add_rows(out.reshape(-1), np.ascontiguousarray(idx, np.int64),
+                           np.ascontiguousarray(g).reshape(-1), shape[0],
+                           out.size // shape[0] if shape[0] else 0)
+        return out
     view = out[basic]
     if adv is None:
         view[...] = g
     else:
         np.add.at(view, adv, g)
     return out
+
+
+_FULL = slice(None)
+_KFLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 
 
 class PutItem(Function):
