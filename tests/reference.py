@@ -299,7 +299,13 @@ def _shape_cases():
         Case(lambda m, x: x[[0, 2], [1, 1]], ((3, 4),), lambda x: x[[0, 2], [1, 1]],
              ids="pairs"),
     ]
+    c.update(_indexing_cases())
     return c
+
+
+def _indexing_cases():
+    from reference_indexing import indexing_cases   # it imports Case from here
+    return indexing_cases()
 
 
 CASES = _all_cases()

@@ -244,3 +244,402 @@ def test_other_index_dtypes_are_refused(dtype):
 def test_int32_index_works():
     x = cygrad.arange(5.0)
     assert x[cygrad.tensor([4, 0], dtype=cygrad.int32)].tolist() == [4.0, 0.0]
+
+
+# --- the indexing helpers against torch -------------------------------------------------
+
+def _i(m, v):
+    return m.tensor(v, dtype=m.int64)
+
+
+_M = [[True, False, True, False], [False, False, True, True], [True, True, False,
+                                                                 False]]
+
+# (label, fn(m, x) -> tensor, input shape); every fn runs on torch and cygrad.
+HELPERS = [
+    ("gather1", lambda m, x: x.gather(1, _i(m, [[0, 0, 3], [1, 2, 1], [3, 3, 3]])),
+     (3, 4)),
+    ("gather0", lambda m, x: m.gather(x, 0, _i(m, [[2, 0, 1, 1]])), (3, 4)),
+    ("gather_small", lambda m, x: x.gather(1, _i(m, [[1], [0]])), (3, 4)),
+    ("gather3d", lambda m, x: x.gather(-1, _i(m, [[[1, 1]], [[0, 2]]])), (2, 3, 3)),
+    ("gather_int32", lambda m, x: x.gather(1, m.tensor([[0], [2], [1]],
+                                                        dtype=m.int32)), (3, 4)),
+    ("take_along_dim", lambda m, x: m.take_along_dim(x, _i(m, [[1], [0], [-1]]), 1),
+     (3, 4)),
+    ("take_along_bcast", lambda m, x: x.take_along_dim(_i(m, [[[0], [1]]]), 2),
+     (3, 1, 4)),
+    ("take_along_none", lambda m, x: m.take_along_dim(x, _i(m, [5, 0, 5])), (3, 4)),
+    ("take", lambda m, x: m.take(x, _i(m, [[0, 11], [-1, 5]])), (3, 4)),
+    ("scatter_src", lambda m, x: x.scatter(1, _i(m, [[0, 2], [1, 3], [2, 2]]),
+                                           x[:, :2] * 3), (3, 4)),
+    # (torch's backward fails for a src larger than the index: src detached)
+    ("scatter_big_src", lambda m, x: m.scatter(x, 0, _i(m, [[1, 0]]),
+                                               (x * 2).detach()), (3, 4)),
+    ("scatter_value", lambda m, x: x.scatter(0, _i(m, [[2, 1, 0, 2]]), 1.5), (3, 4)),
+    ("scatter_add", lambda m, x: x.scatter_add(1, _i(m, [[0, 0], [3, 3], [1, 0]]),
+                                               x[:, 1:3] ** 2), (3, 4)),
+    ("scatter_add_fn", lambda m, x: m.scatter_add(x, 0, _i(m, [[2, 2, 2, 2]]),
+                                                  x[1:2].exp()), (3, 4)),
+    ("index_select", lambda m, x: x.index_select(1, _i(m, [3, 0, 0])), (3, 4)),
+    ("index_select_fn", lambda m, x: m.index_select(x, 0, _i(m, [2, 1])), (3, 4)),
+    ("index_select_0d", lambda m, x: x.index_select(0, _i(m, 2)), (3, 4)),
+    ("index_add", lambda m, x: x.index_add(0, _i(m, [2, 0, 2]), x * 2), (3, 4)),
+    ("index_add_alpha", lambda m, x: m.index_add(x, 1, _i(m, [1, 1]), x[:, :2],
+                                                 alpha=-0.5), (3, 4)),
+    ("index_copy", lambda m, x: x.index_copy(1, _i(m, [3, 0]), x[:, 1:3] * 2), (3, 4)),
+    ("index_fill", lambda m, x: x.index_fill(1, _i(m, [0, -1]), -2.0), (3, 4)),
+    ("index_put", lambda m, x: x.index_put((_i(m, [0, 2, 0]), _i(m, [1, 1, 1])),
+                                           x[0, :3] * 4), (3, 4)),
+    ("index_put_acc", lambda m, x: x.index_put((_i(m, [0, 2, 0]),), x[1] * 4,
+                                               accumulate=True), (3, 4)),
+    ("index_put_mask", lambda m, x: x.index_put((m.tensor(_M),), m.tensor(1.0,
+                                                dtype=x.dtype)), (3, 4)),
+    ("masked_fill", lambda m, x: x.masked_fill(m.tensor(_M), float("-inf")), (3, 4)),
+    ("masked_fill_bcast", lambda m, x: x.masked_fill(m.tensor([True, False, True,
+                                                               False]), 2.0), (3, 4)),
+    ("masked_fill_bcast_in", lambda m, x: m.masked_fill(x, m.tensor(_M), 0.5),
+     (3, 1)),
+    ("masked_select", lambda m, x: x.masked_select(m.tensor(_M)), (3, 4)),
+    ("masked_select_bcast", lambda m, x: m.masked_select(x, m.tensor(_M)), (4,)),
+    ("masked_scatter", lambda m, x: x.masked_scatter(m.tensor(_M), x[::-1 if False
+                                                                    else 1] * 3),
+     (3, 4)),
+    ("tril", lambda m, x: x.tril(), (3, 4)),
+    ("tril_k", lambda m, x: m.tril(x, -1), (2, 3, 4)),
+    ("triu", lambda m, x: m.triu(x, 1), (4, 3)),
+    ("triu_neg", lambda m, x: x.triu(-2), (2, 4, 4)),
+    ("diag_1d", lambda m, x: m.diag(x), (4,)),
+    ("diag_1d_k", lambda m, x: x.diag(-2), (3,)),
+    ("diag_2d", lambda m, x: m.diag(x, 1), (3, 4)),
+    ("diagonal", lambda m, x: x.diagonal(), (3, 4)),
+    ("diagonal_3d", lambda m, x: m.diagonal(x, -1, 2, 0), (3, 2, 4)),
+    ("diagonal_far", lambda m, x: x.diagonal(7), (3, 4)),
+    ("diag_embed", lambda m, x: m.diag_embed(x), (2, 3)),
+    ("diag_embed_k", lambda m, x: x.diag_embed(1, 0, 2), (2, 3)),
+    ("trace", lambda m, x: m.trace(x), (3, 4)),
+    ("trace_method", lambda m, x: (x * x).trace(), (4, 4)),
+]
+
+
+@pytest.mark.parametrize("label,fn,shape", HELPERS, ids=[h[0] for h in HELPERS])
+def test_helper_values_and_gradients_match_torch(label, fn, shape):
+    arr = np.random.default_rng(len(label)).uniform(-1, 1, shape)
+    res = []
+    for m in (torch, cygrad):
+        x = m.tensor(arr, requires_grad=True)
+        y = fn(m, x)
+        w = m.tensor(np.random.default_rng(5).uniform(-1, 1, tuple(y.shape)))
+        yv = y.detach().numpy().copy()
+        (m.where(m.isinf(y), m.zeros_like(y), y) * w).sum().backward() \
+            if hasattr(m, "isinf") else (y * w).sum().backward()
+        res.append((yv, y.dtype, x.grad.numpy()))
+    (yw, dw, gw), (yg, dg, gg) = res
+    assert str(dg).split(".")[-1] == str(dw).split(".")[-1]
+    assert yg.shape == yw.shape
+    np.testing.assert_array_equal(yg, yw)
+    np.testing.assert_allclose(gg, gw, rtol=1e-12, atol=1e-15)
+
+
+@pytest.mark.parametrize("label,fn,shape", HELPERS, ids=[h[0] for h in HELPERS])
+def test_helper_gradcheck_and_gradgradcheck(label, fn, shape):
+    if label in ("scatter_src", "index_put", "scatter_big_src"):
+        # Repeated writes (torch's gradient gathers to every repeat, while
+        # only the last write counts numerically) or a detached source.
+        return
+    arr = np.random.default_rng(3).uniform(0.5, 1.5, shape)
+    x = cygrad.tensor(arr, requires_grad=True)
+
+    def f(t):
+        y = fn(cygrad, t)
+        return cygrad.where(y == float("-inf"), 0.0, y) if label == "masked_fill" \
+            else y
+
+    assert cygrad.autograd.gradcheck(f, (x,))
+    if f(x).numel():
+        assert cygrad.autograd.gradgradcheck(f, (x,))
+
+
+def _vals(t):
+    return t.tolist() if hasattr(t, "tolist") else t
+
+
+NONDIFF = [
+    ("nonzero", lambda m, x: m.nonzero(x > 0)),
+    ("nonzero_tuple", lambda m, x: (x > 0).nonzero(as_tuple=True)),
+    ("nonzero_0d", lambda m, x: m.nonzero(x[0, 0] * 0 + 1)),
+    ("nonzero_0d_tuple", lambda m, x: m.nonzero(x[0, 0] * 0 + 1, as_tuple=True)),
+    ("argwhere", lambda m, x: m.argwhere(x > 0.2)),
+    ("where1", lambda m, x: m.where(x < 0)),
+    ("where1_0d", lambda m, x: m.where(m.tensor(3))),
+    ("searchsorted", lambda m, x: m.searchsorted(m.tensor([-0.5, 0.0, 0.5]), x)),
+    ("searchsorted_right", lambda m, x: m.searchsorted(m.tensor([-1, 0, 0, 1]),
+                                                       m.tensor([[0, 2], [-1, 0]]),
+                                                       right=True)),
+    ("searchsorted_side", lambda m, x: m.searchsorted(m.tensor([1, 3, 5]), 3,
+                                                      side="right")),
+    ("searchsorted_nd", lambda m, x: m.searchsorted(m.tensor([[1, 3, 5], [2, 4, 6]]),
+                                                    m.tensor([[3, 0], [3, 7]]))),
+    ("searchsorted_int32", lambda m, x: m.searchsorted(m.tensor([1, 3]),
+                                                       m.tensor([2]), out_int32=True)),
+    ("searchsorted_sorter", lambda m, x: m.searchsorted(
+        m.tensor([5, 1, 3]), m.tensor([2, 4]), sorter=_i(m, [1, 2, 0]))),
+    ("bucketize", lambda m, x: m.bucketize(x, m.tensor([-0.5, 0.0, 0.5]))),
+    ("bucketize_right", lambda m, x: m.bucketize(m.tensor([[1, 3], [6, 0]]),
+                                                 m.tensor([1, 3, 5]), right=True)),
+    ("bucketize_scalar", lambda m, x: m.bucketize(3, m.tensor([1, 3, 5]))),
+    ("tril_indices", lambda m, x: m.tril_indices(3, 4, 1)),
+    ("triu_indices", lambda m, x: m.triu_indices(4, 3, -1)),
+    ("tril_indices_empty", lambda m, x: m.tril_indices(0, 3)),
+    ("int_gather", lambda m, x: m.arange(12).reshape(3, 4).gather(0, _i(m, [[2, 1]]))),
+    ("int_masked_fill", lambda m, x: m.arange(3).masked_fill(m.tensor([True, False,
+                                                                        True]), 2.7)),
+    ("int_trace", lambda m, x: m.ones(3, 3, dtype=m.int64).trace()),
+    ("bool_tril", lambda m, x: m.ones(3, 3, dtype=m.bool).tril()),
+    ("scatter_reduce_add", lambda m, x: m.arange(12.0).reshape(3, 4).scatter(
+        0, _i(m, [[1, 0]]), m.ones(1, 2) * 2, reduce="add")),
+    ("scatter_multiply", lambda m, x: m.arange(12.0).reshape(3, 4).scatter(
+        0, _i(m, [[1, 0]]), 2.0, reduce="multiply")),
+    ("scatter_reduce_mean_excl", lambda m, x: m.arange(12.0).reshape(3, 4)
+     .scatter_reduce(0, _i(m, [[1, 1]]), m.ones(1, 2), "mean", include_self=False)),
+    ("scatter_reduce_int_mean", lambda m, x: m.arange(12).reshape(3, 4)
+     .scatter_reduce(0, _i(m, [[1, 1, 0, 0]]), m.ones(1, 4, dtype=m.int64) * 4,
+                     "mean")),
+]
+
+
+@pytest.mark.parametrize("label,fn", NONDIFF, ids=[h[0] for h in NONDIFF])
+def test_nondifferentiable_helpers_match_torch(label, fn):
+    arr = np.random.default_rng(1).uniform(-1, 1, (3, 4))
+    want = fn(torch, torch.tensor(arr))
+    got = fn(cygrad, cygrad.tensor(arr))
+    if isinstance(want, tuple):
+        assert isinstance(got, tuple) and len(got) == len(want)
+        pairs = list(zip(want, got))
+    else:
+        pairs = [(want, got)]
+    for w, g in pairs:
+        assert tuple(g.shape) == tuple(w.shape)
+        assert str(g.dtype).split(".")[-1] == str(w.dtype).split(".")[-1]
+        np.testing.assert_array_equal(g.numpy(), w.numpy())
+
+
+@pytest.mark.parametrize("include_self", [True, False])
+@pytest.mark.parametrize("reduce", ["sum", "prod", "mean", "amax", "amin"])
+@pytest.mark.parametrize("zeros", [False, True])
+def test_scatter_reduce_values_and_gradients_match_torch(reduce, include_self, zeros):
+    rng = np.random.default_rng(0)
+    xa = rng.uniform(0.5, 2, (3, 4))
+    sa = rng.uniform(0.5, 2, (4, 4))
+    if zeros:
+        xa[0, 1] = 0.0
+        sa[1, 1] = sa[2, 2] = sa[3, 2] = 0.0
+    if reduce in ("amax", "amin"):
+        sa[1, 0] = sa[3, 0] = xa[0, 0]      # ties share the gradient
+        xa, sa = np.round(xa, 1), np.round(sa, 1)
+    idx = [[0, 0, 2, 1], [0, 1, 0, 1], [2, 2, 0, 1], [0, 1, 0, 1]]
+    wa = rng.uniform(-1, 1, (3, 4))
+    res = []
+    for m in (torch, cygrad):
+        x = m.tensor(xa, requires_grad=True)
+        s = m.tensor(sa, requires_grad=True)
+        y = x.scatter_reduce(0, _i(m, idx), s, reduce, include_self=include_self)
+        w = m.tensor(wa)
+        (y * w).sum().backward()
+        res.append((y.detach().numpy(), x.grad.numpy(), s.grad.numpy()))
+    for a, b in zip(res[1], res[0]):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-15)
+
+
+@pytest.mark.parametrize("reduce", ["sum", "mean", "amax", "prod"])
+def test_scatter_reduce_gradgradcheck(reduce):
+    rng = np.random.default_rng(1)
+    x = cygrad.tensor(rng.uniform(0.5, 2, (3, 4)), requires_grad=True)
+    s = cygrad.tensor(rng.uniform(0.5, 2, (2, 4)), requires_grad=True)
+    idx = _i(cygrad, [[0, 2, 2, 1], [0, 1, 0, 1]])
+
+    def f(a, b):
+        return a.scatter_reduce(0, idx, b, reduce)
+
+    assert cygrad.autograd.gradcheck(f, (x, s))
+    assert cygrad.autograd.gradgradcheck(f, (x, s))
+
+
+INPLACE = [
+    ("scatter_", lambda m, x: x.scatter_(1, _i(m, [[0], [2], [1]]), 7.0)),
+    ("scatter_src", lambda m, x: x.scatter_(0, _i(m, [[2, 0]]), m.ones(1, 2,
+                                                                     dtype=x.dtype))),
+    ("scatter_add", lambda m, x: x.scatter_add_(0, _i(m, [[2, 2, 2, 0]]),
+                                                m.ones(1, 4, dtype=x.dtype))),
+    ("scatter_reduce_", lambda m, x: x.scatter_reduce_(1, _i(m, [[0, 0]] * 3),
+                                                       m.ones(3, 2, dtype=x.dtype) * 3,
+                                                       "amax")),
+    ("scatter_multiply", lambda m, x: x.scatter_(1, _i(m, [[0, 0]] * 3), 2.0,
+                                                 reduce="multiply")),
+    ("index_add_", lambda m, x: x.index_add_(1, _i(m, [0, 0, 3]), m.ones(
+        3, 3, dtype=x.dtype), alpha=2)),
+    ("index_copy_", lambda m, x: x.index_copy_(0, _i(m, [2]), m.zeros(1, 4,
+                                                                      dtype=x.dtype))),
+    ("index_fill_", lambda m, x: x.index_fill_(1, _i(m, [1, 2]), m.tensor(-1.0,
+                                                                          dtype=x.dtype))),
+    ("index_put_", lambda m, x: x.index_put_((_i(m, [0, 1]), _i(m, [3, 3])),
+                                             m.tensor(5.0, dtype=x.dtype))),
+    ("index_put_acc", lambda m, x: x.index_put_((_i(m, [0, 0]),), m.ones(
+        4, dtype=x.dtype), accumulate=True)),
+    ("masked_fill_", lambda m, x: x.masked_fill_(x > 0, 0.25)),
+    ("masked_fill_0d", lambda m, x: x.masked_fill_(m.tensor([True, False, False,
+                                                              True]),
+                                                    m.tensor(3.0))),
+    ("masked_scatter_", lambda m, x: x.masked_scatter_(x < 0, m.arange(
+        12.0, dtype=x.dtype))),
+    ("tril_", lambda m, x: x.tril_()),
+    ("triu_", lambda m, x: x.triu_(1)),
+    ("put_", lambda m, x: x.put_(_i(m, [0, 11]), m.tensor([9.0, 8.0], dtype=x.dtype))),
+    ("put_acc", lambda m, x: x.put_(_i(m, [3, 3]), m.tensor([9.0, 8.0],
+                                                            dtype=x.dtype),
+                                    accumulate=True)),
+]
+
+
+@pytest.mark.parametrize("grad", [False, True])
+@pytest.mark.parametrize("label,fn", INPLACE, ids=[h[0] for h in INPLACE])
+def test_inplace_helpers_match_torch(label, fn, grad):
+    if grad and label == "scatter_multiply":
+        return      # torch: "derivative for aten::scatter_ is not implemented"
+    arr = np.random.default_rng(2).uniform(-1, 1, (3, 4))
+    res = []
+    for m in (torch, cygrad):
+        a = m.tensor(arr, requires_grad=grad)
+        x = a * 1.0
+        v = x._version
+        out = fn(m, x)
+        assert out is x and x._version > v
+        if grad:
+            (x * x).sum().backward()
+        res.append((x.detach().numpy(), a.grad.numpy() if grad else None))
+    np.testing.assert_allclose(res[1][0], res[0][0], rtol=1e-12, atol=1e-15)
+    if grad:
+        np.testing.assert_allclose(res[1][1], res[0][1], rtol=1e-12, atol=1e-15)
+
+
+ERRORS = [
+    ("gather_oob", lambda m, x: x.gather(1, _i(m, [[0, 5]] * 3)), RuntimeError,
+     "index 5 is out of bounds for dimension 1 with size 4"),
+    ("gather_neg", lambda m, x: x.gather(1, _i(m, [[-1]])), RuntimeError,
+     "index -1 is out of bounds"),
+    ("gather_ndim", lambda m, x: x.gather(1, _i(m, [0])), RuntimeError,
+     "same number of dimensions"),
+    ("gather_big", lambda m, x: x.gather(1, m.zeros(4, 1, dtype=m.int64)),
+     RuntimeError, "Size does not match at dimension 0"),
+    ("gather_float", lambda m, x: x.gather(1, m.zeros(3, 1)), RuntimeError,
+     "Expected dtype int32/int64 for index"),
+    ("scatter_oob", lambda m, x: x.scatter(0, _i(m, [[3, 0]]), 1.0), RuntimeError,
+     "index 3 is out of bounds for dimension 0 with size 3"),
+    ("scatter_src_small", lambda m, x: x.scatter(0, _i(m, [[1, 0, 2]]), m.ones(
+        1, 2, dtype=x.dtype)), RuntimeError, "to be no larger size than src"),
+    ("scatter_reduce_bad", lambda m, x: x.scatter(0, _i(m, [[1]]), 2.0,
+                                                  reduce="sum"), RuntimeError,
+     "reduce argument must be either add or multiply"),
+    ("scatter_add_oob_", lambda m, x: x.scatter_add_(0, _i(m, [[0, 7]]), m.ones(
+        1, 2, dtype=x.dtype)), RuntimeError, "index 7 is out of bounds"),
+    ("index_select_oob", lambda m, x: x.index_select(0, _i(m, [3])), IndexError,
+     "index out of range in self"),
+    ("index_select_2d", lambda m, x: x.index_select(0, _i(m, [[0]])), IndexError,
+     "Index is supposed to be a vector"),
+    ("index_add_oob", lambda m, x: x.index_add(0, _i(m, [3]), m.ones(
+        1, 4, dtype=x.dtype)), RuntimeError, "index 3 is out of bounds"),
+    ("index_add_oob_", lambda m, x: x.index_add_(0, _i(m, [-1]), m.ones(
+        1, 4, dtype=x.dtype)), RuntimeError, "index -1 is out of bounds"),
+    ("index_add_shape", lambda m, x: x.index_add(0, _i(m, [1]), m.ones(
+        2, 4, dtype=x.dtype)), RuntimeError, r"Number of indices \(1\)"),
+    ("index_copy_oob", lambda m, x: x.index_copy_(0, _i(m, [3]), m.ones(
+        1, 4, dtype=x.dtype)), IndexError, "index 3 is out of bounds"),
+    ("index_fill_oob", lambda m, x: x.index_fill_(1, _i(m, [4]), 1.0), IndexError,
+     "index 4 is out of bounds"),
+    ("index_put_oob", lambda m, x: x.index_put_((_i(m, [5]),), m.tensor(
+        1.0, dtype=x.dtype)), IndexError, "index 5 is out of bounds"),
+    ("take_oob", lambda m, x: x.take(_i(m, [12])), IndexError,
+     "out of range: tried to access index 12 on a tensor of 12 elements"),
+    ("put_oob", lambda m, x: x.put_(_i(m, [-13]), m.tensor([1.0], dtype=x.dtype)),
+     IndexError, "out of range: tried to access index -13"),
+    ("masked_fill_int_mask", lambda m, x: x.masked_fill(m.ones(3, 4, dtype=m.int64),
+                                                        1.0), RuntimeError,
+     "masked_fill_ only supports boolean masks, but got mask with dtype"),
+    ("masked_fill_1d_value", lambda m, x: x.masked_fill(x > 0, m.tensor([1.0])),
+     RuntimeError, "only supports a 0-dimensional value tensor"),
+    ("masked_fill__bcast", lambda m, x: x[:, :1].masked_fill_(m.ones(
+        3, 4, dtype=m.bool), 1.0), RuntimeError,
+     r"output with shape \[3, 1\] doesn't match the broadcast shape \[3, 4\]"),
+    ("masked_select_int", lambda m, x: x.masked_select(m.ones(4, dtype=m.int64)),
+     RuntimeError, "masked_select: expected BoolTensor for mask"),
+    ("masked_scatter_small", lambda m, x: x.masked_scatter(x > -2, m.ones(
+        3, dtype=x.dtype)), RuntimeError, "Number of elements of source < number of "
+     "ones in mask"),
+    ("searchsorted_side", lambda m, x: m.searchsorted(m.tensor([1, 2]), 1, right=True,
+                                                      side="left"), RuntimeError,
+     "side and right can't be set to opposites"),
+    ("searchsorted_nd", lambda m, x: m.searchsorted(m.ones(2, 3), m.ones(3, 1)),
+     RuntimeError, "boundaries tensor should be 1 dimension or the first N-1"),
+    ("bucketize_2d", lambda m, x: m.bucketize(m.tensor([3]), m.ones(1, 3)),
+     RuntimeError, r"boundaries tensor must be 1 dimension, but got dim\(2\)"),
+    ("diag_3d", lambda m, x: m.diag(m.ones(2, 2, 2)), RuntimeError,
+     "diag\\(\\): Supports 1D or 2D tensors. Got 3D"),
+    ("diagonal_same_dims", lambda m, x: m.diagonal(x, 0, 1, 1), RuntimeError,
+     "diagonal dimensions cannot be identical 1, 1"),
+    ("trace_1d", lambda m, x: m.trace(m.ones(3)), RuntimeError,
+     "trace: expected a matrix, but got tensor with dim 1"),
+    ("tril_1d", lambda m, x: m.tril(m.ones(3)), RuntimeError,
+     "tril: input tensor must have at least 2 dimensions"),
+    ("tril_indices_neg", lambda m, x: m.tril_indices(-1, 3), RuntimeError,
+     "row must be non-negative"),
+]
+
+
+@pytest.mark.parametrize("label,fn,err,msg", ERRORS, ids=[e[0] for e in ERRORS])
+def test_helper_errors_match_torch_and_change_nothing(label, fn, err, msg):
+    arr = np.arange(12.0).reshape(3, 4)
+    for m in (torch, cygrad):
+        x = m.tensor(arr)
+        with pytest.raises(err, match=msg):
+            fn(m, x)
+    # torch may write part of an in-place scatter before it raises; cygrad
+    # checks first.
+    np.testing.assert_array_equal(x.numpy(), arr)
+    assert x._version == 0
+
+
+def test_diagonal_is_a_writable_view():
+    x = cygrad.zeros(3, 4)
+    d = x.diagonal(1)
+    d += 1.0
+    assert x.tolist() == [[0, 1, 0, 0], [0, 0, 1, 0], [0, 0, 0, 1]]
+    assert np.shares_memory(d.numpy(), x.numpy())
+    y = torch.zeros(3, 4)
+    y.diagonal(1).add_(1.0)
+    assert y.tolist() == x.tolist()
+
+
+def test_diagonal_view_write_is_differentiable():
+    res = []
+    for m in (torch, cygrad):
+        a = m.tensor(np.arange(1.0, 10.0).reshape(3, 3), requires_grad=True)
+        x = a * 2
+        x.diagonal().mul_(3.0)
+        (x * x).sum().backward()
+        res.append((x.detach().numpy(), a.grad.numpy()))
+    np.testing.assert_allclose(res[1][0], res[0][0])
+    np.testing.assert_allclose(res[1][1], res[0][1])
+
+
+def test_gpt_attention_mask_idiom():
+    t_ = 5
+    rng = np.random.default_rng(0)
+    att = rng.standard_normal((2, 3, t_, t_))
+    res = []
+    for m in (torch, cygrad):
+        bias = m.tril(m.ones(8, 8)).view(1, 1, 8, 8)
+        a = m.tensor(att, requires_grad=True)
+        y = a.masked_fill(bias[:, :, :t_, :t_] == 0, float("-inf")).softmax(-1)
+        (y * m.tensor(att)).sum().backward()
+        res.append((y.detach().numpy(), a.grad.numpy()))
+    np.testing.assert_allclose(res[1][0], res[0][0], rtol=1e-12)
+    np.testing.assert_allclose(res[1][1], res[0][1], rtol=1e-10, atol=1e-14)

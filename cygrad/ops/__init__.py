@@ -9,7 +9,8 @@ engine needs of this layer, which ``cygrad/__init__.py`` installs.
 
 Modules, each importing only those before it: ``registry``, ``select``,
 ``elementwise``, ``linalg``, ``indexing``, ``shape``, ``reductions``,
-``inplace``, ``closeness`` (isclose, allclose, equal), ``out`` (the ``out=`` keyword of the functions ``cygrad.<op>``).
+``inplace``, ``scatter``, ``masking``, ``closeness`` (isclose, allclose, equal),
+``out`` (the ``out=`` keyword of the functions ``cygrad.<op>``).
 """
 
 from cygrad.ops import (
@@ -19,8 +20,10 @@ from cygrad.ops import (
     indexing,
     inplace,
     linalg,
+    masking,
     reductions,
     registry,
+    scatter,
     select,
     shape,
 )
@@ -55,7 +58,7 @@ __all__ = [
 
 # Importing each family attaches its Tensor methods.
 FAMILIES = (registry, select, elementwise, linalg, indexing, shape, reductions, inplace,
-            decomp, closeness)
+            decomp, scatter, masking, closeness)
 
 # Every registered op (and alias) as ``cygrad.ops.<name>``.
 for _spec in OPS.values():

@@ -120,8 +120,13 @@ def _where_dtype(input, other):
 
 
 @op("where", primitive=True, kind="select")
-def where(condition, input, other):
-    """Pick ``input`` where ``condition`` holds, else ``other`` (broadcasting)."""
+def where(condition, input=None, other=None):
+    """Pick ``input`` where ``condition`` holds, else ``other`` (broadcasting).
+    ``where(condition)`` alone is ``nonzero(condition, as_tuple=True)``."""
+    if input is None and other is None:
+        c = condition._arr if isinstance(condition, TensorBase) else np.asarray(
+            condition)
+        return tuple(_wrap(a) for a in np.nonzero(c.reshape(1) if c.ndim == 0 else c))
     if not isinstance(condition, TensorBase):
         condition = _make_tensor(condition)
     cdt = condition._arr.dtype
