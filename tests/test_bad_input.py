@@ -67,7 +67,7 @@ def test_nan_inf_propagate_as_ieee(dtype):
     with np.errstate(all="ignore"):
         for row in optable.UNARY:
             name = row.name
-            got = getattr(x, name)().numpy()
+            got = getattr(cygrad, name)(x).numpy()
             ref = row.ref(vals)
             np.testing.assert_array_equal(np.isnan(got), np.isnan(ref), err_msg=name)
             ok = ~np.isnan(ref)

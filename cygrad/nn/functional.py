@@ -20,6 +20,7 @@ from cygrad.creation import from_numpy, tensor
 from cygrad.ops.registry import _ns, xp_helper
 
 from . import _functional_act as _act
+from . import _functional_loss as _lossf
 
 __all__ = [
     "binary_cross_entropy_with_logits",
@@ -247,7 +248,8 @@ def _mse_grad_tensors(x, y, g, reduction):
 xp_helper("mse_grad", _mse_grad_arrays, _mse_grad_tensors)
 
 
-def mse_loss(input, target, reduction="mean"):
+def mse_loss(input, target, size_average=None, reduce=None, reduction="mean",
+             weight=None):
     """Mean squared error ``(input - target)**2`` with ``reduction``.
 
     Parameters
@@ -256,10 +258,13 @@ def mse_loss(input, target, reduction="mean"):
         warns, as torch, and is computed by broadcasting)
     reduction : "mean" | "sum" | "none"
     """
+    reduction = _lossf.legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     if not isinstance(target, Tensor):
         target = tensor(target, dtype=input.dtype)
     input, target = _promote(input, target)
+    if weight is not None:
+        return _reduce((input - target) ** 2 * weight, reduction)
     if tuple(input.shape) != tuple(target.shape):
         warnings.warn(
             f"Using a target size ({_size(target.shape)}) that is different to the "
@@ -346,7 +351,8 @@ xp_helper("bce_logits_grad", _bce_logits_grad_arrays, _bce_logits_grad_tensors)
 
 
 def binary_cross_entropy_with_logits(
-    input, target, weight=None, reduction="mean", pos_weight=None
+    input, target, weight=None, size_average=None, reduce=None, reduction="mean",
+    pos_weight=None
 ):
     """Sigmoid + binary cross-entropy in one stable step.
 
@@ -361,6 +367,7 @@ def binary_cross_entropy_with_logits(
     reduction : "mean" | "sum" | "none"
     pos_weight : Tensor broadcastable to input (the class dimension last)
     """
+    reduction = _lossf.legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     if not isinstance(target, Tensor):
         target = tensor(target, dtype=input.dtype)
@@ -534,15 +541,16 @@ def cross_entropy(
     ValueError
         For mismatched batch sizes.
     """
-    if size_average is not None or reduce is not None:
-        raise TypeError("size_average and reduce are deprecated; use reduction")
+    reduction = _lossf.legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
-    if label_smoothing != 0.0:
-        raise NotImplementedError("cross_entropy: label_smoothing is not supported")
+    if not 0.0 <= label_smoothing <= 1.0:
+        raise RuntimeError(
+            f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
     if not isinstance(target, Tensor):
         target = tensor(target)
     if input.ndim == 0:
         raise ValueError("cross_entropy: input must have at least 1 dimension")
+    axis = 0 if input.ndim == 1 else 1
     if np.issubdtype(np.dtype(target.dtype), np.floating):
         if tuple(target.shape) != tuple(input.shape):
             raise RuntimeError(
@@ -550,12 +558,17 @@ def cross_entropy(
                 f"have the input's shape {tuple(input.shape)}, got "
                 f"{tuple(target.shape)}"
             )
-        axis = 0 if input.ndim == 1 else 1
+        if label_smoothing:
+            target = target * (1 - label_smoothing) + label_smoothing / input.shape[
+                axis]
         logp = log_softmax(input, dim=axis)
         if weight is not None:
             shape = (-1,) + (1,) * (input.ndim - axis - 1)
             logp = logp * weight.reshape(shape)
         return _reduce(-(target * logp).sum(dim=axis), reduction)
+    if label_smoothing:
+        return _smoothed_cross_entropy(input, target, weight, int(ignore_index),
+                                       reduction, float(label_smoothing), axis)
     if not np.issubdtype(np.dtype(target.dtype), np.integer):
         raise TypeError(
             f"cross_entropy: target must be integer class indices, got {target.dtype}"
@@ -570,11 +583,38 @@ def cross_entropy(
     return _CrossEntropy.apply(input, target, weight, int(ignore_index), reduction)
 
 
-def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean"):
+def _smoothed_cross_entropy(input, target, weight, ignore_index, reduction, eps,
+                            axis):
+    """torch's label smoothing: ``(1 - eps) nll + eps / C * smooth``, smooth =
+    ``-sum_c w_c log p_c`` (0 at ignored targets), its mean normalised as the
+    nll's (by the weights of the kept targets)."""
+    c = input.shape[axis]
+    nll = cross_entropy(input, target, weight, ignore_index=ignore_index,
+                        reduction=reduction)
+    logp = log_softmax(input, dim=axis)
+    if weight is not None:
+        logp = logp * weight.reshape((-1,) + (1,) * (input.ndim - axis - 1))
+    t = np.asarray(target._arr, np.int64)
+    keep = t != ignore_index
+    smooth = -logp.sum(dim=axis) * _constant(keep.astype(input._arr.dtype))
+    if reduction == "mean":
+        if weight is not None:
+            denom = float(np.asarray(weight._arr)[t[keep]].sum())
+        else:
+            denom = float(keep.sum())
+        smooth = smooth.sum() / denom if denom else smooth.sum() * math.nan
+    else:
+        smooth = _reduce(smooth, reduction)
+    return nll * (1 - eps) + smooth * (eps / c)
+
+
+def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100,
+             reduce=None, reduction="mean"):
     """Negative log-likelihood of log-probabilities: ``-w[t] * input[t]``.
 
     Composed of Tensor ops (not fused); prefer ``cross_entropy`` on logits.
     """
+    reduction = _lossf.legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     axis = 0 if input.ndim == 1 else 1
     c = input.shape[axis]
@@ -617,8 +657,17 @@ from ._functional_act import (  # noqa: E402
     threshold, threshold_,
 )
 from . import _functional_conv, _functional_norm, _functional_pool  # noqa: E402
-from . import _functional_dropout, _functional_sparse  # noqa: E402
+from ._functional_loss import (  # noqa: E402
+    binary_cross_entropy, cosine_embedding_loss, cosine_similarity, gaussian_nll_loss,
+    gumbel_softmax, hinge_embedding_loss, huber_loss, kl_div, l1_loss,
+    margin_ranking_loss, multi_margin_loss, multilabel_soft_margin_loss, normalize,
+    pairwise_distance, poisson_nll_loss, smooth_l1_loss, soft_margin_loss,
+    triplet_margin_loss,
+)
+from ._functional_linear import bilinear, pixel_shuffle, pixel_unshuffle  # noqa: E402
+from . import _functional_dropout, _functional_linear, _functional_sparse  # noqa: E402
 
 __all__ += (_functional_conv.__all__ + _functional_norm.__all__
             + _functional_pool.__all__ + _functional_dropout.__all__
-            + _functional_sparse.__all__ + _act.__all__)
+            + _functional_sparse.__all__ + _act.__all__
+            + _functional_linear.__all__ + _lossf.__all__)

@@ -4,8 +4,7 @@ torch's."""
 
 import numpy as np
 
-from cygrad import dtypes as _dt
-from cygrad.creation import empty
+from cygrad.creation import empty, get_default_dtype
 
 from .. import _functional_act as A
 from .. import functional as F
@@ -272,7 +271,7 @@ class PReLU(Module):
             raise ValueError(f"cygrad runs on the CPU only, got device={device!r}")
         self.num_parameters = num_parameters
         self.init = init
-        dt = np.dtype(_dt.float32 if dtype is None else dtype)
+        dt = np.dtype(get_default_dtype() if dtype is None else dtype)
         self.weight = Parameter(empty(num_parameters, dtype=dt))
         self.reset_parameters()
 

@@ -12,6 +12,7 @@ from .. import _functional_conv as Fc
 from .. import init
 from ..module import Module
 from ..parameter import Parameter
+from .lazy import LazyModuleMixin
 
 __all__ = ["Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d"]
 
@@ -233,3 +234,37 @@ class ConvTranspose1d(_ConvTransposeNd):
         super().__init__(in_channels, out_channels, kernel_size, stride, padding,
                          output_padding, groups, bias, dilation, padding_mode, device,
                          dtype)
+
+
+def _lazy_conv(eager, nd):
+    """The lazy form of ``eager``: ``in_channels`` from the first input."""
+
+    class _Lazy(LazyModuleMixin, eager):
+        cls_to_become = eager
+
+        def __init__(self, out_channels, kernel_size, stride=1, padding=0,
+                     dilation=1, groups=1, bias=True, padding_mode="zeros",
+                     device=None, dtype=None):
+            eager.__init__(self, 0, out_channels, kernel_size, stride, padding,
+                           dilation, groups, bias, padding_mode, device, dtype)
+
+        def initialize_parameters(self, input):
+            # (N, C, *spatial) or unbatched (C, *spatial)
+            self.in_channels = int(input.shape[1 if input.ndim == nd + 2 else 0])
+            if self.in_channels % self.groups:
+                raise ValueError("in_channels must be divisible by groups")
+            self._materialize(self.weight, (self.out_channels,
+                                            self.in_channels // self.groups)
+                              + self.kernel_size)
+            self.reset_parameters()
+
+    _Lazy.__name__ = _Lazy.__qualname__ = "Lazy" + eager.__name__
+    _Lazy.__doc__ = (f"``{eager.__name__}`` whose ``in_channels`` is read from the "
+                     "first input; it then becomes a " f"``{eager.__name__}``.")
+    return _Lazy
+
+
+LazyConv1d = _lazy_conv(Conv1d, 1)
+LazyConv2d = _lazy_conv(Conv2d, 2)
+LazyConv1d.__module__ = LazyConv2d.__module__ = __name__
+__all__ += ["LazyConv1d", "LazyConv2d"]

@@ -14,6 +14,7 @@ from .. import _functional_norm as Fn
 from .. import init
 from ..module import Module
 from ..parameter import Parameter
+from .lazy import LazyModuleMixin
 
 __all__ = ["BatchNorm1d", "BatchNorm2d", "GroupNorm", "LayerNorm", "RMSNorm"]
 
@@ -251,3 +252,34 @@ class RMSNorm(Module):
     def extra_repr(self):
         return (f"{self.normalized_shape}, eps={self.eps}, "
                 f"elementwise_affine={self.elementwise_affine}")
+
+
+def _lazy_bn(eager):
+    """The lazy form of ``eager``: ``num_features`` from the first input."""
+
+    class _Lazy(LazyModuleMixin, eager):
+        cls_to_become = eager
+
+        def __init__(self, eps=1e-5, momentum=0.1, affine=True,
+                     track_running_stats=True, device=None, dtype=None):
+            eager.__init__(self, 0, eps, momentum, affine, track_running_stats,
+                           device, dtype)
+
+        def initialize_parameters(self, input):
+            self._check_input_dim(input)
+            self.num_features = c = int(input.shape[1])
+            for t in (self.weight, self.bias, self.running_mean, self.running_var):
+                if t is not None:
+                    self._materialize(t, (c,))
+            self.reset_parameters()
+
+    _Lazy.__name__ = _Lazy.__qualname__ = "Lazy" + eager.__name__
+    _Lazy.__doc__ = (f"``{eager.__name__}`` whose ``num_features`` is read from the "
+                     f"first input; it then becomes a ``{eager.__name__}``.")
+    _Lazy.__module__ = __name__
+    return _Lazy
+
+
+LazyBatchNorm1d = _lazy_bn(BatchNorm1d)
+LazyBatchNorm2d = _lazy_bn(BatchNorm2d)
+__all__ += ["LazyBatchNorm1d", "LazyBatchNorm2d"]
