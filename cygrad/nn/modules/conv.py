@@ -196,11 +196,13 @@ class _ConvTransposeNd(_ConvNd):
         unbatched = input.ndim == nd + 1
         x = input.unsqueeze(0) if unbatched else input
         geo = Fc._geo(nd, self.stride, self.padding, self.dilation, self.groups)
-        Fc._check_conv(x, self.weight, self.bias, nd, geo, transposed=True)
+        # read once: a parametrized weight is computed on each read
+        weight, bias = self.weight, self.bias
+        Fc._check_conv(x, weight, bias, nd, geo, transposed=True)
         out_sp = Fc._conv_transpose_out(tuple(x.shape[2:]), self.kernel_size, geo, nd,
                                         self.output_padding, output_size)
         x_shape = (x.shape[0], self.out_channels, *out_sp)
-        out = Fc._ConvTransposeData.apply(x, self.weight, self.bias, x_shape, geo)
+        out = Fc._ConvTransposeData.apply(x, weight, bias, x_shape, geo)
         return out.squeeze(0) if unbatched else out
 
 

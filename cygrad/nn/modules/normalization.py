@@ -100,8 +100,10 @@ class _BatchNorm(Module):
         use_stats = not self.training or self.track_running_stats
         running_mean = self.running_mean if use_stats else None
         running_var = self.running_var if use_stats else None
+        # read once: a parametrized weight is computed on each read
+        weight, bias = self.weight, self.bias
         # all checks before num_batches_tracked moves: bad input changes nothing
-        Fn._check_batch_norm(input, running_mean, running_var, self.weight, self.bias,
+        Fn._check_batch_norm(input, running_mean, running_var, weight, bias,
                              bn_training)
         factor = 0.0 if self.momentum is None else self.momentum
         if self.training and self.track_running_stats:
@@ -114,8 +116,8 @@ class _BatchNorm(Module):
             input,
             running_mean,
             running_var,
-            self.weight,
-            self.bias,
+            weight,
+            bias,
             bn_training,
             factor,
             self.eps,

@@ -1,4 +1,4 @@
-"""Training-loop helpers: gradient clipping by norm and by value.
+"""Gradient clipping by norm and by value (``clip_grad_norm_``, ``clip_grad_value_``).
 
 Each function makes one compiled pass over each gradient
 (``cygrad._kernels.optim``: ``vector_norm``, ``scale``, ``clamp``).  The total
