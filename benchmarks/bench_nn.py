@@ -11,6 +11,9 @@ Groups:
                     28x28 inputs (issue 18: <= 1.2x torch)
 ``layer-<name>``    forward + backward of one layer at a large size (issue
                     18: within 1.5x of torch), float32
+``embed_ln_drop``   Embedding(1000, 64) -> LayerNorm(64) -> Dropout(0.1),
+                    forward + backward on (32, 64) indices (issue 18:
+                    <= 0.3x torch)
 
 There is no hand-written NumPy column here: a NumPy CNN step is a second
 implementation of the whole lowering, not a baseline of autograd overhead.
@@ -204,6 +207,50 @@ def test_agree_layer(name):
                                    err_msg=f"layer {name}: output {i} differs")
 
 
+EMBED_SHAPE = pick((32, 64), (4, 8))
+
+
+def embed_step(lib, train=True):
+    """Embedding -> LayerNorm -> Dropout, forward and backward (``train=False``:
+    dropout off, so that both libraries give the same numbers)."""
+    T = need(lib, "nn.Embedding", "nn.LayerNorm", "nn.Dropout")
+    nn = importlib.import_module(f"{lib}.nn")
+    T.manual_seed(0)
+    rng = np.random.default_rng(0)
+    model = nn.Sequential(nn.Embedding(1000, 64), nn.LayerNorm(64), nn.Dropout(0.1))
+    with T.no_grad():
+        model[0].weight.copy_(T.tensor(rng.standard_normal((1000, 64)).astype(F32)))
+    model.train(train)
+    idx = T.tensor(rng.integers(0, 1000, EMBED_SHAPE))
+    g = T.tensor(rng.standard_normal(EMBED_SHAPE + (64,)).astype(F32))
+    params = list(model.parameters())
+
+    def step():
+        for p in params:
+            p.grad = None
+        y = model(idx)
+        y.backward(g)
+        return [y, *[p.grad for p in params]]
+
+    return step
+
+
+@pytest.mark.parametrize("lib", LIBS)
+def test_embed_ln_drop(benchmark, lib):
+    step = embed_step(lib)
+    step()
+    tag(benchmark, "embed_ln_drop", lib, shape=EMBED_SHAPE, target={"torch": 0.3},
+        target_source="#18")
+    run(benchmark, step)
+
+
+def test_agree_embed_ln_drop():
+    outs = {lib: [to_numpy(r) for r in embed_step(lib, train=False)()] for lib in LIBS}
+    for i, (got, want) in enumerate(zip(outs["cygrad"], outs["torch"], strict=True)):
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4,
+                                   err_msg=f"embed_ln_drop: output {i} differs")
+
+
 def _interleaved(rounds=9):
     """Every case, cygrad and torch in alternation round after round; print
     the median per-round ratio (robust when other work shares the cores,
@@ -212,6 +259,7 @@ def _interleaved(rounds=9):
 
     cases = [(f"cnn_step-{n}", lambda lib, n=n: cnn_step(lib, n)) for n in CNNS]
     cases += [(f"layer-{n}", lambda lib, n=n: layer_step(lib, n)) for n in LAYER_NAMES]
+    cases += [("embed_ln_drop", embed_step)]
     print(f"{'case':44s} {'cygrad':>10s} {'torch':>10s} {'ratio':>7s}")
     for name, make in cases:
         steps = {lib: make(lib) for lib in LIBS}

@@ -22,10 +22,13 @@ header cannot make the loader allocate an absurd amount of memory.
 """
 
 import collections
+import contextlib
 import io
 import json
 import math
 import os
+import pickle
+import sys
 import zipfile
 import zlib
 
@@ -34,9 +37,49 @@ import numpy.lib.format as npy_format
 
 from cygrad._tensor import Tensor
 from cygrad.creation import from_numpy
+from cygrad.nn.module import _HOOK_TABLES, Module
 from cygrad.nn.parameter import Parameter
 
-__all__ = ["load", "save"]
+__all__ = ["add_safe_globals", "clear_safe_globals", "get_safe_globals", "load",
+           "safe_globals", "save"]
+
+# Classes besides cygrad's own that ``load`` may construct (a whole saved
+# module of a user's class), keyed by "module.qualname".
+_SAFE_GLOBALS = {}
+
+
+def _qualified(cls):
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+def add_safe_globals(safe_globals):
+    """Let ``load`` construct these classes (``nn.Module`` subclasses of the
+    user's own, saved whole with ``save(model)``)."""
+    for cls in safe_globals:
+        if isinstance(cls, tuple):
+            cls = cls[0]
+        _SAFE_GLOBALS[_qualified(cls)] = cls
+
+
+def get_safe_globals():
+    """The classes ``add_safe_globals`` allowed."""
+    return list(_SAFE_GLOBALS.values())
+
+
+def clear_safe_globals():
+    _SAFE_GLOBALS.clear()
+
+
+@contextlib.contextmanager
+def safe_globals(safe_globals):
+    """``add_safe_globals`` for the duration of a ``with`` block."""
+    saved = dict(_SAFE_GLOBALS)
+    add_safe_globals(safe_globals)
+    try:
+        yield
+    finally:
+        _SAFE_GLOBALS.clear()
+        _SAFE_GLOBALS.update(saved)
 
 MAGIC = "cygrad.save"
 VERSION = 1
@@ -77,18 +120,20 @@ def save(obj, f, pickle_module=None, pickle_protocol=2,
 
     Parameters
     ----------
-    obj : Tensor, ndarray, or dict / list / tuple nesting of those and of
-        ``int``, ``float``, ``bool``, ``str``, ``None``
+    obj : Tensor, ndarray, nn.Module, or dict / list / tuple / set nesting of
+        those and of ``int``, ``float``, ``bool``, ``str``, ``None``
         What to store: typically ``model.state_dict()``,
-        ``optimizer.state_dict()`` or a dict bundling them.
+        ``optimizer.state_dict()`` or a dict bundling them.  A whole module
+        is stored as its class's name and its attributes (no code); loading
+        it needs the class to be cygrad's or allowed (``add_safe_globals``).
     f : str, os.PathLike or binary file object
         Destination.  A path is written as given (no ``.npz`` suffix added).
 
     Raises
     ------
     TypeError
-        For an object of any other type (a Module itself, a function, ...):
-        save its ``state_dict()`` instead.
+        For an object of any other type (a function, a module with hooks
+        registered, ...).
     """
     arrays = {}
     memo = {}
@@ -115,7 +160,10 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=True, mmap=No
         locations to "cpu"
         Accepted for PyTorch compatibility; cygrad only has the CPU.
     weights_only : bool
-        Accepted for PyTorch compatibility; loading never runs code either way.
+        A whole saved module is rebuilt only from cygrad's own classes and
+        those of ``add_safe_globals`` (default True, as torch 2.6+); False
+        also allows any ``nn.Module`` class of an already imported module.
+        Loading never imports or runs code either way.
 
     Returns
     -------
@@ -130,6 +178,9 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=True, mmap=No
         sizes that do not match its contents.
     RuntimeError
         The file was written by a newer format version.
+    pickle.UnpicklingError
+        A saved module's class is not allowed (torch's error type; the
+        message names the class and ``add_safe_globals``).
     """
     if not _is_cpu_location(map_location):
         raise ValueError(
@@ -138,8 +189,8 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=True, mmap=No
         )
     if isinstance(f, (str, os.PathLike)):
         with open(f, "rb") as fh:
-            return _load_stream(fh, os.fspath(f))
-    return _load_stream(f, getattr(f, "name", "<stream>"))
+            return _load_stream(fh, os.fspath(f), weights_only)
+    return _load_stream(f, getattr(f, "name", "<stream>"), weights_only)
 
 
 def _is_cpu_location(loc):
@@ -196,6 +247,16 @@ def _encode(obj, arrays, memo, depth):
     if isinstance(obj, (list, tuple)):
         tag = "list" if isinstance(obj, list) else "tuple"
         return {"t": tag, "items": [_encode(v, arrays, memo, depth + 1) for v in obj]}
+    if isinstance(obj, Module):
+        return _encode_module(obj, arrays, memo, depth)
+    if isinstance(obj, (set, frozenset)):
+        return {"t": "set", "items": [_encode(v, arrays, memo, depth + 1)
+                                      for v in sorted(obj, key=repr)]}
+    if isinstance(obj, np.dtype) and obj in _DTYPES:
+        return {"t": "dtype", "v": obj.name}
+    if isinstance(obj, slice):
+        return {"t": "slice", "items": [_encode(v, arrays, memo, depth + 1)
+                                        for v in (obj.start, obj.stop, obj.step)]}
     hint = ""
     if hasattr(obj, "state_dict"):
         hint = " (save its state_dict() instead; cygrad never pickles objects)"
@@ -203,6 +264,57 @@ def _encode(obj, arrays, memo, depth):
         f"cygrad.save: cannot store an object of type {type(obj).__name__}{hint}; "
         "supported: Tensor, ndarray, dict, list, tuple, int, float, bool, str, None"
     )
+
+
+def _encode_module(m, arrays, memo, depth):
+    """A module: its class name and its ``__dict__`` (parameters, buffers,
+    children, settings), hooks excluded (functions are never stored)."""
+    key = memo.get(id(m))
+    if key is not None:
+        return {"t": "moduleref", "k": key}
+    key = f"m{len(memo)}"
+    memo[id(m)] = key
+    memo[key] = m
+    for table in _HOOK_TABLES:
+        if m.__dict__.get(table):
+            raise TypeError(
+                f"cygrad.save: {type(m).__name__} has {table.strip('_')} registered; "
+                "hooks are functions, which cygrad never stores. Remove them "
+                "(handle.remove()) before saving")
+    state = {k: v for k, v in m.__dict__.items()
+             if k not in _HOOK_TABLES and k != "_hooked"}
+    try:
+        body = _encode(state, arrays, memo, depth + 1)
+    except TypeError as e:
+        raise TypeError(f"cygrad.save: cannot store module {type(m).__name__}: {e}"
+                        ) from None
+    return {"t": "module", "k": key, "cls": _qualified(type(m)), "state": body}
+
+
+def _module_class(name, weights_only):
+    """The class a saved module names, if loading may construct it."""
+    cls = _SAFE_GLOBALS.get(name)
+    if cls is None and (name.startswith("cygrad.") or not weights_only):
+        modname, _, qual = name.rpartition(".")
+        # only classes of modules already imported: never import (run) code
+        while modname and modname not in sys.modules:
+            modname, _, head = modname.rpartition(".")
+            qual = f"{head}.{qual}"
+        obj = sys.modules.get(modname)
+        for part in qual.split("."):
+            obj = getattr(obj, part, None)
+        cls = obj
+    if not (isinstance(cls, type) and issubclass(cls, Module)):
+        short = name.rpartition(".")[2]
+        raise pickle.UnpicklingError(
+            "Weights only load failed. In cygrad (as in torch 2.6+) `weights_only` "
+            "defaults to True: only cygrad's own classes and those you allow are "
+            f"constructed. Unsupported global: GLOBAL {name} was not an allowed "
+            "global by default. Please use "
+            f"`cygrad.serialization.add_safe_globals([{short}])` or the "
+            f"`cygrad.serialization.safe_globals([{short}])` context manager to "
+            "allowlist this global if you trust this class.")
+    return cls
 
 
 def _is_parameter(t):
@@ -213,7 +325,7 @@ def _is_parameter(t):
 # decoding
 
 
-def _load_stream(fh, name):
+def _load_stream(fh, name, weights_only=True):
     head = fh.read(4)
     fh.seek(-len(head), io.SEEK_CUR)
     if head[:1] == b"\x80":
@@ -265,7 +377,7 @@ def _load_stream(fh, name):
             )
         if "root" not in manifest:
             raise ValueError(f"cygrad.load: {name} has a manifest without a root")
-        loaded = {}
+        loaded = {"__weights_only__": weights_only}
         return _decode(manifest["root"], zf, members, loaded, name, 0)
 
 
@@ -299,6 +411,29 @@ def _decode(node, zf, members, loaded, name, depth):
             return items if t == "list" else tuple(items)
         if t == "ndarray":
             return _array(node["a"], zf, members, name).copy()
+        if t == "set":
+            return set(_decode(v, zf, members, loaded, name, depth + 1)
+                       for v in node["items"])
+        if t == "dtype":
+            dt = np.dtype(_typed(node["v"], str))
+            if dt not in _DTYPES:
+                raise TypeError(f"dtype {dt}")
+            return dt
+        if t == "slice":
+            return slice(*[_decode(v, zf, members, loaded, name, depth + 1)
+                           for v in node["items"]])
+        if t == "module":
+            cls = _module_class(_typed(node["cls"], str), loaded["__weights_only__"])
+            m = cls.__new__(cls)
+            loaded[_typed(node["k"], str)] = m
+            state = _decode(node["state"], zf, members, loaded, name, depth + 1)
+            if not isinstance(state, dict):
+                raise TypeError("module state")
+            m.__dict__.update(state)
+            m._init_hooks()
+            return m
+        if t == "moduleref":
+            return loaded[_typed(node["k"], str)]
         if t == "tensor":
             key = node["a"]
             if key not in loaded:

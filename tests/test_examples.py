@@ -99,3 +99,18 @@ def test_digits_cnn():
         return
     acc = float(_last_float(out, "test accuracy:").split(":")[1].split()[0])
     assert acc >= 0.97
+
+
+def test_nn_really():
+    out = _run("nn_really.py")
+    try:
+        import sklearn  # noqa: F401
+    except ImportError:
+        assert "scikit-learn is not installed" in out
+        return
+    steps = [ln for ln in out.splitlines() if ln.startswith("step ") and "accuracy" in ln]
+    assert len(steps) == 7
+    for ln in steps:
+        assert float(ln.rsplit("accuracy", 1)[1]) > 0.9, ln
+    acc = float(_last_float(out, "CNN valid accuracy:").split(":")[1])
+    assert acc > 0.9

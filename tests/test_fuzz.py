@@ -85,6 +85,13 @@ def _squash(x, domain):
     return x.sigmoid() * (hi - lo) + lo
 
 
+# The activation rows: torch has them in nn.functional only.
+for _name in ("silu", "gelu", "mish", "softsign", "selu", "hardsigmoid", "hardswish",
+              "relu6", "logsigmoid", "tanhshrink"):
+    UNARY[_name] = lambda L, x, _n=_name: getattr(L.nn.functional, _n)(x)
+UNARY["gelu_tanh"] = lambda L, x: L.nn.functional.gelu(x, approximate="tanh")
+SMOOTH_UNARY += ["silu", "gelu", "gelu_tanh", "mish", "logsigmoid", "tanhshrink"]
+
 # Every other row of the op table joins, its inputs squashed into its domain
 # (a kink, as clamp_min's at a == b, is hit with probability zero).
 for _row in optable.UNARY:

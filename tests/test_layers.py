@@ -200,13 +200,13 @@ def test_the_parser_sees_the_imports():
     found = {(src, dst, in_fn) for src, dst, _, in_fn in edges()}
     assert ("cygrad.ops.shape", "cygrad.ops.registry", False) in found
     assert ("cygrad.__init__", "cygrad._kernels.engine", False) in found
-    assert ("cygrad.nn.linear", "cygrad.nn.functional", False) in found
+    assert ("cygrad.nn.modules.linear", "cygrad.nn.functional", False) in found
 
 
 @pytest.mark.parametrize("src,dst,bad", [
     ("cygrad._kernels.engine", "cygrad._tensor", True),
     ("cygrad.ops.shape", "cygrad.nn.module", True),
-    ("cygrad.nn.linear", "cygrad.ops.shape", False),
+    ("cygrad.nn.modules.linear", "cygrad.ops.shape", False),
     ("cygrad.autograd.function", "cygrad.autograd.backprop", True),
 ])
 def test_the_layers_are_what_the_test_checks(src, dst, bad):

@@ -262,7 +262,7 @@ def test_sequential_indexing_and_repr():
         ")"
     )
     assert (
-        repr(nn.CrossEntropyLoss(reduction="sum")) == "CrossEntropyLoss()"   # as torch
+        repr(nn.CrossEntropyLoss(reduction="sum")) == "CrossEntropyLoss()"  # torch's
     )
     out = seq(cygrad.randn(5, 2))
     assert tuple(out.shape) == (5, 1)

@@ -1,26 +1,18 @@
 """``cygrad.nn``: modules, losses and initialisers for training loops."""
 
 from . import functional, init, utils
-from .linear import Identity, Linear
-from .loss import BCEWithLogitsLoss, CrossEntropyLoss, MSELoss, NLLLoss
-from .module import Module, ModuleList, Sequential
+from .module import Module
 from . import modules
 from .modules import *  # noqa: F401,F403  (the names of modules.__all__)
 from .parameter import Parameter
 from .utils import clip_grad_norm_
 from . import parallel  # noqa: E402  (after .module, which it subclasses)
+from .parallel import DataParallel  # noqa: E402
 
 __all__ = [
-    "BCEWithLogitsLoss",
-    "CrossEntropyLoss",
-    "Identity",
-    "Linear",
-    "MSELoss",
+    "DataParallel",
     "Module",
-    "ModuleList",
-    "NLLLoss",
     "Parameter",
-    "Sequential",
     "clip_grad_norm_",
     "functional",
     "init",

@@ -2,10 +2,10 @@
 ``dropout2d``, ``dropout3d``), and the SELU-preserving ``alpha_dropout`` /
 ``feature_alpha_dropout``.
 
-Masks are drawn from cygrad's generator (``cygrad.manual_seed`` makes them
+Masks are seeded from cygrad's generator (``cygrad.manual_seed`` makes them
 reproducible); the numbers differ from torch's generator, the distribution
-and the scaling are torch's.  A mask is one NumPy draw (float32 uniforms:
-half the bytes of float64), turned into the multiplier ``keep / (1 - p)`` in
+and the scaling are torch's.  A mask is one compiled pass
+(``cygrad._kernels.dropout``) writing the multiplier ``keep / (1 - p)`` in
 the input's dtype; the output is one compiled multiply by it, whose backward
 is ``grad * multiplier``.  ``inplace=True`` writes the result into the input
 (``copy_``'s autograd rules: the input's history continues through it).
@@ -16,6 +16,7 @@ import warnings
 import numpy as np
 
 from cygrad import ops
+from cygrad._kernels import dropout as _k
 from cygrad.autograd.grad_mode import is_grad_enabled, no_grad
 from cygrad.creation import _rng, from_numpy
 
@@ -37,10 +38,21 @@ def _check_p(p):
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
 
 
+def _threshold(p):
+    """Keep an element when its 32 random bits are >= this (p * 2**32)."""
+    return min(int(p * 2.0 ** 32), 2 ** 32 - 1)
+
+
+def _seed():
+    """A 64-bit seed for one mask, from cygrad's generator."""
+    return int(_rng(None).integers(0, 2 ** 64, dtype=np.uint64))
+
+
 def _keep_mask(shape, p, dtype):
     """A 0/1 array of ``shape`` in ``dtype``: 1 with probability ``1 - p``."""
-    u = _rng(None).random(shape, dtype=np.float32)
-    return (u >= np.float32(p)).astype(dtype)
+    m = np.empty(shape, dtype)
+    _k.dropout_mask(m.reshape(-1), _threshold(p), 1.0, _seed())
+    return m
 
 
 def _apply(input, fn, inplace):
@@ -62,9 +74,9 @@ def _scaled_mask(input, mask_shape, p):
         raise RuntimeError(f"dropout: expected a floating point input, got {dt}")
     if p == 1.0:
         return np.zeros(mask_shape, dt)
-    m = _keep_mask(mask_shape, p, dt)
-    if p != 0.0:
-        m *= dt.type(1.0 / (1.0 - p))
+    # the multiplier keep / (1 - p) in the input's dtype, one compiled pass
+    m = np.empty(mask_shape, dt)
+    _k.dropout_mask(m.reshape(-1), _threshold(p), 1.0 / (1.0 - p), _seed())
     return m
 
 

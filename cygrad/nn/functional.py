@@ -20,6 +20,7 @@ from cygrad.creation import from_numpy, tensor
 from cygrad.ops.registry import _ns, xp_helper
 
 from . import _functional_act as _act
+from . import _functional_loss as _lossf
 
 __all__ = [
     "binary_cross_entropy_with_logits",
@@ -270,7 +271,8 @@ def _mse_grad_tensors(x, y, g, reduction):
 xp_helper("mse_grad", _mse_grad_arrays, _mse_grad_tensors)
 
 
-def mse_loss(input, target, reduction="mean"):
+def mse_loss(input, target, size_average=None, reduce=None, reduction="mean",
+             weight=None):
     """Mean squared error ``(input - target)**2`` with ``reduction``.
 
     Parameters
@@ -279,10 +281,13 @@ def mse_loss(input, target, reduction="mean"):
         warns, as torch, and is computed by broadcasting)
     reduction : "mean" | "sum" | "none"
     """
+    reduction = _lossf.legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     if not isinstance(target, Tensor):
         target = tensor(target, dtype=input.dtype)
     input, target = _promote(input, target)
+    if weight is not None:
+        return _reduce((input - target) ** 2 * weight, reduction)
     if tuple(input.shape) != tuple(target.shape):
         warnings.warn(
             f"Using a target size ({_size(target.shape)}) that is different to the "
@@ -369,7 +374,8 @@ xp_helper("bce_logits_grad", _bce_logits_grad_arrays, _bce_logits_grad_tensors)
 
 
 def binary_cross_entropy_with_logits(
-    input, target, weight=None, reduction="mean", pos_weight=None
+    input, target, weight=None, size_average=None, reduce=None, reduction="mean",
+    pos_weight=None
 ):
     """Sigmoid + binary cross-entropy in one stable step.
 
@@ -384,6 +390,7 @@ def binary_cross_entropy_with_logits(
     reduction : "mean" | "sum" | "none"
     pos_weight : Tensor broadcastable to input (the class dimension last)
     """
+    reduction = _lossf.legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     if not isinstance(target, Tensor):
         target = tensor(target, dtype=input.dtype)
@@ -565,8 +572,7 @@ def cross_entropy(
     ValueError
         For mismatched batch sizes.
     """
-    if size_average is not None or reduce is not None:
-        reduction = _legacy_reduction(size_average, reduce)
+    reduction = _lossf.legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     label_smoothing = float(label_smoothing)
     if not 0.0 <= label_smoothing <= 1.0:
@@ -613,18 +619,6 @@ _TORCH_TYPE_NAMES = {
 }
 
 
-def _legacy_reduction(size_average, reduce):
-    """torch's mapping of the deprecated ``size_average``/``reduce`` flags."""
-    warnings.warn(
-        "size_average and reduce args will be deprecated, please use "
-        "reduction='" + ("none" if reduce is False else "mean" if size_average
-                         in (None, True) else "sum") + "' instead.",
-        UserWarning, stacklevel=3)
-    if reduce is False:
-        return "none"
-    return "mean" if size_average in (None, True) else "sum"
-
-
 def _soft_cross_entropy(input, target, weight, reduction, eps):
     """Cross-entropy against class probabilities (smoothed towards uniform)."""
     axis = 0 if input.ndim == 1 else 1
@@ -662,11 +656,13 @@ def _smoothed(input, target, weight, ignore_index, reduction, eps, nll):
     return nll * (1.0 - eps) + smooth.sum() * (eps / c / denom if denom else math.nan)
 
 
-def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean"):
+def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100,
+             reduce=None, reduction="mean"):
     """Negative log-likelihood of log-probabilities: ``-w[t] * input[t]``.
 
     Composed of Tensor ops (not fused); prefer ``cross_entropy`` on logits.
     """
+    reduction = _lossf.legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     axis = 0 if input.ndim == 1 else 1
     c = input.shape[axis]
@@ -709,8 +705,17 @@ from ._functional_act import (  # noqa: E402
     threshold, threshold_,
 )
 from . import _functional_conv, _functional_norm, _functional_pool  # noqa: E402
-from . import _functional_dropout, _functional_sparse  # noqa: E402
+from ._functional_loss import (  # noqa: E402
+    binary_cross_entropy, cosine_embedding_loss, cosine_similarity, gaussian_nll_loss,
+    gumbel_softmax, hinge_embedding_loss, huber_loss, kl_div, l1_loss,
+    margin_ranking_loss, multi_margin_loss, multilabel_soft_margin_loss, normalize,
+    pairwise_distance, poisson_nll_loss, smooth_l1_loss, soft_margin_loss,
+    triplet_margin_loss,
+)
+from ._functional_linear import bilinear, pixel_shuffle, pixel_unshuffle  # noqa: E402
+from . import _functional_dropout, _functional_linear, _functional_sparse  # noqa: E402
 
 __all__ += (_functional_conv.__all__ + _functional_norm.__all__
             + _functional_pool.__all__ + _functional_dropout.__all__
-            + _functional_sparse.__all__ + _act.__all__)
+            + _functional_sparse.__all__ + _act.__all__
+            + _functional_linear.__all__ + _lossf.__all__)

@@ -10,11 +10,16 @@ import math
 
 import numpy as np
 
-from cygrad.creation import rand, randn
+from cygrad.creation import _rng, rand, randn
 
 __all__ = [
     "calculate_gain",
     "constant_",
+    "dirac_",
+    "eye_",
+    "orthogonal_",
+    "sparse_",
+    "trunc_normal_",
     "kaiming_normal_",
     "kaiming_uniform_",
     "normal_",
@@ -157,3 +162,107 @@ def kaiming_normal_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu"):
         return tensor
     fan = _fan(tensor, mode)
     return normal_(tensor, 0.0, calculate_gain(nonlinearity, a) / math.sqrt(fan))
+
+
+def _calculate_fan_in_and_fan_out(tensor):
+    """(fan_in, fan_out) of a weight of shape (out, in, *kernel): in and out
+    times the kernel's size (torch's private helper, which scripts call)."""
+    return _fans(tensor)
+
+
+def _calculate_correct_fan(tensor, mode):
+    return _fan(tensor, mode.lower() if isinstance(mode, str) else mode)
+
+
+def _floating(tensor):
+    if not np.issubdtype(tensor._arr.dtype, np.floating):
+        raise TypeError(
+            f"nn.init: expected a floating point tensor, got {tensor._arr.dtype}")
+
+
+def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
+    """N(mean, std**2) restricted to [a, b] (a and b are values, not numbers
+    of std): draws outside are drawn again, so the law is exact."""
+    _floating(tensor)
+    if not a <= b:
+        raise ValueError(f"trunc_normal_: expected a <= b, got a={a}, b={b}")
+    rng = _rng(generator)
+    n = tensor._arr.size
+    out = np.empty(n)
+    todo = np.arange(n)
+    for _ in range(1000):
+        if todo.size == 0:
+            break
+        draw = mean + std * rng.standard_normal(todo.size)
+        ok = (draw >= a) & (draw <= b)
+        out[todo[ok]] = draw[ok]
+        todo = todo[~ok]
+    if todo.size:
+        # [a, b] far in a tail: the uniform on [a, b] is within float error
+        out[todo] = rng.uniform(a, b, todo.size)
+    return _write(tensor, out.reshape(tensor._arr.shape))
+
+
+def orthogonal_(tensor, gain=1, generator=None):
+    """A (semi-)orthogonal matrix (Saxe et al.) times ``gain``: the Q of the
+    QR of a normal draw, its columns' signs fixed by R's diagonal; dims
+    after the first are flattened."""
+    _floating(tensor)
+    if tensor.ndim < 2:
+        raise ValueError("Only tensors with 2 or more dimensions are supported")
+    if tensor._arr.size == 0:
+        return tensor
+    rows = tensor.shape[0]
+    cols = tensor._arr.size // rows
+    flat = _rng(generator).standard_normal((rows, cols))
+    if rows < cols:
+        flat = flat.T
+    q, r = np.linalg.qr(flat)
+    d = np.sign(np.diag(r))
+    d[d == 0] = 1
+    q = q * d
+    if rows < cols:
+        q = q.T
+    return _write(tensor, (gain * q).reshape(tensor._arr.shape))
+
+
+def sparse_(tensor, sparsity, std=0.01, generator=None):
+    """2-D: N(0, std**2) entries, with ``ceil(sparsity * rows)`` of each
+    column's entries set to zero at random rows (Martens 2010)."""
+    _floating(tensor)
+    if tensor.ndim != 2:
+        raise ValueError("Only tensors with 2 dimensions are supported")
+    rows, cols = tensor.shape
+    rng = _rng(generator)
+    vals = std * rng.standard_normal((rows, cols))
+    zeros = int(math.ceil(sparsity * rows))
+    for j in range(cols):
+        vals[rng.permutation(rows)[:zeros], j] = 0
+    return _write(tensor, vals)
+
+
+def eye_(tensor):
+    """The 2-D identity (ones on the main diagonal of a possibly
+    rectangular matrix)."""
+    if tensor.ndim != 2:
+        raise ValueError("Only tensors with 2 dimensions are supported")
+    return _write(tensor, np.eye(*tensor.shape))
+
+
+def dirac_(tensor, groups=1):
+    """A 3-, 4- or 5-D convolution weight that keeps its input: a 1 at the
+    kernel's centre for channel d of each group's output d."""
+    nd = tensor.ndim
+    if nd not in (3, 4, 5):
+        raise ValueError("Only tensors with 3, 4, or 5 dimensions are supported")
+    shape = tuple(tensor.shape)
+    if shape[0] % groups != 0:
+        raise ValueError("dim 0 must be divisible by groups")
+    per_group = shape[0] // groups
+    k = min(per_group, shape[1])
+    vals = np.zeros(shape)
+    centre = tuple(s // 2 for s in shape[2:])
+    for g in range(groups):
+        for d in range(k):
+            vals[(g * per_group + d, d) + centre] = 1
+    return _write(tensor, vals)

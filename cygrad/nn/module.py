@@ -15,15 +15,25 @@ import numpy as np
 from cygrad import dtypes as _dt
 from cygrad._device import check_device
 from cygrad._tensor import Tensor
+from cygrad.creation import from_numpy
 from cygrad.ops.shape import parse_to
+from cygrad.utils.hooks import RemovableHandle
 
+from . import _hooks
 from .parameter import Parameter
 
-__all__ = ["Module", "ModuleList", "Sequential"]
+__all__ = ["Module"]
 
 _IncompatibleKeys = collections.namedtuple(
     "IncompatibleKeys", ["missing_keys", "unexpected_keys"]
 )
+
+
+# Hook tables of every module: id -> hook (and the ids registered with_kwargs).
+_HOOK_TABLES = ("_forward_pre_hooks", "_forward_pre_hooks_with_kwargs",
+                "_forward_hooks", "_forward_hooks_with_kwargs",
+                "_forward_hooks_always_called", "_backward_pre_hooks",
+                "_backward_hooks")
 
 
 class Module:
@@ -42,6 +52,12 @@ class Module:
         object.__setattr__(self, "_buffers", {})
         object.__setattr__(self, "_non_persistent", set())
         object.__setattr__(self, "_modules", {})
+        self._init_hooks()
+
+    def _init_hooks(self):
+        for table in _HOOK_TABLES:
+            object.__setattr__(self, table, collections.OrderedDict())
+        object.__setattr__(self, "_hooked", False)
 
     # -- registration -----------------------------------------------------
 
@@ -200,6 +216,36 @@ class Module:
         for _, m in self.named_children():
             yield m
 
+    def get_submodule(self, target):
+        """The submodule at dotted path ``target`` (``""``: self)."""
+        if target == "":
+            return self
+        mod = self
+        for item in target.split("."):
+            if not hasattr(mod, item):
+                raise AttributeError(f"{mod._get_name()} has no attribute `{item}`")
+            mod = getattr(mod, item)
+            if not isinstance(mod, Module):
+                raise AttributeError(f"`{item}` is not an nn.Module")
+        return mod
+
+    def _get_leaf(self, target, table, kind):
+        mod_path, _, name = target.rpartition(".")
+        mod = self.get_submodule(mod_path)
+        if not hasattr(mod, name):
+            raise AttributeError(f"{mod._get_name()} has no attribute `{name}`")
+        if name not in getattr(mod, table):
+            raise AttributeError(f"`{name}` is not {kind}")
+        return getattr(mod, name)
+
+    def get_parameter(self, target):
+        """The parameter at dotted path ``target`` (``"0.weight"``)."""
+        return self._get_leaf(target, "_parameters", "an nn.Parameter")
+
+    def get_buffer(self, target):
+        """The buffer at dotted path ``target``."""
+        return self._get_leaf(target, "_buffers", "a buffer")
+
     def _named_members(self, table, prefix, recurse, remove_duplicate):
         seen = set()
         mods = self.named_modules(prefix=prefix, remove_duplicate=remove_duplicate)
@@ -239,7 +285,61 @@ class Module:
         )
 
     def __call__(self, *args, **kwargs):
-        return self.forward(*args, **kwargs)
+        if not self.__dict__.get("_hooked"):
+            return self.forward(*args, **kwargs)
+        return _hooks.call_with_hooks(self, args, kwargs)
+
+    # -- hooks ------------------------------------------------------------
+
+    def _refresh_hooked(self):
+        hooked = bool(self._forward_pre_hooks or self._forward_hooks
+                      or self._backward_pre_hooks or self._backward_hooks)
+        object.__setattr__(self, "_hooked", hooked)
+
+    def _add_hook(self, table, hook, prepend=False, flags=()):
+        tables = [getattr(self, f) for f in flags]
+        handle = RemovableHandle(getattr(self, table), extra_dict=tables,
+                                 on_change=self._refresh_hooked)
+        hooks = getattr(self, table)
+        hooks[handle.id] = hook
+        if prepend:
+            hooks.move_to_end(handle.id, last=False)
+        for t in tables:
+            t[handle.id] = True
+        self._refresh_hooked()
+        return handle
+
+    def register_forward_pre_hook(self, hook, *, prepend=False, with_kwargs=False):
+        """Call ``hook(module, args)`` (``hook(module, args, kwargs)`` with
+        ``with_kwargs``) before ``forward``; a non-None result replaces the
+        args (a tuple, or ``(args, kwargs)``).  Returns a ``RemovableHandle``."""
+        flags = ("_forward_pre_hooks_with_kwargs",) if with_kwargs else ()
+        return self._add_hook("_forward_pre_hooks", hook, prepend, flags)
+
+    def register_forward_hook(self, hook, *, prepend=False, with_kwargs=False,
+                              always_call=False):
+        """Call ``hook(module, args, output)`` (``hook(module, args, kwargs,
+        output)`` with ``with_kwargs``) after ``forward``; a non-None result
+        replaces the output.  ``always_call``: also when forward raised."""
+        flags = ("_forward_hooks_with_kwargs",) if with_kwargs else ()
+        if always_call:
+            flags += ("_forward_hooks_always_called",)
+        return self._add_hook("_forward_hooks", hook, prepend, flags)
+
+    def register_full_backward_pre_hook(self, hook, prepend=False):
+        """Call ``hook(module, grad_output)`` when the gradients of the
+        module's outputs are known; a non-None result replaces them."""
+        return self._add_hook("_backward_pre_hooks", hook, prepend)
+
+    def register_full_backward_hook(self, hook, prepend=False):
+        """Call ``hook(module, grad_input, grad_output)`` when the gradients
+        of the module's tensor inputs are computed; a non-None result (a
+        tuple as long as grad_input) replaces them."""
+        return self._add_hook("_backward_hooks", hook, prepend)
+
+    def register_backward_hook(self, hook):
+        """Deprecated in torch: the same as ``register_full_backward_hook``."""
+        return self.register_full_backward_hook(hook)
 
     # -- modes and gradients ----------------------------------------------
 
@@ -337,6 +437,18 @@ class Module:
 
     def cuda(self, device=None):
         check_device("cuda" if device is None else device)
+        return self
+
+    def to_empty(self, *, device=None, recurse=True):
+        """Give every parameter and buffer fresh uninitialised storage of its
+        shape and dtype (on the CPU); parameters keep their identity."""
+        if device is not None:
+            check_device(device)
+        mods = self.modules() if recurse else [self]
+        for m in mods:
+            for t in itertools.chain(m._parameters.values(), m._buffers.values()):
+                if t is not None:
+                    t.data = from_numpy(np.empty(t._arr.shape, t._arr.dtype))
         return self
 
     # -- state dict -------------------------------------------------------
@@ -437,98 +549,21 @@ class Module:
         return type(self).__name__
 
     def __repr__(self):
+        # torch's layout: one line when the module has one line of settings
+        # and no children, else one line per setting and per child
         extra = self.extra_repr()
-        lines = extra.split("\n") if extra else []
-        for name, m in self._modules.items():
-            child = repr(m).replace("\n", "\n  ")
-            lines.append(f"({name}): {child}")
-        if not self._modules:
-            return f"{self._get_name()}({extra})"
-        body = "\n  ".join(lines)
-        return f"{self._get_name()}(\n  {body}\n)"
+        extra_lines = extra.split("\n") if extra else []
+        child_lines = [f"({name}): " + repr(m).replace("\n", "\n  ")
+                       for name, m in self._modules.items()]
+        lines = extra_lines + child_lines
+        body = ""
+        if lines:
+            if len(extra_lines) == 1 and not child_lines:
+                body = extra_lines[0]
+            else:
+                body = "\n  " + "\n  ".join(lines) + "\n"
+        return f"{self._get_name()}({body})"
 
 
 def _size(shape):
     return f"cygrad.Size([{', '.join(str(int(s)) for s in shape)}])"
-
-
-class Sequential(Module):
-    """Modules applied in order: ``Sequential(Linear(2, 8), ReLU(), Linear(8, 1))``.
-
-    Also accepts one ``OrderedDict`` of named modules.  Indexing returns a
-    layer (or a new ``Sequential`` for a slice); ``len`` and iteration work.
-    """
-
-    def __init__(self, *args):
-        super().__init__()
-        if len(args) == 1 and isinstance(args[0], collections.OrderedDict):
-            for name, m in args[0].items():
-                self.add_module(name, m)
-        else:
-            for i, m in enumerate(args):
-                self.add_module(str(i), m)
-
-    def _index(self, idx):
-        n = len(self)
-        idx = int(idx)
-        if not -n <= idx < n:
-            raise IndexError(f"index {idx} is out of range")
-        return idx % n
-
-    def __getitem__(self, idx):
-        if isinstance(idx, slice):
-            return Sequential(collections.OrderedDict(list(self._modules.items())[idx]))
-        return list(self._modules.values())[self._index(idx)]
-
-    def __setitem__(self, idx, module):
-        key = list(self._modules)[self._index(idx)]
-        self.add_module(key, module)
-
-    def __delitem__(self, idx):
-        keys = list(self._modules)
-        for k in keys[idx] if isinstance(idx, slice) else [keys[self._index(idx)]]:
-            del self._modules[k]
-
-    def __len__(self):
-        return len(self._modules)
-
-    def __iter__(self):
-        return iter(self._modules.values())
-
-    def append(self, module):
-        self.add_module(str(len(self)), module)
-        return self
-
-    def forward(self, input):
-        for m in self._modules.values():
-            input = m(input)
-        return input
-
-
-class ModuleList(Module):
-    """A list of modules whose parameters are registered (``0``, ``1``, ...)."""
-
-    def __init__(self, modules=None):
-        super().__init__()
-        for m in modules or ():
-            self.append(m)
-
-    def __getitem__(self, idx):
-        if isinstance(idx, slice):
-            return ModuleList(list(self._modules.values())[idx])
-        return list(self._modules.values())[idx]
-
-    def __len__(self):
-        return len(self._modules)
-
-    def __iter__(self):
-        return iter(self._modules.values())
-
-    def append(self, module):
-        self.add_module(str(len(self)), module)
-        return self
-
-    def extend(self, modules):
-        for m in modules:
-            self.append(m)
-        return self

@@ -8,12 +8,27 @@ from .activation import (  # noqa: F401
     Threshold,
 )
 from . import activation
+from .container import (
+    ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential,
+)
+from . import container
+from .linear import (
+    Bilinear, Identity, LazyLinear, Linear, NonDynamicallyQuantizableLinear,
+)
+from .loss import *  # noqa: F401,F403  (loss.__all__)
+from .pixelshuffle import PixelShuffle, PixelUnshuffle
+from . import linear, loss, pixelshuffle
 from .dropout import (
     AlphaDropout, Dropout, Dropout1d, Dropout2d, Dropout3d, FeatureAlphaDropout,
 )
-from .conv import Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d
+from .conv import (
+    Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d, LazyConv1d, LazyConv2d,
+)
 from .flatten import Flatten, Unflatten
-from .normalization import BatchNorm1d, BatchNorm2d, GroupNorm, LayerNorm, RMSNorm
+from .normalization import (
+    BatchNorm1d, BatchNorm2d, GroupNorm, LayerNorm, LazyBatchNorm1d, LazyBatchNorm2d,
+    RMSNorm,
+)
 from .padding import (
     CircularPad1d,
     CircularPad2d,
@@ -53,6 +68,8 @@ __all__ += [
     "AlphaDropout", "Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "Embedding",
     "EmbeddingBag", "FeatureAlphaDropout",
 ]
-__all__ += activation.__all__
+__all__ += activation.__all__ + container.__all__ + linear.__all__ + loss.__all__
+__all__ += pixelshuffle.__all__ + ["LazyBatchNorm1d", "LazyBatchNorm2d", "LazyConv1d",
+                               "LazyConv2d"]
 __all__ += ["GRU", "GRUCell", "LSTM", "LSTMCell", "RNN", "RNNBase", "RNNCell",
             "RNNCellBase"]

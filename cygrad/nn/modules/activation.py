@@ -4,8 +4,8 @@ torch's."""
 
 import numpy as np
 
-from cygrad import dtypes as _dt
-from cygrad.creation import empty
+from cygrad._device import check_device
+from cygrad.creation import empty, get_default_dtype
 
 from .. import _functional_act as A
 from .. import functional as F
@@ -268,11 +268,10 @@ class PReLU(Module):
 
     def __init__(self, num_parameters=1, init=0.25, device=None, dtype=None):
         super().__init__()
-        if device not in (None, "cpu"):
-            raise ValueError(f"cygrad runs on the CPU only, got device={device!r}")
+        check_device(device)
         self.num_parameters = num_parameters
         self.init = init
-        dt = np.dtype(_dt.float32 if dtype is None else dtype)
+        dt = np.dtype(get_default_dtype() if dtype is None else dtype)
         self.weight = Parameter(empty(num_parameters, dtype=dt))
         self.reset_parameters()
 

@@ -6,12 +6,14 @@ import math
 
 import numpy as np
 
+from cygrad._device import check_device
 from cygrad.creation import empty, get_default_dtype
 
 from .. import _functional_conv as Fc
 from .. import init
 from ..module import Module
 from ..parameter import Parameter
+from .lazy import LazyModuleMixin
 
 __all__ = ["Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d"]
 
@@ -33,8 +35,7 @@ class _ConvNd(Module):
                  dilation, transposed, output_padding, groups, bias, padding_mode,
                  device=None, dtype=None):
         super().__init__()
-        if device not in (None, "cpu"):
-            raise ValueError(f"cygrad runs on the CPU only, got device={device!r}")
+        check_device(device)
         nd = self._nd
         if groups <= 0:
             raise ValueError("groups must be a positive integer")
@@ -195,11 +196,13 @@ class _ConvTransposeNd(_ConvNd):
         unbatched = input.ndim == nd + 1
         x = input.unsqueeze(0) if unbatched else input
         geo = Fc._geo(nd, self.stride, self.padding, self.dilation, self.groups)
-        Fc._check_conv(x, self.weight, self.bias, nd, geo, transposed=True)
+        # read once: a parametrized weight is computed on each read
+        weight, bias = self.weight, self.bias
+        Fc._check_conv(x, weight, bias, nd, geo, transposed=True)
         out_sp = Fc._conv_transpose_out(tuple(x.shape[2:]), self.kernel_size, geo, nd,
                                         self.output_padding, output_size)
         x_shape = (x.shape[0], self.out_channels, *out_sp)
-        out = Fc._ConvTransposeData.apply(x, self.weight, self.bias, x_shape, geo)
+        out = Fc._ConvTransposeData.apply(x, weight, bias, x_shape, geo)
         return out.squeeze(0) if unbatched else out
 
 
@@ -233,3 +236,37 @@ class ConvTranspose1d(_ConvTransposeNd):
         super().__init__(in_channels, out_channels, kernel_size, stride, padding,
                          output_padding, groups, bias, dilation, padding_mode, device,
                          dtype)
+
+
+def _lazy_conv(eager, nd):
+    """The lazy form of ``eager``: ``in_channels`` from the first input."""
+
+    class _Lazy(LazyModuleMixin, eager):
+        cls_to_become = eager
+
+        def __init__(self, out_channels, kernel_size, stride=1, padding=0,
+                     dilation=1, groups=1, bias=True, padding_mode="zeros",
+                     device=None, dtype=None):
+            eager.__init__(self, 0, out_channels, kernel_size, stride, padding,
+                           dilation, groups, bias, padding_mode, device, dtype)
+
+        def initialize_parameters(self, input):
+            # (N, C, *spatial) or unbatched (C, *spatial)
+            self.in_channels = int(input.shape[1 if input.ndim == nd + 2 else 0])
+            if self.in_channels % self.groups:
+                raise ValueError("in_channels must be divisible by groups")
+            self._materialize(self.weight, (self.out_channels,
+                                            self.in_channels // self.groups)
+                              + self.kernel_size)
+            self.reset_parameters()
+
+    _Lazy.__name__ = _Lazy.__qualname__ = "Lazy" + eager.__name__
+    _Lazy.__doc__ = (f"``{eager.__name__}`` whose ``in_channels`` is read from the "
+                     "first input; it then becomes a " f"``{eager.__name__}``.")
+    return _Lazy
+
+
+LazyConv1d = _lazy_conv(Conv1d, 1)
+LazyConv2d = _lazy_conv(Conv2d, 2)
+LazyConv1d.__module__ = LazyConv2d.__module__ = __name__
+__all__ += ["LazyConv1d", "LazyConv2d"]

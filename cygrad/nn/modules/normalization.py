@@ -7,6 +7,7 @@ import numbers
 
 import numpy as np
 
+from cygrad._device import check_device
 from cygrad.creation import empty, get_default_dtype, ones, tensor, zeros
 from cygrad.dtypes import int64
 
@@ -14,6 +15,7 @@ from .. import _functional_norm as Fn
 from .. import init
 from ..module import Module
 from ..parameter import Parameter
+from .lazy import LazyModuleMixin
 
 __all__ = ["BatchNorm1d", "BatchNorm2d", "GroupNorm", "LayerNorm", "RMSNorm"]
 
@@ -23,8 +25,7 @@ def _dtype(dtype):
 
 
 def _check_device(device):
-    if device not in (None, "cpu"):
-        raise ValueError(f"cygrad runs on the CPU only, got device={device!r}")
+    check_device(device)
 
 
 class _BatchNorm(Module):
@@ -99,8 +100,10 @@ class _BatchNorm(Module):
         use_stats = not self.training or self.track_running_stats
         running_mean = self.running_mean if use_stats else None
         running_var = self.running_var if use_stats else None
+        # read once: a parametrized weight is computed on each read
+        weight, bias = self.weight, self.bias
         # all checks before num_batches_tracked moves: bad input changes nothing
-        Fn._check_batch_norm(input, running_mean, running_var, self.weight, self.bias,
+        Fn._check_batch_norm(input, running_mean, running_var, weight, bias,
                              bn_training)
         factor = 0.0 if self.momentum is None else self.momentum
         if self.training and self.track_running_stats:
@@ -113,8 +116,8 @@ class _BatchNorm(Module):
             input,
             running_mean,
             running_var,
-            self.weight,
-            self.bias,
+            weight,
+            bias,
             bn_training,
             factor,
             self.eps,
@@ -251,3 +254,34 @@ class RMSNorm(Module):
     def extra_repr(self):
         return (f"{self.normalized_shape}, eps={self.eps}, "
                 f"elementwise_affine={self.elementwise_affine}")
+
+
+def _lazy_bn(eager):
+    """The lazy form of ``eager``: ``num_features`` from the first input."""
+
+    class _Lazy(LazyModuleMixin, eager):
+        cls_to_become = eager
+
+        def __init__(self, eps=1e-5, momentum=0.1, affine=True,
+                     track_running_stats=True, device=None, dtype=None):
+            eager.__init__(self, 0, eps, momentum, affine, track_running_stats,
+                           device, dtype)
+
+        def initialize_parameters(self, input):
+            self._check_input_dim(input)
+            self.num_features = c = int(input.shape[1])
+            for t in (self.weight, self.bias, self.running_mean, self.running_var):
+                if t is not None:
+                    self._materialize(t, (c,))
+            self.reset_parameters()
+
+    _Lazy.__name__ = _Lazy.__qualname__ = "Lazy" + eager.__name__
+    _Lazy.__doc__ = (f"``{eager.__name__}`` whose ``num_features`` is read from the "
+                     f"first input; it then becomes a ``{eager.__name__}``.")
+    _Lazy.__module__ = __name__
+    return _Lazy
+
+
+LazyBatchNorm1d = _lazy_bn(BatchNorm1d)
+LazyBatchNorm2d = _lazy_bn(BatchNorm2d)
+__all__ += ["LazyBatchNorm1d", "LazyBatchNorm2d"]

@@ -12,6 +12,7 @@ import warnings
 
 import numpy as np
 
+from cygrad._device import check_device
 from cygrad import dtypes as _dt
 from cygrad import ops
 from cygrad._tensor import Tensor
@@ -51,8 +52,7 @@ class RNNBase(Module):
                  batch_first=False, dropout=0.0, bidirectional=False, proj_size=0,
                  device=None, dtype=None):
         super().__init__()
-        if device not in (None, "cpu"):
-            raise ValueError(f"cygrad runs on the CPU only, got device={device!r}")
+        check_device(device)
         if mode not in _GATES:
             raise ValueError(f"Unrecognized RNN mode: {mode}")
         if (not isinstance(dropout, numbers.Number) or isinstance(dropout, bool)
@@ -361,9 +361,7 @@ class RNNCellBase(Module):
     def __init__(self, input_size, hidden_size, bias, num_chunks, device=None,
                  dtype=None):
         super().__init__()
-        if device not in (None, "cpu"):
-            raise ValueError(f"cygrad runs on the CPU only, got device={device!r}")
-        self.input_size = int(input_size)
+        check_device(device)
         self.hidden_size = int(hidden_size)
         self.bias = bool(bias)
         dtype = np.dtype(_dt.float32 if dtype is None else dtype)

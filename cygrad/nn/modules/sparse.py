@@ -4,9 +4,9 @@ initialisation (N(0, 1), the padding row zeroed)."""
 
 import numpy as np
 
-from cygrad import dtypes as _dt
+from cygrad._device import check_device
 from cygrad.autograd.grad_mode import no_grad
-from cygrad.creation import empty
+from cygrad.creation import empty, get_default_dtype
 
 from .. import _functional_sparse as F
 from .. import init
@@ -17,10 +17,9 @@ __all__ = ["Embedding", "EmbeddingBag"]
 
 
 def _table(num_embeddings, embedding_dim, _weight, _freeze, device, dtype):
-    if device not in (None, "cpu"):
-        raise ValueError(f"cygrad runs on the CPU only, got device={device!r}")
+    check_device(device)
     if _weight is None:
-        dt = np.dtype(_dt.float32 if dtype is None else dtype)
+        dt = np.dtype(get_default_dtype() if dtype is None else dtype)
         return Parameter(empty(num_embeddings, embedding_dim, dtype=dt),
                          requires_grad=not _freeze), True
     if tuple(_weight.shape) != (num_embeddings, embedding_dim):
