@@ -165,7 +165,13 @@ def _sigmoid(x):
     return 1 / (1 + np.exp(-x))
 
 
+# NumPy has no erf: math.erf elementwise (the references only).
+_erf = np.vectorize(__import__("math").erf, otypes=[float])
+
+
 _TRIG = "cg_trig_ok(x)"
+# gelu_tanh's sigmoid argument, 2 sqrt(2 / pi) (x + 0.044715 x^3).
+_GT = "1.5957691216057308 * (x + 0.044715 * (x * x * x))"
 _POS = ((0.2, 4.0),)
 
 UNARY = [
@@ -209,6 +215,68 @@ UNARY = [
     # rounded once.
     Row("square", "x * x", ["g * (2 * x)"], np.square, "Square", exact=True,
         ints="keep", ufunc=np.square, node="PowBackward0"),
+    # --- activations (nn.functional's parameterless pointwise ones; no Tensor
+    # methods, as torch).  Kinks as torch: the boundary goes to the side
+    # torch's kernel puts it on (tests/test_nn_activation.py checks them).
+    Row("silu", "x * sigmoid(x)",
+        ["g * (sigmoid(x) * (1 + x * (1 - sigmoid(x))))"],
+        lambda x: x * _sigmoid(x), "Sigmoid-weighted linear unit (swish)",
+        methods=(), fast={"fwd": "cg_sigmoid_ok(x)", "bwd": "cg_sigmoid_ok(x)"}),
+    # Phi(x) = (1 + erf(x / sqrt(2))) / 2; 0.3989... = 1 / sqrt(2 pi).
+    Row("gelu", "x * (0.5 + 0.5 * erf(x * 0.7071067811865476))",
+        ["g * (0.5 + 0.5 * erf(x * 0.7071067811865476) + x * (0.3989422804014327 "
+         "* exp(-0.5 * (x * x))))"],
+        lambda x: x * (0.5 + 0.5 * _erf(x * 0.7071067811865476)),
+        "Gaussian error linear unit, x * Phi(x)", methods=()),
+    # 0.5 (1 + tanh(u)) = sigmoid(2 u), u = sqrt(2 / pi) (x + 0.044715 x^3):
+    # the sigmoid form has no cancellation where tanh(u) is near -1.
+    Row("gelu_tanh", f"x * sigmoid({_GT})",
+        [f"g * (sigmoid({_GT}) + x * (sigmoid({_GT}) * (1 - sigmoid({_GT}))) * "
+         "(1.5957691216057308 * (1 + 0.134145 * (x * x))))"],
+        lambda x: x * _sigmoid(1.5957691216057308 * (x + 0.044715 * x ** 3)),
+        "GELU, tanh approximation (gelu(approximate='tanh'))", methods=(),
+        fast={"fwd": f"cg_sigmoid_ok({_GT})", "bwd": f"cg_sigmoid_ok({_GT})"},
+        node="GeluBackward0"),
+    # softplus(x) = log1p(exp(-|x|)) + relu(x): no overflow.
+    Row("mish", "x * tanh(log1p(exp(-fabs(x))) + relu(x))",
+        ["g * (tanh(log1p(exp(-fabs(x))) + relu(x)) + x * sigmoid(x) * (1 - "
+         "tanh(log1p(exp(-fabs(x))) + relu(x)) * tanh(log1p(exp(-fabs(x))) + "
+         "relu(x))))"],
+        lambda x: x * np.tanh(np.logaddexp(0, x)), "Mish, x * tanh(softplus(x))",
+        methods=()),
+    Row("softsign", "x / (1 + fabs(x))", ["g / ((1 + fabs(x)) * (1 + fabs(x)))"],
+        lambda x: x / (1 + np.abs(x)), "x / (1 + |x|)", methods=(), exact=True,
+        node="DivBackward0"),
+    # scale = 1.0507..., scale * alpha = 1.7580...; x <= 0 takes the
+    # exponential side (torch's elu backward).
+    Row("selu", "pick(1.0507009873554805 * x, 1.7580993408473766 * "
+        "expm1(minimum(x, 0.0)), x > 0)",
+        ["keep(g * 1.0507009873554805, x > 0) + keep(g * (1.7580993408473766 * "
+         "exp(minimum(x, 0.0))), x <= 0)"],
+        lambda x: np.where(x > 0, 1.0507009873554805 * x,
+                           1.7580993408473766 * np.expm1(np.minimum(x, 0))),
+        "Scaled exponential linear unit", methods=(), node="EluBackward0"),
+    # relu6(x + 3) / 6, torch's operation order; gradient 1/6 strictly
+    # inside (-3, 3), torch's float32 1/6 (0.1666666716...) in both dtypes.
+    Row("hardsigmoid", "minimum(maximum(x + 3.0, 0.0), 6.0) / 6.0",
+        ["keep(g * 0.1666666716337204, (x > -3.0) & (x < 3.0))"],
+        lambda x: np.clip(x + 3, 0, 6) / 6, "Piecewise-linear sigmoid", methods=(),
+        exact=True, domain=((-5.0, 5.0),)),
+    # gradient: 0 for x <= -3, x / 3 + 1/2 below 3, 1 from 3 on (torch).
+    Row("hardswish", "x * minimum(maximum(x + 3.0, 0.0), 6.0) / 6.0",
+        ["keep(g * (x / 3.0 + 0.5), (x > -3.0) & (x < 3.0)) + keep(g, x >= 3.0)"],
+        lambda x: x * np.clip(x + 3, 0, 6) / 6, "x * hardsigmoid(x)", methods=(),
+        exact=True, domain=((-5.0, 5.0),)),
+    # hardtanh(x, 0, 6): the gradient passes strictly inside (0, 6).
+    Row("relu6", "minimum(maximum(x, 0.0), 6.0)",
+        ["keep(g, (x > 0.0) & (x < 6.0))"], lambda x: np.clip(x, 0, 6),
+        "min(max(x, 0), 6)", methods=(), exact=True, domain=((-3.0, 8.0),),
+        node="HardtanhBackward0"),
+    Row("logsigmoid", "-(log1p(exp(-fabs(x))) + relu(-x))", ["g * sigmoid(-x)"],
+        lambda x: -np.logaddexp(0, -x), "log(sigmoid(x)), stable", methods=(),
+        node="LogSigmoidBackward0"),
+    Row("tanhshrink", "x - tanh(x)", ["g * (tanh(x) * tanh(x))"],
+        lambda x: x - np.tanh(x), "x - tanh(x)", methods=(), node="SubBackward0"),
 ]
 
 BINARY = [

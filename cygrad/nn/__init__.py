@@ -1,7 +1,6 @@
 """``cygrad.nn``: modules, losses and initialisers for training loops."""
 
 from . import functional, init, utils
-from .activation import LogSoftmax, ReLU, Sigmoid, Softmax, Tanh
 from .linear import Identity, Linear
 from .loss import BCEWithLogitsLoss, CrossEntropyLoss, MSELoss, NLLLoss
 from .module import Module, ModuleList, Sequential
@@ -16,17 +15,12 @@ __all__ = [
     "CrossEntropyLoss",
     "Identity",
     "Linear",
-    "LogSoftmax",
     "MSELoss",
     "Module",
     "ModuleList",
     "NLLLoss",
     "Parameter",
-    "ReLU",
     "Sequential",
-    "Sigmoid",
-    "Softmax",
-    "Tanh",
     "clip_grad_norm_",
     "functional",
     "init",

@@ -19,6 +19,8 @@ from cygrad.autograd.function import Function
 from cygrad.creation import from_numpy, tensor
 from cygrad.ops.registry import _ns, xp_helper
 
+from . import _functional_act as _act
+
 __all__ = [
     "binary_cross_entropy_with_logits",
     "cross_entropy",
@@ -26,7 +28,6 @@ __all__ = [
     "log_softmax",
     "mse_loss",
     "nll_loss",
-    "relu",
     "sigmoid",
     "softmax",
     "tanh",
@@ -140,13 +141,6 @@ def linear(input, weight, bias=None):
 # activations (the Tensor ops, under torch's functional names)
 
 
-def relu(input, inplace=False):
-    """``max(x, 0)``;  relu'(0) = 0."""
-    if inplace:
-        raise NotImplementedError("relu(inplace=True) is not supported by cygrad")
-    return ops.relu(input)
-
-
 def tanh(input):
     return ops.tanh(input)
 
@@ -155,21 +149,20 @@ def sigmoid(input):
     return ops.sigmoid(input)
 
 
-def softmax(input, dim=None, dtype=None):
-    """``exp(x) / sum(exp(x), dim)``, computed stably."""
+def softmax(input, dim=None, _stacklevel=3, dtype=None):
+    """``exp(x) / sum(exp(x), dim)``, computed stably (``dim=None``: torch's
+    deprecated implicit choice, with its warning)."""
     if dim is None:
-        raise TypeError("softmax() missing required argument 'dim' (cygrad needs it)")
+        dim = _act._softmax_dim("softmax", input.ndim, _stacklevel)
     if dtype is not None:
         input = input.to(dtype)
     return ops.softmax(input, dim)
 
 
-def log_softmax(input, dim=None, dtype=None):
+def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
     """``x - logsumexp(x, dim)``, computed stably."""
     if dim is None:
-        raise TypeError(
-            "log_softmax() missing required argument 'dim' (cygrad needs it)"
-        )
+        dim = _act._softmax_dim("log_softmax", input.ndim, _stacklevel)
     if dtype is not None:
         input = input.to(dtype)
     return ops.log_softmax(input, dim)
@@ -613,7 +606,19 @@ from ._functional_pool import (  # noqa: E402
     adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_max_pool1d, adaptive_max_pool2d,
     avg_pool1d, avg_pool2d, interpolate, max_pool1d, max_pool2d,
 )
+from ._functional_dropout import (  # noqa: E402
+    alpha_dropout, dropout, dropout1d, dropout2d, dropout3d, feature_alpha_dropout,
+)
+from ._functional_sparse import embedding, embedding_bag, one_hot  # noqa: E402
+from ._functional_act import (  # noqa: E402
+    celu, celu_, elu, elu_, gelu, glu, hardshrink, hardsigmoid, hardswish, hardtanh,
+    hardtanh_, leaky_relu, leaky_relu_, logsigmoid, mish, prelu, relu, relu6, relu_,
+    selu, selu_, silu, softmin, softplus, softshrink, softsign, tanhshrink,
+    threshold, threshold_,
+)
 from . import _functional_conv, _functional_norm, _functional_pool  # noqa: E402
+from . import _functional_dropout, _functional_sparse  # noqa: E402
 
 __all__ += (_functional_conv.__all__ + _functional_norm.__all__
-            + _functional_pool.__all__)
+            + _functional_pool.__all__ + _functional_dropout.__all__
+            + _functional_sparse.__all__ + _act.__all__)

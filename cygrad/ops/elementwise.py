@@ -8,6 +8,7 @@ from cygrad._kernels import engine as _engine
 from cygrad._kernels import optable as _optable
 from cygrad._kernels.engine import TensorBase, _wrap
 from cygrad._tensor import Tensor
+from cygrad.autograd.function import Function
 from cygrad.ops.registry import _no_grad, op
 from cygrad.ops.select import where
 
@@ -58,11 +59,29 @@ def _pow_grad_exp(g, a, b, y):
     return g * where(mask, 0.0, y * log(a))  # noqa: F821 - a row of the table
 
 
+class _Erf(Function):
+    """erf over Tensors for the graph rules (gelu's derivative):
+    out = erf(x); grad = g * 2 / sqrt(pi) * exp(-x * x)."""
+
+    _node_name = "ErfBackward0"
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return _wrap(_optable._erf(x._arr).astype(x._arr.dtype))
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return g * (exp(-(x * x)) * 1.1283791670955126)  # noqa: F821 - a row
+
+
 def _graph_rules():
     """Each row's derivatives as functions over Tensors (create_graph)."""
     ns = {r.name: globals()[r.name] for r in _optable.UNARY + _optable.BINARY}
     ns.update(keep=lambda g, c: where(c, g, 0.0), fabs=ns["abs"], sign=_sign,
               pow_grad_base=_pow_grad_base, pow_grad_exp=_pow_grad_exp)
+    ns.setdefault("erf", _Erf.apply)   # unless the table has an erf row
     missing = set(_optable.HELPERS) - set(ns) - {"pick"}
     if missing:
         raise ImportError(f"op table helpers without a Tensor form: {missing}")

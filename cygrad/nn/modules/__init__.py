@@ -1,6 +1,16 @@
 """Layer families of ``cygrad.nn``, one file each (convolution, pooling,
 normalisation, padding, upsampling, flattening)."""
 
+from .activation import (  # noqa: F401
+    CELU, ELU, GELU, GLU, PReLU, ReLU, ReLU6, SELU, Hardshrink, Hardsigmoid,
+    Hardswish, Hardtanh, LeakyReLU, LogSigmoid, LogSoftmax, Mish, SiLU, Sigmoid,
+    Softmax, Softmax2d, Softmin, Softplus, Softshrink, Softsign, Tanh, Tanhshrink,
+    Threshold,
+)
+from . import activation
+from .dropout import (
+    AlphaDropout, Dropout, Dropout1d, Dropout2d, Dropout3d, FeatureAlphaDropout,
+)
 from .conv import Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d
 from .flatten import Flatten, Unflatten
 from .normalization import BatchNorm1d, BatchNorm2d, GroupNorm, LayerNorm, RMSNorm
@@ -27,6 +37,7 @@ from .pooling import (
     MaxPool2d,
 )
 from .rnn import GRU, GRUCell, LSTM, LSTMCell, RNN, RNNBase, RNNCell, RNNCellBase
+from .sparse import Embedding, EmbeddingBag
 from .upsampling import Upsample, UpsamplingBilinear2d, UpsamplingNearest2d
 
 __all__ = [
@@ -40,3 +51,8 @@ __all__ = [
 ]
 __all__ += ["GRU", "GRUCell", "LSTM", "LSTMCell", "RNN", "RNNBase", "RNNCell",
             "RNNCellBase"]
+__all__ += [
+    "AlphaDropout", "Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "Embedding",
+    "EmbeddingBag", "FeatureAlphaDropout",
+]
+__all__ += activation.__all__

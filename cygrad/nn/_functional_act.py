@@ -1,0 +1,325 @@
+"""Activations of ``nn.functional`` and their in-place forms.
+
+The parameterless pointwise ones (``silu``, ``gelu``, ``mish``, ``selu``,
+``hardswish``, ...) are rows of the op table: one compiled pass each way.
+The piecewise-linear ones with parameters (``leaky_relu``, ``hardtanh``,
+``threshold``, the shrinks) are one node each: the forward is a NumPy
+select, the backward multiplies by the saved slope array (their second
+derivative is zero, so ``create_graph`` needs nothing more).  ``elu``,
+``celu`` and ``softplus`` compose table ops (their exponentials are clamped
+so that the branch ``where`` does not pick never overflows into a NaN
+gradient).
+
+In-place forms (``relu_``, ``F.elu(x, inplace=True)``, ...) write the result
+into the input; autograd sees a ``copy_`` (the input's history continues
+through the activation), so a leaf that requires grad is refused as torch
+refuses it.
+"""
+
+import warnings
+
+import numpy as np
+
+from cygrad import ops
+from cygrad._tensor import Tensor
+from cygrad.autograd.function import Function
+from cygrad.creation import from_numpy
+
+from ._functional_dropout import _apply
+
+__all__ = [
+    "celu", "celu_", "elu", "elu_", "gelu", "glu", "hardshrink", "hardsigmoid",
+    "hardswish", "hardtanh", "hardtanh_", "leaky_relu", "leaky_relu_", "logsigmoid",
+    "mish", "prelu", "relu", "relu6", "relu_", "selu", "selu_", "silu", "softmin",
+    "softplus", "softshrink", "softsign", "tanhshrink", "threshold", "threshold_",
+]
+
+
+def _floating(input, name):
+    dt = np.dtype(input.dtype)
+    if dt.kind != "f":
+        raise RuntimeError(f"{name}: expected a floating point input, got {dt}")
+
+
+# ---------------------------------------------------------------------------
+# table rows under their functional names
+
+
+def relu(input, inplace=False):
+    """``max(x, 0)``;  relu'(0) = 0."""
+    return _apply(input, ops.relu, inplace)
+
+
+def relu_(input):
+    """``relu`` in place."""
+    return _apply(input, ops.relu, True)
+
+
+def silu(input, inplace=False):
+    """``x * sigmoid(x)`` (compiled)."""
+    return _apply(input, ops.silu, inplace)
+
+
+def mish(input, inplace=False):
+    """``x * tanh(softplus(x))`` (compiled)."""
+    return _apply(input, ops.mish, inplace)
+
+
+def gelu(input, approximate="none"):
+    """``x * Phi(x)``, Phi the standard normal CDF; ``approximate="tanh"`` uses
+    ``0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))`` (compiled)."""
+    if approximate == "none":
+        return ops.gelu(input)
+    if approximate == "tanh":
+        return ops.gelu_tanh(input)
+    raise RuntimeError("approximate argument must be either none or tanh.")
+
+
+def selu(input, inplace=False):
+    """``scale * (max(0, x) + min(0, alpha (exp(x) - 1)))``, torch's constants."""
+    return _apply(input, ops.selu, inplace)
+
+
+def selu_(input):
+    return _apply(input, ops.selu, True)
+
+
+def hardsigmoid(input, inplace=False):
+    """``relu6(x + 3) / 6``."""
+    return _apply(input, ops.hardsigmoid, inplace)
+
+
+def hardswish(input, inplace=False):
+    """``x * relu6(x + 3) / 6``."""
+    return _apply(input, ops.hardswish, inplace)
+
+
+def relu6(input, inplace=False):
+    """``min(max(x, 0), 6)``."""
+    return _apply(input, ops.relu6, inplace)
+
+
+def logsigmoid(input):
+    """``log(sigmoid(x))`` without overflow."""
+    return ops.logsigmoid(input)
+
+
+def softsign(input):
+    """``x / (1 + |x|)``."""
+    return ops.softsign(input)
+
+
+def tanhshrink(input):
+    """``x - tanh(x)``."""
+    return ops.tanhshrink(input)
+
+
+# ---------------------------------------------------------------------------
+# piecewise-linear activations with parameters: one node each
+
+
+class _Piecewise(Function):
+    """``out`` given (a select over x); grad = g * slope (slope saved)."""
+
+    @staticmethod
+    def forward(ctx, x, out, slope):
+        ctx.slope = slope
+        return from_numpy(out)
+
+    @staticmethod
+    def backward(ctx, grad):
+        if not ctx.needs_input_grad[0]:
+            return None, None, None
+        return grad * from_numpy(ctx.slope), None, None
+
+
+# one class per node name (grad_fn.name() as torch's)
+_NODES = {name: type(name[:-len("Backward0")], (_Piecewise,), {"_node_name": name})
+          for name in ("LeakyReluBackward0", "HardtanhBackward0", "ThresholdBackward0",
+                       "SoftshrinkBackward0", "HardshrinkBackward0")}
+
+
+def _piecewise(input, out, slope, name, inplace):
+    """Apply the precomputed ``out`` / ``slope`` arrays as an activation."""
+    dt = input._arr.dtype
+    out = np.asarray(out, dtype=dt)
+    slope = np.asarray(slope, dtype=dt)
+
+    def fn(x):
+        return _NODES[name].apply(x, out, slope)
+    return _apply(input, fn, inplace)
+
+
+def leaky_relu(input, negative_slope=0.01, inplace=False):
+    """``x`` where ``x > 0``, else ``negative_slope * x`` (slope at 0)."""
+    _floating(input, "leaky_relu")
+    x = input._arr
+    pos = x > 0
+    out = np.where(pos, x, x * x.dtype.type(negative_slope))
+    return _piecewise(input, out, np.where(pos, 1.0, negative_slope),
+                      "LeakyReluBackward0", inplace)
+
+
+def leaky_relu_(input, negative_slope=0.01):
+    return leaky_relu(input, negative_slope, True)
+
+
+def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
+    """``clamp(x, min_val, max_val)``; the gradient passes strictly inside."""
+    if min_val > max_val:
+        raise ValueError("min_val cannot be greater than max_val")
+    _floating(input, "hardtanh")
+    x = input._arr
+    out = np.clip(x, min_val, max_val)
+    out = np.where(np.isnan(x), x, out)
+    return _piecewise(input, out, (x > min_val) & (x < max_val),
+                      "HardtanhBackward0", inplace)
+
+
+def hardtanh_(input, min_val=-1.0, max_val=1.0):
+    return hardtanh(input, min_val, max_val, True)
+
+
+def threshold(input, threshold, value, inplace=False):
+    """``x`` where ``x > threshold``, else ``value``."""
+    _floating(input, "threshold")
+    x = input._arr
+    keep = x > threshold
+    out = np.where(keep | np.isnan(x), x, x.dtype.type(value))
+    return _piecewise(input, out, keep, "ThresholdBackward0", inplace)
+
+
+_threshold = threshold
+
+
+def threshold_(input, threshold, value):
+    return _threshold(input, threshold, value, True)
+
+
+def _check_lambd(input, lambd):
+    if lambd < 0:
+        kind = "Float" if input._arr.dtype == np.float32 else "Double"
+        top = "3.40282e+38" if kind == "Float" else "1.79769e+308"
+        raise RuntimeError(
+            f"lambda must be in range [0, {top}] for input dtype {kind}, but found "
+            f"{lambd}")
+
+
+def softshrink(input, lambd=0.5):
+    """``x - lambd`` above ``lambd``, ``x + lambd`` below ``-lambd``, else 0."""
+    _floating(input, "softshrink")
+    _check_lambd(input, lambd)
+    x = input._arr
+    lam = x.dtype.type(lambd)
+    out = np.where(x > lam, x - lam, np.where(x < -lam, x + lam, x * 0))
+    return _piecewise(input, out, (x > lam) | (x < -lam), "SoftshrinkBackward0",
+                      False)
+
+
+def hardshrink(input, lambd=0.5):
+    """``x`` where ``|x| > lambd``, else 0."""
+    _floating(input, "hardshrink")
+    x = input._arr
+    keep = (x > lambd) | (x < -lambd)
+    out = np.where(keep | np.isnan(x), x, x * 0)
+    return _piecewise(input, out, keep, "HardshrinkBackward0", False)
+
+
+# ---------------------------------------------------------------------------
+# exponential-based activations with parameters: composites of table ops
+
+
+def elu(input, alpha=1.0, inplace=False):
+    """``x`` where ``x > 0``, else ``alpha * (exp(x) - 1)``."""
+    def fn(x):
+        neg = ops.expm1(ops.clamp(x, max=0.0)) * alpha
+        return ops.where(x > 0, x, neg)
+    return _apply(input, fn, inplace)
+
+
+def elu_(input, alpha=1.0):
+    return elu(input, alpha, True)
+
+
+def celu(input, alpha=1.0, inplace=False):
+    """``max(0, x) + min(0, alpha * (exp(x / alpha) - 1))``."""
+    if alpha == 0:
+        raise RuntimeError("ZeroDivisionError: alpha cannot be 0 for CELU")
+
+    def fn(x):
+        neg = ops.expm1(ops.clamp(x, max=0.0) * (1.0 / alpha)) * alpha
+        return ops.where(x > 0, x, neg)
+    return _apply(input, fn, inplace)
+
+
+def celu_(input, alpha=1.0):
+    return celu(input, alpha, True)
+
+
+def softplus(input, beta=1.0, threshold=20.0):
+    """``log(1 + exp(beta x)) / beta``; linear where ``beta x > threshold``."""
+    bx = input * beta
+    soft = ops.log1p(ops.exp(ops.clamp(bx, max=float(threshold)))) * (1.0 / beta)
+    return ops.where(bx > threshold, input, soft)
+
+
+# ---------------------------------------------------------------------------
+# activations over tensors
+
+
+def prelu(input, weight):
+    """``x`` where ``x > 0``, else ``weight * x``; ``weight`` has one entry or
+    one per channel (dim 1; dim 0 for a 1-D input)."""
+    if not isinstance(weight, Tensor):
+        raise TypeError(f"prelu: weight must be a Tensor, got {type(weight).__name__}")
+    n = weight.numel()
+    if n != 1:
+        channels = input.shape[1] if input.ndim >= 2 else (
+            input.shape[0] if input.ndim == 1 else 1)
+        if n != channels:
+            raise RuntimeError(
+                "Mismatch of parameter numbers and input channel size. Found "
+                f"parameter numbers = {n} and channel size = {channels}.")
+        if input.ndim >= 2:
+            weight = weight.reshape((n,) + (1,) * (input.ndim - 2))
+    elif input.ndim >= 1:
+        weight = weight.reshape(())
+    return ops.where(input > 0, input, weight * input)
+
+
+def glu(input, dim=-1):
+    """``a * sigmoid(b)``, ``a`` and ``b`` the two halves of ``input`` along
+    ``dim``."""
+    if input.ndim == 0:
+        raise RuntimeError("glu does not support scalars because halving size must "
+                           "be even")
+    d = dim % input.ndim if -input.ndim <= dim < input.ndim else None
+    if d is None:
+        raise IndexError(
+            f"Dimension out of range (expected to be in range of [{-input.ndim}, "
+            f"{input.ndim - 1}], but got {dim})")
+    size = input.shape[d]
+    if size % 2:
+        raise RuntimeError(
+            f"Halving dimension must be even, but dimension {d} is size {size}")
+    half = size // 2
+    lead = (slice(None),) * d
+    a = input[lead + (slice(0, half),)]
+    b = input[lead + (slice(half, size),)]
+    return a * ops.sigmoid(b)
+
+
+def _softmax_dim(name, ndim, stacklevel):
+    warnings.warn(
+        f"Implicit dimension choice for {name} has been deprecated. Change the call "
+        "to include dim=X as an argument.", UserWarning, stacklevel=stacklevel)
+    return 0 if ndim in (0, 1, 3) else 1
+
+
+def softmin(input, dim=None, _stacklevel=3, dtype=None):
+    """``softmax(-x, dim)``."""
+    if dim is None:
+        dim = _softmax_dim("softmin", input.ndim, _stacklevel)
+    if dtype is not None:
+        input = input.to(dtype)
+    return ops.softmax(-input, dim)

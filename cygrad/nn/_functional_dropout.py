@@ -1,0 +1,195 @@
+"""Dropout in its forms: elementwise (``dropout``), per channel (``dropout1d``,
+``dropout2d``, ``dropout3d``), and the SELU-preserving ``alpha_dropout`` /
+``feature_alpha_dropout``.
+
+Masks are drawn from cygrad's generator (``cygrad.manual_seed`` makes them
+reproducible); the numbers differ from torch's generator, the distribution
+and the scaling are torch's.  A mask is one NumPy draw (float32 uniforms:
+half the bytes of float64), turned into the multiplier ``keep / (1 - p)`` in
+the input's dtype; the output is one compiled multiply by it, whose backward
+is ``grad * multiplier``.  ``inplace=True`` writes the result into the input
+(``copy_``'s autograd rules: the input's history continues through it).
+"""
+
+import warnings
+
+import numpy as np
+
+from cygrad import ops
+from cygrad.autograd.grad_mode import is_grad_enabled, no_grad
+from cygrad.creation import _rng, from_numpy
+
+__all__ = [
+    "alpha_dropout",
+    "dropout",
+    "dropout1d",
+    "dropout2d",
+    "dropout3d",
+    "feature_alpha_dropout",
+]
+
+# SELU's negative saturation value, -scale * alpha (Klambauer et al. 2017).
+_ALPHA_PRIME = -1.7580993408473766
+
+
+def _check_p(p):
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+
+
+def _keep_mask(shape, p, dtype):
+    """A 0/1 array of ``shape`` in ``dtype``: 1 with probability ``1 - p``."""
+    u = _rng(None).random(shape, dtype=np.float32)
+    return (u >= np.float32(p)).astype(dtype)
+
+
+def _apply(input, fn, inplace):
+    """``fn(input)``, or written back into ``input`` when ``inplace``."""
+    if not inplace:
+        return fn(input)
+    if is_grad_enabled() and input.requires_grad:
+        # fn reads a copy, so that the write below cannot invalidate what
+        # its backward saved.
+        return input.copy_(fn(input.clone()))
+    with no_grad():
+        out = fn(input)
+    return input.copy_(out)
+
+
+def _scaled_mask(input, mask_shape, p):
+    dt = np.dtype(input.dtype)
+    if dt.kind != "f":
+        raise RuntimeError(f"dropout: expected a floating point input, got {dt}")
+    if p == 1.0:
+        return np.zeros(mask_shape, dt)
+    m = _keep_mask(mask_shape, p, dt)
+    if p != 0.0:
+        m *= dt.type(1.0 / (1.0 - p))
+    return m
+
+
+def _feature_dropout(input, p, inplace, mask_shape):
+    def fn(x):
+        return ops.mul(x, from_numpy(_scaled_mask(x, mask_shape, p)))
+    return _apply(input, fn, inplace)
+
+
+def dropout(input, p=0.5, training=True, inplace=False):
+    """Zero each element with probability ``p``, scale the rest by ``1/(1-p)``.
+
+    Parameters
+    ----------
+    input : floating Tensor, any shape
+    p : float in [0, 1]
+    training : bool
+        When False (or ``p == 0``) the input is returned unchanged.
+    inplace : bool
+        Write the result into ``input``.
+    """
+    _check_p(p)
+    if not training or p == 0.0:
+        return input
+    return _feature_dropout(input, p, inplace, tuple(input.shape))
+
+
+def _channel_shape(shape, batched):
+    """Mask shape keeping the batch and channel dims, 1 elsewhere."""
+    lead = 2 if batched else 1
+    return tuple(shape[:lead]) + (1,) * (len(shape) - lead)
+
+
+def dropout1d(input, p=0.5, training=True, inplace=False):
+    """Zero whole channels of (C, L) or (N, C, L) with probability ``p``."""
+    _check_p(p)
+    if input.ndim not in (2, 3):
+        raise RuntimeError(
+            f"dropout1d: Expected 2D or 3D input, but received a {input.ndim}D input. "
+            "Note that dropout1d exists to provide channel-wise dropout on inputs "
+            "with 1 spatial dimension, a channel dimension, and an optional batch "
+            "dimension (i.e. 2D or 3D inputs).")
+    if not training or p == 0.0:
+        return input
+    shape = _channel_shape(tuple(input.shape), input.ndim == 3)
+    return _feature_dropout(input, p, inplace, shape)
+
+
+def _nd_dropout(input, p, training, inplace, spatial, name):
+    _check_p(p)
+    ndim = input.ndim
+    batched = True
+    if ndim == spatial + 1 and spatial == 2:
+        warnings.warn(
+            "dropout2d: Received a 3D input to dropout2d and assuming that "
+            "channel-wise 1D dropout behavior is desired - input is interpreted as "
+            "shape (N, C, L), where C is the channel dim. This behavior will change "
+            "in a future release to interpret the input as one without a batch "
+            "dimension, i.e. shape (C, H, W). To maintain the 1D channel-wise "
+            "dropout behavior, please switch to using dropout1d instead.",
+            UserWarning, stacklevel=3)
+    elif ndim == spatial + 1:
+        batched = False
+    elif ndim != spatial + 2:
+        warnings.warn(
+            f"{name}: Received a {ndim}-D input to {name}, which is deprecated and "
+            "will result in an error in a future release. To retain the behavior "
+            "and silence this warning, please use dropout instead. Note that "
+            f"{name} exists to provide channel-wise dropout on inputs with "
+            f"{spatial} spatial dimensions, a channel dimension, and an optional "
+            f"batch dimension (i.e. {spatial + 1}D or {spatial + 2}D inputs).",
+            UserWarning, stacklevel=3)
+    if not training or p == 0.0:
+        return input
+    shape = tuple(input.shape)
+    mask = _channel_shape(shape, batched) if len(shape) >= 2 else shape
+    return _feature_dropout(input, p, inplace, mask)
+
+
+def dropout2d(input, p=0.5, training=True, inplace=False):
+    """Zero whole channels of (C, H, W) or (N, C, H, W) with probability ``p``
+    (a 3-D input is read as (N, C, L) with a warning, as torch)."""
+    return _nd_dropout(input, p, training, inplace, 2, "dropout2d")
+
+
+def dropout3d(input, p=0.5, training=True, inplace=False):
+    """Zero whole channels of (C, D, H, W) or (N, C, D, H, W) with probability
+    ``p``."""
+    return _nd_dropout(input, p, training, inplace, 3, "dropout3d")
+
+
+def _alpha(input, p, training, inplace, mask_shape):
+    _check_p(p)
+    if not training or p == 0.0:
+        return input
+    dt = np.dtype(input.dtype)
+    if p == 1.0:
+        def fn(x):
+            return ops.mul(x, from_numpy(np.zeros(mask_shape(x), dt)))
+        return _apply(input, fn, inplace)
+    # keep -> a x + b; drop -> a alpha' + b, with a, b chosen so that a unit
+    # normal input keeps zero mean and unit variance.
+    a = (1.0 - p) * (1.0 + p * _ALPHA_PRIME ** 2)
+    a = a ** -0.5
+    b = -a * _ALPHA_PRIME * p
+
+    def fn(x):
+        keep = _keep_mask(mask_shape(x), p, dt)
+        scale = keep * dt.type(a)
+        shift = (1 - keep) * dt.type(a * _ALPHA_PRIME) + dt.type(b)
+        return ops.add(ops.mul(x, from_numpy(scale)), from_numpy(shift))
+    return _apply(input, fn, inplace)
+
+
+def alpha_dropout(input, p=0.5, training=False, inplace=False):
+    """Dropout that keeps SELU's self-normalising mean and variance: dropped
+    elements take SELU's saturation value, then ``a * x + b`` restores the
+    moments (``training`` defaults to False, as torch)."""
+    return _alpha(input, p, training, inplace, lambda x: tuple(x.shape))
+
+
+def feature_alpha_dropout(input, p=0.5, training=False, inplace=False):
+    """``alpha_dropout`` with one draw per channel (dims after the second are
+    shared)."""
+    def shape(x):
+        s = tuple(x.shape)
+        return s[:2] + (1,) * (len(s) - 2)
+    return _alpha(input, p, training, inplace, shape)
