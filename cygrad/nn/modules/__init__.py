@@ -11,6 +11,7 @@ from . import activation
 from .dropout import (
     AlphaDropout, Dropout, Dropout1d, Dropout2d, Dropout3d, FeatureAlphaDropout,
 )
+from .attention import MultiheadAttention, NonDynamicallyQuantizableLinear
 from .conv import Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d
 from .flatten import Flatten, Unflatten
 from .normalization import BatchNorm1d, BatchNorm2d, GroupNorm, LayerNorm, RMSNorm
@@ -38,6 +39,10 @@ from .pooling import (
 )
 from .rnn import GRU, GRUCell, LSTM, LSTMCell, RNN, RNNBase, RNNCell, RNNCellBase
 from .sparse import Embedding, EmbeddingBag
+from .transformer import (
+    Transformer, TransformerDecoder, TransformerDecoderLayer, TransformerEncoder,
+    TransformerEncoderLayer,
+)
 from .upsampling import Upsample, UpsamplingBilinear2d, UpsamplingNearest2d
 
 __all__ = [
@@ -56,3 +61,6 @@ __all__ += [
     "EmbeddingBag", "FeatureAlphaDropout",
 ]
 __all__ += activation.__all__
+__all__ += ["MultiheadAttention", "NonDynamicallyQuantizableLinear"]
+__all__ += ["Transformer", "TransformerDecoder", "TransformerDecoderLayer",
+            "TransformerEncoder", "TransformerEncoderLayer"]
