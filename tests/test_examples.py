@@ -114,3 +114,36 @@ def test_nn_really():
         assert float(ln.rsplit("accuracy", 1)[1]) > 0.9, ln
     acc = float(_last_float(out, "CNN valid accuracy:").split(":")[1])
     assert acc > 0.9
+
+
+def test_char_lstm():
+    out = _run("char_lstm.py", "--steps", "150")
+    first = float(out.split("step    0  loss ")[1].split()[0])
+    final = float(_last_float(out, "final loss:").split(":")[1])
+    assert final < 0.75 * first
+    sample = out.split("sample:\n", 1)[1]
+    assert sample.startswith("The keeper ") and len(sample.strip()) > 100
+
+
+def test_name_classifier():
+    out = _run("name_classifier.py", "--epochs", "20")
+    train = float(_last_float(out, "final train accuracy:").split(":")[1])
+    val = float(_last_float(out, "final val accuracy:").split(":")[1])
+    assert train > 0.8 and val > 0.3  # eight languages: chance is 0.125
+    assert "nakagawa     -> Japanese" in out
+
+
+def test_tiny_gpt(tmp_path):
+    png = tmp_path / "loss.png"
+    out = _run("tiny_gpt.py", "--steps", "100", "--plot", str(png))
+    first = float(out.split("train loss ")[1].split()[0])
+    final = float(_last_float(out, "final train loss:").split(":")[1])
+    assert final < 0.75 * first
+    samples = out.split("samples:\n", 1)[1].split()
+    assert len(samples) >= 4 and all(s.isalpha() for s in samples)
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        assert "matplotlib is not installed" in out
+    else:
+        assert png.exists()

@@ -719,3 +719,6 @@ __all__ += (_functional_conv.__all__ + _functional_norm.__all__
             + _functional_pool.__all__ + _functional_dropout.__all__
             + _functional_sparse.__all__ + _act.__all__
             + _functional_linear.__all__ + _lossf.__all__)
+from ._functional_attention import scaled_dot_product_attention  # noqa: E402
+
+__all__ += ["scaled_dot_product_attention"]

@@ -21,6 +21,7 @@ from . import linear, loss, pixelshuffle
 from .dropout import (
     AlphaDropout, Dropout, Dropout1d, Dropout2d, Dropout3d, FeatureAlphaDropout,
 )
+from .attention import MultiheadAttention, NonDynamicallyQuantizableLinear
 from .conv import (
     Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d, LazyConv1d, LazyConv2d,
 )
@@ -51,8 +52,12 @@ from .pooling import (
     MaxPool1d,
     MaxPool2d,
 )
-from .sparse import Embedding, EmbeddingBag
 from .rnn import GRU, GRUCell, LSTM, LSTMCell, RNN, RNNBase, RNNCell, RNNCellBase
+from .sparse import Embedding, EmbeddingBag
+from .transformer import (
+    Transformer, TransformerDecoder, TransformerDecoderLayer, TransformerEncoder,
+    TransformerEncoderLayer,
+)
 from .upsampling import Upsample, UpsamplingBilinear2d, UpsamplingNearest2d
 
 __all__ = [
@@ -73,3 +78,6 @@ __all__ += pixelshuffle.__all__ + ["LazyBatchNorm1d", "LazyBatchNorm2d", "LazyCo
                                "LazyConv2d"]
 __all__ += ["GRU", "GRUCell", "LSTM", "LSTMCell", "RNN", "RNNBase", "RNNCell",
             "RNNCellBase"]
+__all__ += ["MultiheadAttention", "NonDynamicallyQuantizableLinear"]
+__all__ += ["Transformer", "TransformerDecoder", "TransformerDecoderLayer",
+            "TransformerEncoder", "TransformerEncoderLayer"]

@@ -1,0 +1,182 @@
+"""Sequence-model training steps: cygrad vs torch, one group per case, one
+thread each.
+
+Groups:
+``seq-char_lstm``   one training step of Embedding(65, 32) -> LSTM(32, 128,
+                    batch_first) -> Linear(128, 65), batch 16, length 32:
+                    cross-entropy, backward, clip_grad_norm_(1.0), Adam
+                    (issue 19 target: <= 0.5x torch)
+``seq-lstm_cell``   one LSTMCell(64, 64) step at batch 1 with autograd on
+                    (issue 19 target: <= 0.2x torch)
+``seq-gpt_encoder`` one training step of a 2-block pre-norm GPT built from
+                    nn.TransformerEncoderLayer(64, 4, 256, gelu, causal mask),
+                    token and position embeddings, vocabulary 65, context
+                    32, batch 16, AdamW (issue 19 target: <= 0.7x torch)
+
+No NumPy column: a hand-written LSTM or transformer backward is a second
+implementation, not a baseline of autograd overhead.  Both libraries start
+from the same weights and inputs; ``test_agree_*`` checks they give the
+same losses and parameters after a few steps.
+
+    pytest benchmarks/bench_seq.py --benchmark-only        # timings
+    pytest benchmarks/bench_seq.py --benchmark-disable     # fast check
+    python -m benchmarks.bench_seq   # alternating rounds, median ratios
+"""
+
+import importlib
+
+import numpy as np
+import pytest
+
+from benchmarks import need, pick, run, tag, to_numpy
+
+F32 = np.float32
+LIBS = ("cygrad", "torch")
+VOCAB, EMB, HID = 65, 32, 128
+BATCH, LENGTH = pick(16, 2), pick(32, 4)
+TARGETS = {"char_lstm": 0.5, "lstm_cell": 0.2, "gpt_encoder": 0.7}
+
+
+def _load_seeded(T, model, seed):
+    """The same U(-0.1, 0.1) weights in either library (parameter order)."""
+    rng = np.random.default_rng(seed)
+    with T.no_grad():
+        for p in model.parameters():
+            p.copy_(T.tensor(rng.uniform(-0.1, 0.1, tuple(p.shape)).astype(F32)))
+
+
+def _tokens(T, seed):
+    rng = np.random.default_rng(seed)
+    x = rng.integers(0, VOCAB, (BATCH, LENGTH)).astype(np.int64)
+    y = rng.integers(0, VOCAB, (BATCH, LENGTH)).astype(np.int64)
+    return T.tensor(x), T.tensor(y)
+
+
+def char_lstm_step(lib):
+    T = need(lib, "nn.Embedding", "nn.LSTM", "optim.Adam", "nn.utils.clip_grad_norm_")
+    nn = importlib.import_module(f"{lib}.nn")
+    emb, lstm, head = nn.Embedding(VOCAB, EMB), nn.LSTM(EMB, HID, batch_first=True), \
+        nn.Linear(HID, VOCAB)
+    model = nn.ModuleList([emb, lstm, head])
+    _load_seeded(T, model, 0)
+    params = list(model.parameters())
+    opt = importlib.import_module(f"{lib}.optim").Adam(params, lr=1e-3)
+    x, y = _tokens(T, 1)
+
+    def step():
+        out, _ = lstm(emb(x))
+        loss = nn.functional.cross_entropy(head(out).reshape(-1, VOCAB), y.reshape(-1))
+        opt.zero_grad()
+        loss.backward()
+        nn.utils.clip_grad_norm_(params, 1.0)
+        opt.step()
+        return [loss, *params]
+
+    return step
+
+
+def lstm_cell_step(lib):
+    T = need(lib, "nn.LSTMCell")
+    nn = importlib.import_module(f"{lib}.nn")
+    cell = nn.LSTMCell(64, 64)
+    _load_seeded(T, cell, 2)
+    rng = np.random.default_rng(3)
+    x, h, c = (T.tensor(rng.standard_normal((1, 64)).astype(F32)) for _ in range(3))
+
+    def step():
+        return list(cell(x, (h, c)))
+
+    return step
+
+
+def gpt_encoder_step(lib):
+    T = need(lib, "nn.Embedding", "nn.TransformerEncoderLayer", "optim.AdamW")
+    nn = importlib.import_module(f"{lib}.nn")
+    d = 64
+    tok, pos = nn.Embedding(VOCAB, d), nn.Embedding(LENGTH, d)
+    blocks = nn.ModuleList([
+        nn.TransformerEncoderLayer(d, 4, 4 * d, dropout=0.0, activation="gelu",
+                                   batch_first=True, norm_first=True)
+        for _ in range(2)])
+    norm, head = nn.LayerNorm(d), nn.Linear(d, VOCAB)
+    model = nn.ModuleList([tok, pos, blocks, norm, head])
+    _load_seeded(T, model, 4)
+    params = list(model.parameters())
+    opt = importlib.import_module(f"{lib}.optim").AdamW(params, lr=1e-3)
+    x, y = _tokens(T, 5)
+    positions = T.tensor(np.arange(LENGTH, dtype=np.int64))
+    mask = T.tensor(np.triu(np.full((LENGTH, LENGTH), -np.inf, F32), 1))
+
+    def step():
+        h = tok(x) + pos(positions)
+        for b in blocks:
+            h = b(h, src_mask=mask, is_causal=True)
+        logits = head(norm(h))
+        loss = nn.functional.cross_entropy(logits.reshape(-1, VOCAB), y.reshape(-1))
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        return [loss, *params]
+
+    return step
+
+
+CASES = {"char_lstm": char_lstm_step, "lstm_cell": lstm_cell_step,
+         "gpt_encoder": gpt_encoder_step}
+
+
+@pytest.mark.parametrize("lib", LIBS)
+@pytest.mark.parametrize("name", list(CASES))
+def test_seq_step(benchmark, lib, name):
+    step = CASES[name](lib)
+    step()
+    tag(benchmark, f"seq-{name}", lib, batch=BATCH, length=LENGTH,
+        target={"torch": TARGETS[name]}, target_source="#19")
+    run(benchmark, step)
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_agree_seq_step(name):
+    outs = {}
+    for lib in LIBS:
+        step = CASES[name](lib)
+        for _ in range(3):
+            result = step()
+        outs[lib] = [to_numpy(r) for r in result]
+    for i, (got, want) in enumerate(zip(outs["cygrad"], outs["torch"], strict=True)):
+        np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64),
+                                   rtol=1e-3, atol=1e-5,
+                                   err_msg=f"{name}: output {i} differs")
+
+
+def _interleaved(rounds=9):
+    """cygrad and torch in alternation round after round; median ratios."""
+    import time
+
+    print(f"{'case':20s} {'cygrad':>10s} {'torch':>10s} {'ratio':>7s}")
+    for name, make in CASES.items():
+        steps = {lib: make(lib) for lib in LIBS}
+        for fn in steps.values():
+            fn()
+            fn()
+        t0 = time.process_time()
+        steps["torch"]()
+        reps = max(1, int(0.05 / max(time.process_time() - t0, 1e-6)))
+        times = {lib: [] for lib in LIBS}
+        for _ in range(rounds):
+            for lib in LIBS:
+                t0 = time.process_time()
+                for _ in range(reps):
+                    steps[lib]()
+                times[lib].append((time.process_time() - t0) / reps)
+        ratios = [a / b for a, b in zip(times["cygrad"], times["torch"], strict=True)]
+        unit, k = ("us", 1e6) if name == "lstm_cell" else ("ms", 1e3)
+        print(f"{name:20s} {np.median(times['cygrad']) * k:8.2f}{unit} "
+              f"{np.median(times['torch']) * k:8.2f}{unit} {np.median(ratios):6.2f}x")
+
+
+if __name__ == "__main__":
+    import benchmarks.conftest as _conf  # the same thread policy as the suite
+
+    _conf._apply_threads(__import__("benchmarks").requested_threads())
+    _interleaved()
