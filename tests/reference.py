@@ -13,6 +13,7 @@ registry entry ``OPS[name]``;
 land untested.
 """
 
+import cases_reduce
 import numpy as np
 
 from cygrad._kernels import optable
@@ -299,6 +300,7 @@ def _shape_cases():
 
 
 CASES = _all_cases()
+CASES.update(cases_reduce.cases(Case))   # reductions, sorting, shape ops (issue 17)
 
 # Registry entries that are tested elsewhere, with the reason.
 ELSEWHERE = {}

@@ -8,19 +8,22 @@ attaches the Tensor methods; ``engine_hooks()`` gives what the compiled
 engine needs of this layer, which ``cygrad/__init__.py`` installs.
 
 Modules, each importing only those before it: ``registry``, ``select``,
-``elementwise``, ``linalg``, ``indexing``, ``shape``, ``reductions``,
-``inplace``.
+``elementwise``, ``linalg``, ``indexing``, ``shape``, ``pieces``,
+``reductions``, ``cumulative``, ``sorting``, ``inplace``.
 """
 
 from cygrad.ops import (
+    cumulative,
     elementwise,
     indexing,
     inplace,
     linalg,
+    pieces,
     reductions,
     registry,
     select,
     shape,
+    sorting,
 )
 from cygrad.ops.elementwise import _graph_rules, compare, logical_not
 from cygrad.ops.inplace import _view_aware_inplace, copy_, full_like_const, setitem
@@ -50,7 +53,8 @@ __all__ = [
 ]
 
 # Importing each family attaches its Tensor methods.
-FAMILIES = (registry, select, elementwise, linalg, indexing, shape, reductions, inplace)
+FAMILIES = (registry, select, elementwise, linalg, indexing, shape, pieces, reductions,
+            cumulative, sorting, inplace)
 
 # Every registered op (and alias) as ``cygrad.ops.<name>``.
 for _spec in OPS.values():
