@@ -139,6 +139,9 @@ def test_numpy_style_aliases():
     same(lambda m, x: m.prod(x, axis=1, keepdims=True), X)
     same(lambda m, x: m.all(x > 0, axis=1), X, grad=False)
     same(lambda m, x: x.mean(axis=(0, 1), keepdims=True), X)
+    same(lambda m, x: x.sum(1, keepdims=True), X)
+    same(lambda m, x: m.sum(x, axis=(0, 2)), X)
+    same(lambda m, x: x.sum(axis=0, keepdims=False), X)
     same(lambda m, x: m.logsumexp(x, axis=1), X)
     same(lambda m, x: x.max(axis=1).values, X)
     same(lambda m, x: m.sort(x, axis=0).values, X)
@@ -396,3 +399,62 @@ def test_histogram(dtype):
     same(lambda m, x: m.histogram(x, m.tensor([-4.0, -1.0, 0.0, 2.5, 6.0],
                                                 dtype=x.dtype)), a, grad=False)
     same(lambda m, x: m.histogram(x, 4), np.full(3, 1.0, dtype), grad=False)
+
+
+@settings(max_examples=40, deadline=None)
+@given(arr=hnp.arrays(np.int64, hnp.array_shapes(min_dims=1, max_dims=3, max_side=6),
+                      elements=st.integers(-2, 2)),
+       largest=st.booleans(), data=st.data())
+def test_partition_picks_follow_the_stable_sort(arr, largest, data):
+    # topk, kthvalue and median find their picks with a partition; their
+    # indices are those a stable sort gives, their values torch's.
+    dim = data.draw(st.integers(-arr.ndim, arr.ndim - 1))
+    n = arr.shape[dim]
+    k = data.draw(st.integers(0, n))
+    key = -arr if largest else arr
+    stable = np.argsort(key, axis=dim, kind="stable")
+    got = cygrad.topk(cygrad.tensor(arr), k, dim, largest)
+    np.testing.assert_array_equal(got.indices.numpy(),
+                                  np.take(stable, range(k), axis=dim))
+    np.testing.assert_array_equal(got.values.numpy(),
+                                  torch.topk(torch.tensor(arr), k, dim, largest).values)
+    asc = np.argsort(arr, axis=dim, kind="stable")
+    for r, res, ref in ((max(k, 1), cygrad.kthvalue(cygrad.tensor(arr), max(k, 1), dim),
+                         torch.kthvalue(torch.tensor(arr), max(k, 1), dim)),
+                        ((n + 1) // 2, cygrad.median(cygrad.tensor(arr), dim),
+                         torch.median(torch.tensor(arr), dim))):
+        np.testing.assert_array_equal(res.indices.numpy(), np.take(asc, r - 1, axis=dim))
+        np.testing.assert_array_equal(res.values.numpy(), ref.values.numpy())
+
+
+@pytest.mark.parametrize("dim", [0, 1, 2, -1])
+def test_float32_scans_match_torch_bit_for_bit(dim):
+    a = RNG.standard_normal((7, 300, 5)).astype(np.float32)
+    for name in ("cumsum", "cumprod"):
+        x = a if name == "cumsum" else 1 + a / 50
+        got = getattr(cygrad, name)(cygrad.tensor(x), dim).numpy()
+        want = getattr(torch, name)(torch.tensor(x), dim).numpy()
+        np.testing.assert_array_equal(got, want)
+
+
+def test_scans_of_strided_read_only_and_empty_inputs():
+    a = RNG.standard_normal((4, 6))
+    ro = a.copy()
+    ro.flags.writeable = False
+    for arr in (a.T, a[:, ::2], ro, np.ones((0, 3)), np.ones((3, 0))):
+        for d in range(arr.ndim):
+            same(lambda m, x, _d=d: m.cumsum(x, _d), arr)
+            same(lambda m, x, _d=d: m.cumprod(x, _d), arr)
+    same(lambda m, x: m.cumsum(x, 0), np.array(2.5))
+
+
+def test_scan_kernel_in_place_and_reversed():
+    from cygrad._kernels import scan
+    for dtype in (np.float32, np.float64):
+        x = RNG.standard_normal((3, 4, 5)).astype(dtype)
+        want = np.flip(np.cumsum(np.flip(x, 1), 1, dtype=np.float64), 1).astype(dtype)
+        flat = x.reshape(-1)
+        scan.scan(flat, flat, 3, 4, 5, False, True)    # out aliases x
+        np.testing.assert_array_equal(x, want)
+    with pytest.raises(ValueError, match="do not match"):
+        scan.scan(np.ones(6), np.ones(6), 2, 2, 2)

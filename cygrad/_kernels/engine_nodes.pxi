@@ -501,9 +501,13 @@ def sum_method(fallback):
     """``Tensor.sum`` / ``cygrad.sum``, compiled: the sum of every element of
     a float tensor goes straight to ``sum_all`` (no Python frame: a third of
     a small tensor's ``.sum()``); any other call goes to ``fallback``, the
-    op of ``cygrad.ops.reductions``, with the same arguments."""
-    def sum(input, dim=None, keepdim=False, dtype=None):
+    op of ``cygrad.ops.reductions``, with the same arguments (NumPy's
+    ``axis=``/``keepdims=`` spellings included, as torch takes them)."""
+    def sum(input, dim=None, keepdim=False, dtype=None, *, axis=None,
+            keepdims=None):
         cdef int typenum
+        if axis is not None or keepdims is not None:
+            return fallback(input, dim, keepdim, dtype, axis=axis, keepdims=keepdims)
         if dim is None and dtype is None and not keepdim and isinstance(
                 input, TensorBase):
             typenum = cnp.PyArray_TYPE(<cnp.ndarray>(<TensorBase>input)._arr)

@@ -5,10 +5,19 @@ with zeros)."""
 import numpy as np
 
 from cygrad import dtypes as _dt
+from cygrad._kernels import scan as _scan_k
 from cygrad._kernels.engine import _wrap
 from cygrad._tensor import Tensor, _canon_dim
 from cygrad.autograd.function import Function
-from cygrad.ops.registry import _ns, _NumpyNS, np_aliases, op, xp_helper
+from cygrad.ops.registry import (
+    _KERNEL_FLOATS,
+    _NumpyNS,
+    _ns,
+    _prod,
+    np_aliases,
+    op,
+    xp_helper,
+)
 from cygrad.ops.select import where
 from cygrad.ops.reductions import sum as _sum
 from cygrad.ops.shape import flip, movedim, reshape, unsqueeze
@@ -21,8 +30,19 @@ def _scan_dtype(arr, dtype):
     return arr.dtype if arr.dtype.kind in "fc" else np.dtype(np.int64)
 
 
-def _scan(arr, dim, ufunc, out_dtype):
-    # float32 accumulates in double (as torch's CPU scan), then rounds once.
+def _scan(arr, dim, ufunc, out_dtype, reverse=False):
+    """Running sum/product along ``dim`` in ``out_dtype``: floats accumulate
+    in double and round once (torch's CPU scan), in the compiled kernel."""
+    if out_dtype.type in _KERNEL_FLOATS:
+        x = np.ascontiguousarray(arr, dtype=out_dtype)
+        out = np.empty(x.shape, out_dtype)
+        shape = x.shape
+        _scan_k.scan(x.reshape(-1), out.reshape(-1), _prod(shape[:dim]), shape[dim],
+                     _prod(shape[dim + 1:]), ufunc is np.multiply, reverse)
+        return out
+    if reverse:
+        return np.ascontiguousarray(np.flip(_scan(np.flip(arr, dim), dim, ufunc,
+                                                  out_dtype), dim))
     acc = np.float64 if out_dtype.kind == "f" else out_dtype
     return np.ascontiguousarray(ufunc.accumulate(arr, axis=dim, dtype=acc),
                                 dtype=out_dtype)
@@ -52,8 +72,7 @@ class CumSum(Function):
 
 
 def _rev_cumsum_arrays(g, dim):
-    return np.ascontiguousarray(np.flip(_scan(np.flip(g, dim), dim, np.add, g.dtype),
-                                        dim))
+    return _scan(g, dim, np.add, g.dtype, reverse=True)
 
 
 def _rev_cumsum_tensors(g, dim):
@@ -107,13 +126,15 @@ class CumProd(Function):
 
 
 def _cumprod_grad_arrays(x, out, g, dim):
+    if x.size == 0:
+        return np.zeros(x.shape, x.dtype)
     x2 = np.moveaxis(x, dim, -1).reshape(-1, x.shape[dim])
     o2 = np.moveaxis(out, dim, -1).reshape(x2.shape)
     g2 = np.moveaxis(g.astype(x.dtype, copy=False), dim, -1).reshape(x2.shape)
     n = x2.shape[1]
     zero = x2 == 0
     safe = np.where(zero, 1, x2)
-    res = np.flip(np.cumsum(np.flip(g2 * o2, 1), 1), 1) / safe
+    res = _scan(g2 * o2, 1, np.add, g2.dtype, reverse=True) / safe
     rows = np.flatnonzero(zero.any(1))
     if rows.size:
         z = zero[rows].argmax(1)                         # the first zero

@@ -59,8 +59,15 @@ class Sum(Function):
         return xp.out(xp.broadcast_to(gv, ctx.in_shape)), None, None
 
 
-def _sum(input, dim=None, keepdim=False, dtype=None):
-    """Sum over ``dim`` (int, tuple, or all); grad broadcasts g back."""
+def _sum(input, dim=None, keepdim=False, dtype=None, *, axis=None, keepdims=None):
+    """Sum over ``dim`` (int, tuple, or all; ``axis``/``keepdims`` are NumPy's
+    names for ``dim``/``keepdim``); grad broadcasts g back."""
+    if axis is not None:
+        if dim is not None:
+            raise TypeError("sum() got both 'dim' and its alias 'axis'")
+        dim = axis
+    if keepdims is not None:
+        keepdim = keepdims
     if dtype is not None:
         input = input.to(dtype)
     if dim is None and not keepdim and input._arr.dtype.kind == "f":
@@ -635,18 +642,22 @@ class AMax(Function):
         arr = x._arr
         kept = _kept_shape(arr.shape, axes)
         val = (np.min if is_min else np.max)(arr, axis=axes, keepdims=True)
-        mask = (arr == val) | (np.isnan(arr) & np.isnan(val))
-        ctx.scale = (mask / np.sum(mask, axis=axes, keepdims=True)).astype(arr.dtype)
-        ctx.kept = kept
-        ctx.in_shape = arr.shape
+        ctx.val, ctx.axes, ctx.kept, ctx.in_shape = val, axes, kept, arr.shape
+        ctx.save_for_backward(x)
         return _wrap(val.reshape(kept if keepdim else tuple(
             s for i, s in enumerate(arr.shape) if i not in axes)).copy())
 
     @staticmethod
     def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        arr, val = x._arr, ctx.val
+        mask = arr == val
+        if val.dtype.kind == "f" and np.isnan(val).any():
+            mask |= np.isnan(arr) & np.isnan(val)
+        scale = (mask / np.sum(mask, axis=ctx.axes, keepdims=True)).astype(arr.dtype)
         xp = _ns()
         gv = xp.broadcast_to(xp.reshape(xp.val(g), ctx.kept), ctx.in_shape)
-        return xp.out(xp.const(ctx.scale) * gv), None, None, None
+        return xp.out(xp.const(scale) * gv), None, None, None
 
 
 class AMin(AMax):

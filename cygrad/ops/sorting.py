@@ -120,10 +120,30 @@ def topk(input, k, dim=-1, largest=True, sorted=True):  # noqa: A002
     if arr.ndim == 0:
         return _Topk(input.clone() if k else input.reshape(0)[:0],
                      _wrap(np.zeros((), np.int64)))
-    order = _order(arr, d, bool(largest))
-    idx = np.ascontiguousarray(
-        order[(slice(None),) * d + (slice(0, k),)]).astype(np.int64, copy=False)
+    idx = _topk_indices(arr, k, d, bool(largest))
     return _Topk(_gather(_TopkValues, input, idx, d), _wrap(idx))
+
+
+def _topk_indices(arr, k, d, largest):
+    """The first ``k`` indices of the stable order along ``d``, found in O(n)
+    with a partition (then only the k chosen are sorted)."""
+    n = arr.shape[d]
+    if k == 0 or k == n or (arr.dtype.kind == "f" and np.isnan(arr).any()):
+        order = _order(arr, d, largest)[(slice(None),) * d + (slice(0, k),)]
+        return np.ascontiguousarray(order).astype(np.int64, copy=False)
+    work = np.moveaxis(arr.view(np.uint8) if arr.dtype == np.bool_ else arr, d, -1)
+    kth = n - k if largest else k - 1
+    v = np.partition(work, kth, axis=-1)[..., kth:kth + 1]
+    better = work > v if largest else work < v
+    eq = work == v
+    # Of the elements equal to the k-th, the first ones in index order (a
+    # stable sort's choice) fill the places the strictly better ones leave.
+    need = k - np.sum(better, axis=-1, keepdims=True)
+    take = better | (eq & (np.cumsum(eq, axis=-1) <= need))
+    cols = np.nonzero(take.reshape(-1, n))[1].reshape(work.shape[:-1] + (k,))
+    cols = np.take_along_axis(cols, _order(np.take_along_axis(work, cols, -1), -1,
+                                           largest), -1)
+    return np.ascontiguousarray(np.moveaxis(cols, -1, d)).astype(np.int64, copy=False)
 
 
 def _select_rank(input, rank, dim, keepdim, cls, tup):
@@ -131,8 +151,13 @@ def _select_rank(input, rank, dim, keepdim, cls, tup):
     arr = input._arr
     if arr.ndim == 0:
         return tup(input.clone(), _wrap(np.zeros((), np.int64)))
-    order = _order(arr, dim, False)
-    idx = np.take(order, [rank] if np.ndim(rank) == 0 else rank, axis=dim)
+    work = arr.view(np.uint8) if arr.dtype == np.bool_ else arr
+    v = np.take(np.partition(work, rank, axis=dim), [rank], axis=dim)
+    # The stable order's element at ``rank``: of those equal to v, the
+    # (rank - #smaller)-th in index order.  O(n), no full sort.
+    eq = work == v
+    target = rank + 1 - np.sum(work < v, axis=dim, keepdims=True)
+    idx = np.argmax(eq & (np.cumsum(eq, axis=dim) == target), axis=dim, keepdims=True)
     if arr.dtype.kind == "f":
         nan = np.isnan(arr)
         has = nan.any(axis=dim, keepdims=True)
