@@ -40,9 +40,8 @@ class SplitViews(Function):
         xp = _ns()
         if xp is _NumpyNS:
             parts = [xp.val(g) for g in gs]
-            if ctx.squeeze:
-                parts = [np.expand_dims(p, ctx.dim) for p in parts]
-            return xp.out(np.concatenate(parts, axis=ctx.dim)), None, None, None
+            join = np.stack if ctx.squeeze else np.concatenate
+            return xp.out(join(parts, axis=ctx.dim)), None, None, None
         parts = [unsqueeze(g, ctx.dim) if ctx.squeeze else g for g in gs]
         return cat(parts, ctx.dim), None, None, None
 

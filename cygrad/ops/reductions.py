@@ -15,6 +15,7 @@ from cygrad.ops.elementwise import abs as _abs
 from cygrad.ops.elementwise import exp, maximum, minimum, sqrt
 from cygrad.ops.registry import (
     _KERNEL_FLOATS,
+    _NumpyNS,
     _as_dtype,
     _dims,
     _float_input,
@@ -652,10 +653,14 @@ class AMax(Function):
         (x,) = ctx.saved_tensors
         arr, val = x._arr, ctx.val
         mask = arr == val
-        if val.dtype.kind == "f" and np.isnan(val).any():
+        if np.isnan(val).any():
             mask |= np.isnan(arr) & np.isnan(val)
-        scale = (mask / np.sum(mask, axis=ctx.axes, keepdims=True)).astype(arr.dtype)
+        count = np.sum(mask, axis=ctx.axes, keepdims=True)
         xp = _ns()
+        if xp is _NumpyNS:     # one pass: where(mask, g / count, 0)
+            share = np.divide(xp.val(g).reshape(ctx.kept), count, dtype=arr.dtype)
+            return xp.out(np.where(mask, share, arr.dtype.type(0))), None, None, None
+        scale = np.divide(mask, count, dtype=arr.dtype)
         gv = xp.broadcast_to(xp.reshape(xp.val(g), ctx.kept), ctx.in_shape)
         return xp.out(xp.const(scale) * gv), None, None, None
 

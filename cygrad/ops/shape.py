@@ -434,9 +434,29 @@ def cat(tensors, dim=0):
 
 
 
-@op("stack", kind="join")
+class Stack(Function):
+    """out = the inputs joined along a new axis ``dim``; grad_i = g[..., i, ...]
+    (one node however many inputs: unsqueeze-then-cat made one per input)."""
+
+    _node_name = "StackBackward0"
+
+    @staticmethod
+    def forward(ctx, dim, *xs):
+        ctx.dim, ctx.n = dim, len(xs)
+        return _wrap(np.stack([x._arr for x in xs], axis=dim))
+
+    @staticmethod
+    def backward(ctx, g):
+        xp = _ns()
+        gv = xp.val(g)
+        lead = (slice(None),) * ctx.dim
+        return (None, *[xp.out(gv[lead + (i,)]) for i in range(ctx.n)])
+
+
+@op("stack", primitive=True, kind="join")
+@np_aliases
 def stack(tensors, dim=0):
-    """Join equal-shaped tensors along a new ``dim`` (unsqueeze, then cat)."""
+    """Join equal-shaped tensors along a new ``dim``; grad_i = g's slice i."""
     tensors = _as_tensor_list(tensors, "stack")
     shape0 = tensors[0]._arr.shape
     for i, t in enumerate(tensors[1:], 1):
@@ -450,7 +470,7 @@ def stack(tensors, dim=0):
             f"Dimension out of range (expected to be in range of [{-nd}, {nd - 1}], "
             f"but got {dim}) for stack of tensors with {nd - 1} dimensions")
     d = dim % nd
-    return Cat.apply(d, *[unsqueeze(t, d) for t in _promote_all(tensors)])
+    return Stack.apply(d, *_promote_all(tensors))
 
 
 # --- moving axes, broadcasting -------------------------------------------------------------
