@@ -132,6 +132,7 @@ def test_split_chunk_unbind_narrow_match_torch():
     same(lambda m, x: m.split(x, 2, dim=2), X)
     same(lambda m, x: x.split([1, 0, 2], 1), X)
     same(lambda m, x: x.split(5, 0), X)
+    same(lambda m, x: x.split(split_size=2, dim=2), X)
     same(lambda m, x: m.chunk(x, 3, 2), X)
     same(lambda m, x: x.chunk(5, -1), X)
     same(lambda m, x: m.chunk(x, 2, 1), X)

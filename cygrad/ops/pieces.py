@@ -79,9 +79,13 @@ def _pieces(input, dim, sizes, squeeze=False):
 
 @op("split", methods=("split",), kind="shape")
 @np_aliases
-def split(tensor, split_size_or_sections, dim=0):
+def split(tensor, split_size_or_sections=None, dim=0, *, split_size=None):
     """Views of ``tensor`` along ``dim``: pieces of ``split_size`` elements (the
     last may be smaller) or of the listed sizes; grad = the pieces' grads joined."""
+    if split_size_or_sections is None:
+        if split_size is None:
+            raise TypeError("split() missing required argument 'split_size' (pos 1)")
+        split_size_or_sections = split_size
     d = _canon_dim(dim, tensor._arr.ndim)
     sizes = _split_sizes(tensor._arr.shape[d], split_size_or_sections, d)
     return _pieces(tensor, d, sizes)
