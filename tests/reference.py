@@ -13,6 +13,7 @@ registry entry ``OPS[name]``;
 land untested.
 """
 
+import cases_reduce
 import numpy as np
 from linalg_cases import cases as _linalg_cases
 
@@ -310,6 +311,7 @@ def _indexing_cases():
 
 CASES = _all_cases()
 CASES.update(_linalg_cases(Case))
+CASES.update(cases_reduce.cases(Case))   # reductions, sorting, shape ops (issue 17)
 
 # Registry entries that are tested elsewhere, with the reason.
 # ops whose results are Python values, tested in their own files

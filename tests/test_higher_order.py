@@ -1,6 +1,7 @@
 """Higher-order gradients: gradgradcheck on every differentiable op of the
 registry, closed forms, gradient penalties, and agreement with torch."""
 
+import cases_reduce
 import numpy as np
 import pytest
 
@@ -67,6 +68,7 @@ SAMPLES = {
                 ("mask", lambda x: x[cygrad.tensor(_MASK)] ** 2, [(3, 4)]),
                 ("none_ellipsis", lambda x: x[None, 1, ...] ** 2, [(3, 4)])],
 }
+SAMPLES.update(cases_reduce.samples(cygrad))   # issue 17
 
 SAMPLES.update(higher_order_samples())
 

@@ -512,9 +512,17 @@ def sum_method(fallback):
     """``Tensor.sum`` / ``cygrad.sum``, compiled: the sum of every element of
     a float tensor goes straight to ``sum_all`` (no Python frame: a third of
     a small tensor's ``.sum()``); any other call goes to ``fallback``, the
-    op of ``cygrad.ops.reductions``, with the same arguments."""
-    def sum(input, dim=None, keepdim=False, dtype=None, *, out=None):
+    op of ``cygrad.ops.reductions``, with the same arguments (NumPy's
+    ``axis=``/``keepdims=`` spellings included, as torch takes them)."""
+    def sum(input, dim=None, keepdim=False, dtype=None, *, axis=None,
+            keepdims=None, out=None):
         cdef int typenum
+        if axis is not None:
+            if dim is not None:
+                raise TypeError("sum() got both 'dim' and its alias 'axis'")
+            dim = axis
+        if keepdims is not None:
+            keepdim = keepdims
         if out is not None:
             return _out_hook("sum", sum, (input, dim, keepdim, dtype), out)
         if dim is None and dtype is None and not keepdim and isinstance(

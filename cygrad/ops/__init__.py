@@ -8,24 +8,28 @@ attaches the Tensor methods; ``engine_hooks()`` gives what the compiled
 engine needs of this layer, which ``cygrad/__init__.py`` installs.
 
 Modules, each importing only those before it: ``registry``, ``select``,
-``elementwise``, ``linalg``, ``indexing``, ``shape``, ``reductions``,
-``inplace``, ``scatter``, ``masking``, ``closeness`` (isclose, allclose, equal),
-``out`` (the ``out=`` keyword of the functions ``cygrad.<op>``).
+``elementwise``, ``linalg``, ``indexing``, ``shape``, ``pieces``,
+``reductions``, ``cumulative``, ``sorting``, ``inplace``, ``decomp``,
+``scatter``, ``masking``, ``closeness`` (isclose, allclose, equal), ``out``
+(the ``out=`` keyword of the functions ``cygrad.<op>``).
 """
 
 from cygrad.ops import (
     closeness,
+    cumulative,
     decomp,
     elementwise,
     indexing,
     inplace,
     linalg,
     masking,
+    pieces,
     reductions,
     registry,
     scatter,
     select,
     shape,
+    sorting,
 )
 from cygrad.ops.elementwise import _graph_rules, compare, logical_not
 from cygrad.ops.inplace import _view_aware_inplace, copy_, full_like_const, setitem
@@ -57,8 +61,8 @@ __all__ = [
 ]
 
 # Importing each family attaches its Tensor methods.
-FAMILIES = (registry, select, elementwise, linalg, indexing, shape, reductions, inplace,
-            decomp, scatter, masking, closeness)
+FAMILIES = (registry, select, elementwise, linalg, indexing, shape, pieces, reductions,
+            cumulative, sorting, inplace, decomp, scatter, masking, closeness)
 
 # Every registered op (and alias) as ``cygrad.ops.<name>``.
 for _spec in OPS.values():

@@ -1,5 +1,6 @@
-"""Reductions: sum, mean, softmax/log_softmax, logsumexp, var/std,
-max/min (with indices) and argmax/argmin."""
+"""Reductions: sum, mean, softmax/log_softmax, logsumexp, var/std (and
+their ``_mean`` pairs), max/min (with indices), amax/amin, argmax/argmin,
+all/any/count_nonzero and norm."""
 
 import numpy as np
 
@@ -8,11 +9,13 @@ from cygrad._kernels import engine as _engine
 from cygrad._kernels import reductions as _R
 from cygrad._kernels.engine import TensorBase, _wrap
 from cygrad._kernels.reduce import sum_all as _sum_all
-from cygrad._tensor import Tensor, _canon_dim
+from cygrad._tensor import _canon_dim
 from cygrad.autograd.function import Function
-from cygrad.ops.elementwise import exp, maximum, minimum, sqrt
+from cygrad.ops.elementwise import abs as _abs
+from cygrad.ops.elementwise import exp, maximum, minimum
 from cygrad.ops.registry import (
     _KERNEL_FLOATS,
+    _NumpyNS,
     _as_dtype,
     _dims,
     _float_input,
@@ -21,9 +24,11 @@ from cygrad.ops.registry import (
     _prod,
     apply_named,
     named,
+    np_aliases,
     op,
     xp_helper,
 )
+from cygrad.ops.select import where
 from cygrad.ops.shape import reshape
 
 
@@ -57,8 +62,15 @@ class Sum(Function):
         return xp.out(xp.broadcast_to(gv, ctx.in_shape)), None, None
 
 
-def _sum(input, dim=None, keepdim=False, dtype=None):
-    """Sum over ``dim`` (int, tuple, or all); grad broadcasts g back."""
+def _sum(input, dim=None, keepdim=False, dtype=None, *, axis=None, keepdims=None):
+    """Sum over ``dim`` (int, tuple, or all; ``axis``/``keepdims`` are NumPy's
+    names for ``dim``/``keepdim``); grad broadcasts g back."""
+    if axis is not None:
+        if dim is not None:
+            raise TypeError("sum() got both 'dim' and its alias 'axis'")
+        dim = axis
+    if keepdims is not None:
+        keepdim = keepdims
     if dtype is not None:
         input = input.to(dtype)
     if dim is None and not keepdim and input._arr.dtype.type in _KERNEL_FLOATS:
@@ -75,6 +87,7 @@ sum = op("sum", methods=("sum",), primitive=True, kind="reduce")(  # noqa: A001
 
 
 @op("mean", methods=("mean",), kind="reduce")
+@np_aliases
 def mean(input, dim=None, keepdim=False, dtype=None):
     """Mean over ``dim``: sum / count (composite)."""
     if dtype is not None:
@@ -267,6 +280,7 @@ xp_helper("logsumexp_grad", _logsumexp_grad_arrays, _logsumexp_grad_tensors)
 
 
 @op("logsumexp", methods=("logsumexp",), primitive=True, kind="reduce")
+@np_aliases
 def logsumexp(input, dim=None, keepdim=False):
     """log(sum(exp(x), dim)), stable; grad = g * softmax(x) over ``dim``."""
     input = _float_input(input, "logsumexp")
@@ -325,32 +339,98 @@ xp_helper("var_grad", _var_grad_arrays, _var_grad_tensors)
 
 
 @op("var", methods=("var",), primitive=True, kind="reduce")
+@np_aliases
 def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     """Variance over ``dim`` with torch's ``correction`` (default 1, Bessel) or
     ``unbiased``; grad = g * 2 * (x - mean) / (n - correction)."""
+    axes, correction = _var_args(input, dim, unbiased, correction, "var")
+    return Var.apply(input, axes, correction, bool(keepdim))
+
+
+def _var_args(input, dim, unbiased, correction, name):
+    """(axes, correction) of a var/std call; ``var(x, False)`` is unbiased=False."""
     if isinstance(dim, bool):
         unbiased, dim = dim, None
     if correction is None:
         correction = 1 if unbiased is None or unbiased else 0
     elif unbiased is not None:
-        raise RuntimeError("var(): cannot pass both 'unbiased' and 'correction'")
+        raise RuntimeError(f"{name}(): cannot pass both 'unbiased' and 'correction'")
     if input._arr.dtype.kind != "f":
         raise RuntimeError(
             "std and var only support floating point and complex dtypes, got "
             f"{_dt.name(input._arr.dtype)}")
-    return Var.apply(input, _dims(dim, input._arr.ndim), correction, bool(keepdim))
+    return _dims(dim, input._arr.ndim), correction
 
 
+class Std(Var):
+    """out = sqrt(var(x)) over ``axes``; grad = g * (x - mean) / ((n - correction)
+    * out), and 0 where out is 0 (a constant input: torch's subgradient, not
+    the NaN of sqrt'(0) * 0)."""
+
+    _node_name = "StdBackward0"
+
+    @staticmethod
+    def forward(ctx, x, axes, correction, keepdim):
+        out = Var.forward(ctx, x, axes, correction, keepdim)
+        np.sqrt(out._arr, out=out._arr)
+        ctx.save_for_backward(x, out)
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        x, out = ctx.saved_tensors
+        denom = ctx.n - ctx.correction
+        scale = 1.0 / denom if denom > 0 else float("nan")
+        xp = _ns()
+        return xp.out(xp.std_grad(xp.val(x), xp.val(out), xp.val(g), ctx.mean,
+                                  ctx.axes, ctx.kept, scale)), None, None, None
+
+
+def _std_grad_arrays(x, out, g, mean_rows, axes, kept, scale):
+    g = _as_dtype(g, x.dtype).reshape(-1)
+    o = out.reshape(-1)
+    safe = np.where(o == 0, 1, o)
+    g = np.where(o == 0, 0, g / safe).astype(x.dtype)
+    return _var_grad_arrays(x, g, mean_rows, axes, kept, scale)
+
+
+def _std_grad_tensors(x, out, g, mean_rows, axes, kept, scale):
+    zero = out == 0
+    safe = where(zero, 1.0, out)
+    gs = where(zero, 0.0, g / safe)
+    return reshape(gs, kept) * (x - mean(x, axes, True)) * scale
+
+
+xp_helper("std_grad", _std_grad_arrays, _std_grad_tensors)
+
+
+@op("std", methods=("std",), primitive=True, kind="reduce")
+@np_aliases
 def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
-    """sqrt(var) (composite)."""
-    if input._arr.dtype == np.float16:       # in float32, rounded once (as torch)
-        return std(input.to(np.float32), dim, unbiased, keepdim,
-                   correction=correction).to(np.float16)
-    return named(sqrt(var(input, dim, unbiased, keepdim, correction=correction)),
-                 "StdBackward0")
+    """Standard deviation over ``dim`` (``correction``/``unbiased`` as var);
+    grad = g * (x - mean) / ((n - correction) * std), 0 where std is 0."""
+    axes, correction = _var_args(input, dim, unbiased, correction, "std")
+    return Std.apply(input, axes, correction, bool(keepdim))
 
 
-Tensor.std = std
+@op("var_mean", kind="reduce")
+@np_aliases
+def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    """The tuple ``(var, mean)`` over ``dim`` (composite of the two)."""
+    v = var(input, dim, unbiased, keepdim, correction=correction)
+    return v, mean(input, _var_args(input, dim, unbiased, correction,
+                                    "var_mean")[0], keepdim)
+
+
+@op("std_mean", kind="reduce")
+@np_aliases
+def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    """The tuple ``(std, mean)`` over ``dim`` (composite of the two)."""
+    s = std(input, dim, unbiased, keepdim, correction=correction)
+    return s, mean(input, _var_args(input, dim, unbiased, correction,
+                                    "std_mean")[0], keepdim)
+
+
 
 
 class _TakeAlong(Function):
@@ -514,6 +594,7 @@ def _extreme(input, dim, keepdim, is_min, name):
 
 
 @op("max", methods=("max",), primitive=True, kind="reduce")
+@np_aliases
 def max(input, dim=None, keepdim=False):
     """Largest element; with ``dim``, ``(values, indices)`` along it.
 
@@ -525,6 +606,7 @@ def max(input, dim=None, keepdim=False):
 
 
 @op("min", methods=("min",), primitive=True, kind="reduce")
+@np_aliases
 def min(input, dim=None, keepdim=False):
     """Smallest element; with ``dim``, ``(values, indices)`` (see ``max``)."""
     return _extreme(input, dim, keepdim, True, "min")
@@ -546,12 +628,232 @@ def _arg_extreme(input, dim, keepdim, is_min):
 
 
 @op("argmax", methods=("argmax",), kind="index")
+@np_aliases
 def argmax(input, dim=None, keepdim=False):
     """Index of the first largest element (NaN counts as largest); no gradient."""
     return _arg_extreme(input, dim, keepdim, False)
 
 
 @op("argmin", methods=("argmin",), kind="index")
+@np_aliases
 def argmin(input, dim=None, keepdim=False):
     """Index of the first smallest element (NaN first); no gradient."""
     return _arg_extreme(input, dim, keepdim, True)
+
+
+# --- amax / amin ------------------------------------------------------------------------
+
+class AMax(Function):
+    """out = max (or min) over ``axes``; grad = g split evenly among the
+    elements equal to it (torch's amax/amin rule; NaN counts as equal to NaN)."""
+
+    _node_name = "AmaxBackward0"
+
+    @staticmethod
+    def forward(ctx, x, axes, keepdim, is_min):
+        arr = x._arr
+        kept = _kept_shape(arr.shape, axes)
+        val = (np.min if is_min else np.max)(arr, axis=axes, keepdims=True)
+        ctx.val, ctx.axes, ctx.kept, ctx.in_shape = val, axes, kept, arr.shape
+        ctx.save_for_backward(x)
+        return _wrap(val.reshape(kept if keepdim else tuple(
+            s for i, s in enumerate(arr.shape) if i not in axes)).copy())
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        arr, val = x._arr, ctx.val
+        mask = arr == val
+        if np.isnan(val).any():
+            mask |= np.isnan(arr) & np.isnan(val)
+        count = np.sum(mask, axis=ctx.axes, keepdims=True)
+        xp = _ns()
+        if xp is _NumpyNS:     # one pass: where(mask, g / count, 0)
+            share = np.divide(xp.val(g).reshape(ctx.kept), count, dtype=arr.dtype)
+            return xp.out(np.where(mask, share, arr.dtype.type(0))), None, None, None
+        scale = np.divide(mask, count, dtype=arr.dtype)
+        gv = xp.broadcast_to(xp.reshape(xp.val(g), ctx.kept), ctx.in_shape)
+        return xp.out(xp.const(scale) * gv), None, None, None
+
+
+class AMin(AMax):
+    _node_name = "AminBackward0"
+
+
+def _amax(input, dim, keepdim, is_min, name):
+    arr = input._arr
+    whole = dim is None or (isinstance(dim, (tuple, list)) and len(dim) == 0)
+    axes = _dims(None if whole else dim, arr.ndim)
+    if arr.size == 0:
+        if whole:
+            raise RuntimeError(
+                f"{name}(): Expected reduction dim to be specified for input.numel() "
+                "== 0. Specify the reduction dim with the 'dim' argument.")
+        for a in axes:
+            if arr.shape[a] == 0:
+                raise IndexError(
+                    f"{name}(): Expected reduction dim {a} to have non-zero size.")
+    if arr.dtype.kind != "f":
+        f = np.min if is_min else np.max
+        return _wrap(np.asarray(f(arr, axis=axes, keepdims=bool(keepdim))))
+    return (AMin if is_min else AMax).apply(input, axes, bool(keepdim), is_min)
+
+
+@op("amax", methods=("amax",), primitive=True, kind="reduce")
+@np_aliases
+def amax(input, dim=(), keepdim=False):
+    """Largest value over ``dim`` (all dims when empty); grad = g split evenly
+    among the tied maxima."""
+    return _amax(input, dim, keepdim, False, "amax")
+
+
+@op("amin", methods=("amin",), primitive=True, kind="reduce")
+@np_aliases
+def amin(input, dim=(), keepdim=False):
+    """Smallest value over ``dim`` (all dims when empty); grad = g split evenly
+    among the tied minima."""
+    return _amax(input, dim, keepdim, True, "amin")
+
+
+# --- logical reductions and counts -------------------------------------------------------
+
+def _logical(input, dim, keepdim, f):
+    arr = input._arr
+    axes = _dims(dim, arr.ndim) if arr.ndim else None
+    out = np.asarray(f(arr, axis=axes, keepdims=bool(keepdim)))
+    return _wrap(out.astype(np.uint8) if arr.dtype == np.uint8 else out)
+
+
+@op("all", methods=("all",), kind="compare")
+@np_aliases
+def all(input, dim=None, keepdim=False):  # noqa: A001
+    """True where every element over ``dim`` (int, tuple, or all) is nonzero;
+    bool (uint8 for uint8 input), no gradient."""
+    return _logical(input, dim, keepdim, np.all)
+
+
+@op("any", methods=("any",), kind="compare")
+@np_aliases
+def any(input, dim=None, keepdim=False):  # noqa: A001
+    """True where some element over ``dim`` is nonzero; bool (uint8 for uint8
+    input), no gradient."""
+    return _logical(input, dim, keepdim, np.any)
+
+
+@op("count_nonzero", methods=("count_nonzero",), kind="index")
+@np_aliases
+def count_nonzero(input, dim=None):
+    """Number of nonzero elements over ``dim`` (int, tuple, or all); int64."""
+    arr = input._arr
+    axes = _dims(dim, arr.ndim) if arr.ndim else None
+    return _wrap(np.asarray(np.count_nonzero(arr, axis=axes), dtype=np.int64))
+
+
+# --- norm --------------------------------------------------------------------------------
+
+class NormP(Function):
+    """out = (sum |x|^p)^(1/p) over ``axes`` (p > 0, finite);
+    grad = g * x |x|^(p-2) / out^(p-1), and 0 where out is 0 (torch's
+    subgradient at the zero vector).  p = 2 takes the short form g * x / out."""
+
+    _node_name = "NormBackward1"
+
+    @staticmethod
+    def forward(ctx, x, p, axes, keepdim):
+        arr = x._arr
+        ctx.p, ctx.kept = p, _kept_shape(arr.shape, axes)
+        if p == 2:
+            val = np.sqrt(np.sum(np.square(arr), axis=axes, keepdims=True))
+        else:
+            val = np.sum(np.abs(arr) ** p, axis=axes, keepdims=True) ** (1.0 / p)
+        val = np.asarray(val, dtype=arr.dtype)
+        out = _wrap(val.reshape(ctx.kept if keepdim else tuple(
+            s for i, s in enumerate(arr.shape) if i not in axes)).copy())
+        ctx.save_for_backward(x, out)
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        x, out = ctx.saved_tensors
+        xp = _ns()
+        return xp.out(xp.norm_grad(xp.val(x), xp.val(out), xp.val(g), ctx.p,
+                                   ctx.kept)), None, None, None
+
+
+class NormZero(Function):
+    """out = the number of nonzeros over ``axes`` (the "0-norm"); recorded, but
+    its backward gives no gradient (None), as torch's."""
+
+    _node_name = "NormBackward1"
+
+    @staticmethod
+    def forward(ctx, x, axes, keepdim):
+        arr = x._arr
+        out = np.count_nonzero(arr, axis=axes, keepdims=keepdim)
+        return _wrap(np.asarray(out, dtype=arr.dtype))
+
+    @staticmethod
+    def backward(ctx, g):
+        return None, None, None
+
+
+def _norm_grad_arrays(x, out, g, p, kept):
+    o = out.reshape(kept)
+    g = _as_dtype(g, x.dtype).reshape(kept)
+    gs = np.where(o == 0, 0, g / np.where(o == 0, 1, o if p == 2 else o ** (p - 1)))
+    if p == 2:
+        d = x
+    else:
+        ax = np.abs(x)
+        d = np.where(ax == 0, 0, x * np.where(ax == 0, 1, ax) ** (p - 2))
+    return (d * gs).astype(x.dtype)
+
+
+def _norm_grad_tensors(x, out, g, p, kept):
+    o = reshape(out, kept)
+    zero = o == 0
+    safe = where(zero, 1.0, o if p == 2 else o ** (p - 1))
+    gs = where(zero, 0.0, reshape(g, kept) / safe)
+    if p == 2:
+        d = x
+    else:
+        ax = _abs(x)
+        zx = ax == 0
+        d = where(zx, 0.0, x * where(zx, 1.0, ax) ** (p - 2))
+    return d * gs
+
+
+xp_helper("norm_grad", _norm_grad_arrays, _norm_grad_tensors)
+
+
+@op("norm", methods=("norm",), primitive=True, kind="reduce")
+def norm(input, p="fro", dim=None, keepdim=False, out=None, dtype=None):
+    """Vector p-norm over ``dim`` (all elements by default): ``'fro'`` and 2
+    are the 2-norm, 1 the sum of |x|, inf/-inf the max/min of |x|, 0 the
+    count of nonzeros; grad = g * sign(x)|x|^(p-1) / norm^(p-1), 0 at the
+    zero vector (torch's subgradient); inf splits g among the tied maxima."""
+    if out is not None:
+        raise TypeError("norm(): out= is not supported by cygrad")
+    if dtype is not None:
+        input = input.to(dtype)
+    if input._arr.dtype.kind != "f":
+        raise RuntimeError(
+            "linalg.vector_norm: Expected a floating point or complex tensor as "
+            f"input. Got {_dt.name(input._arr.dtype)}")
+    if p == "fro" or p is None:
+        p = 2
+    elif isinstance(p, str):
+        raise NotImplementedError(f"norm(): p={p!r} (a matrix norm) is not "
+                                  "implemented by cygrad; use p='fro' or a number")
+    p = float(p)
+    axes = _dims(dim, input._arr.ndim)
+    if p == float("inf") or p == -float("inf"):
+        a = _abs(input)
+        if input._arr.size == 0:
+            return _amax(a, None, keepdim, p < 0, "linalg.vector_norm")
+        return (amin if p < 0 else amax)(a, axes, keepdim)
+    if p == 1:
+        return sum(_abs(input), axes, keepdim)
+    if p == 0:
+        return NormZero.apply(input, axes, bool(keepdim))
+    return NormP.apply(input, p, axes, bool(keepdim))

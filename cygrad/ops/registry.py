@@ -294,3 +294,29 @@ def _round_half(o):
     if isinstance(o, Tensor) and o._arr.dtype == _F32:
         return o.to(_F16)
     return o
+
+
+# --- NumPy-style keyword aliases ------------------------------------------------------
+
+_UNSET = object()
+
+
+def np_aliases(fn):
+    """``fn`` also taking NumPy's ``axis=`` for ``dim=`` and ``keepdims=`` for
+    ``keepdim=``, as torch's reductions and shape ops do."""
+    def wrapper(*args, axis=_UNSET, keepdims=_UNSET, **kwargs):
+        for alias, name, value in (("axis", "dim", axis), ("keepdims", "keepdim",
+                                                           keepdims)):
+            if value is _UNSET:
+                continue
+            if name in kwargs:
+                raise TypeError(f"{fn.__name__}() got both '{name}' and its alias "
+                                f"'{alias}'")
+            kwargs[name] = value
+        return fn(*args, **kwargs)
+
+    wrapper.__name__ = fn.__name__
+    wrapper.__qualname__ = fn.__qualname__
+    wrapper.__doc__ = fn.__doc__
+    wrapper.__wrapped__ = fn
+    return wrapper

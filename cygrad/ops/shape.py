@@ -1,14 +1,16 @@
-"""Shape ops: dtype casts and copies, reshape/view, permute/transpose,
-expand, squeeze/unsqueeze, flatten, cat and stack."""
+"""Shape ops: dtype casts and copies, reshape/view, permute/transpose/movedim,
+expand/broadcast_to, squeeze/unsqueeze (and their in-place forms), flatten,
+flip, roll, cat and stack."""
 
 import numpy as np
 
 from cygrad import dtypes as _dt
 from cygrad._device import check_device, device
+from cygrad._kernels import engine as _engine
 from cygrad._kernels.engine import TensorBase, _wrap
 from cygrad._tensor import Tensor, _canon_dim
 from cygrad.autograd.function import Function
-from cygrad.ops.registry import _dims, _ns, _view_of, apply_named, op
+from cygrad.ops.registry import _dims, _ns, _view_of, apply_named, np_aliases, op
 
 # --- dtype cast, clone, copy ---------------------------------------------------------------
 
@@ -216,7 +218,8 @@ def permute(input, *dims):
     return Permute.apply(input, axes)
 
 
-@op("transpose", methods=("transpose", "swapaxes"), kind="shape")
+@op("transpose", methods=("transpose", "swapaxes", "swapdims"), kind="shape",
+    aliases=("swapaxes", "swapdims"))
 def transpose(input, dim0, dim1):
     """Swap two axes (a view)."""
     nd = input._arr.ndim
@@ -410,7 +413,8 @@ def _promote_all(tensors):
     return [t if t._arr.dtype == dt else t.to(dt) for t in tensors]
 
 
-@op("cat", primitive=True, kind="join")
+@op("cat", primitive=True, kind="join", aliases=("concat", "concatenate"))
+@np_aliases
 def cat(tensors, dim=0):
     """Join tensors along an existing ``dim`` (dtypes promoted as torch);
     each input's gradient is its slice of g.  1-D empty tensors are skipped,
@@ -442,12 +446,30 @@ def cat(tensors, dim=0):
     return Cat.apply(d, *keep)
 
 
-concat = concatenate = cat
+
+class Stack(Function):
+    """out = the inputs joined along a new axis ``dim``; grad_i = g[..., i, ...]
+    (one node however many inputs: unsqueeze-then-cat made one per input)."""
+
+    _node_name = "StackBackward0"
+
+    @staticmethod
+    def forward(ctx, dim, *xs):
+        ctx.dim, ctx.n = dim, len(xs)
+        return _wrap(np.stack([x._arr for x in xs], axis=dim))
+
+    @staticmethod
+    def backward(ctx, g):
+        xp = _ns()
+        gv = xp.val(g)
+        lead = (slice(None),) * ctx.dim
+        return (None, *[xp.out(gv[lead + (i,)]) for i in range(ctx.n)])
 
 
-@op("stack", kind="join")
+@op("stack", primitive=True, kind="join")
+@np_aliases
 def stack(tensors, dim=0):
-    """Join equal-shaped tensors along a new ``dim`` (unsqueeze, then cat)."""
+    """Join equal-shaped tensors along a new ``dim``; grad_i = g's slice i."""
     tensors = _as_tensor_list(tensors, "stack")
     shape0 = tensors[0]._arr.shape
     for i, t in enumerate(tensors[1:], 1):
@@ -461,5 +483,202 @@ def stack(tensors, dim=0):
             f"Dimension out of range (expected to be in range of [{-nd}, {nd - 1}], "
             f"but got {dim}) for stack of tensors with {nd - 1} dimensions")
     d = dim % nd
-    return apply_named(Cat, "StackBackward0", d,
-                       *[unsqueeze(t, d) for t in _promote_all(tensors)])
+    return Stack.apply(d, *_promote_all(tensors))
+
+
+# --- moving axes, broadcasting -------------------------------------------------------------
+
+def _dim_list(dims, ndim):
+    dims = (dims,) if isinstance(dims, int) else tuple(dims)
+    return tuple(_canon_dim(d, ndim) for d in dims)
+
+
+@op("movedim", methods=("movedim", "moveaxis"), kind="shape", aliases=("moveaxis",))
+def movedim(input, source, destination):
+    """Move the axes ``source`` to the positions ``destination`` (a view);
+    the other axes keep their order."""
+    nd = input._arr.ndim
+    src, dst = _dim_list(source, nd), _dim_list(destination, nd)
+    if len(src) != len(dst):
+        raise RuntimeError(
+            f"movedim: Invalid source or destination dims: source ({list(src)} dims)"
+            f" should contain the same number of dims as destination ({list(dst)} "
+            "dims)")
+    for name, ds in (("source", src), ("destination", dst)):
+        if len(set(ds)) != len(ds):
+            raise RuntimeError(f"movedim: repeated dim in `{name}` ({list(ds)})")
+    order = [d for d in range(nd) if d not in src]
+    for d, s in sorted(zip(dst, src)):
+        order.insert(d, s)
+    return Permute.apply(input, tuple(order))
+
+
+def _broadcast_shape(shapes):
+    out = ()
+    for shape in shapes:
+        nd = max(len(out), len(shape))
+        a = (1,) * (nd - len(out)) + tuple(out)
+        b = (1,) * (nd - len(shape)) + tuple(shape)
+        for i, (p, q) in enumerate(zip(a, b)):
+            if p != q and p != 1 and q != 1:
+                raise RuntimeError(f"The size of tensor a ({p}) must match the size "
+                                   f"of tensor b ({q}) at non-singleton dimension {i}")
+        out = tuple(q if p == 1 else p for p, q in zip(a, b))
+    return out
+
+
+@op("broadcast_to", methods=("broadcast_to",), kind="shape")
+def broadcast_to(input, size):
+    """``input`` expanded to ``size`` (a view; -1 keeps a size); grad = g
+    summed back."""
+    return expand(input, tuple(size))
+
+
+@op("broadcast_tensors", kind="shape")
+def broadcast_tensors(*tensors):
+    """The tensors expanded to their common broadcast shape (views)."""
+    if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
+        tensors = tuple(tensors[0])
+    shape = _broadcast_shape([t._arr.shape for t in tensors])
+    return tuple(expand(t, shape) for t in tensors)
+
+
+def view_as(self, other):
+    """``self.view(other.shape)``."""
+    return view(self, other._arr.shape)
+
+
+def reshape_as(self, other):
+    """``self.reshape(other.shape)``."""
+    return reshape(self, other._arr.shape)
+
+
+def type_as(self, other):
+    """``self`` in ``other``'s dtype (itself when it matches)."""
+    return self.to(other._arr.dtype)
+
+
+Tensor.view_as = view_as
+Tensor.reshape_as = reshape_as
+Tensor.type_as = type_as
+
+
+# --- in-place metadata changes: squeeze_, unsqueeze_, t_, transpose_ ----------------------
+
+def _restride_(self, make, opname):
+    """Give ``self`` the shape of ``make(self)`` in place (same storage); a
+    non-leaf takes over the new node, so its history goes through the view."""
+    from_grad = self._requires_grad and _engine.is_grad_enabled()
+    if from_grad and self._grad_fn is None:
+        raise RuntimeError("a leaf Variable that requires grad is being used in an "
+                           "in-place operation.")
+    new = make(self)
+    if from_grad:
+        self._grad_fn = new._grad_fn
+        self._out_nr = new._out_nr
+    self._arr = new._arr
+    return self
+
+
+def _squeeze_(self, dim=None):
+    """In-place ``squeeze``: the tensor itself with size-1 axes removed."""
+    return _restride_(self, lambda t: squeeze(t, dim), "squeeze_")
+
+
+def _unsqueeze_(self, dim):
+    """In-place ``unsqueeze``: the tensor itself with a size-1 axis at ``dim``."""
+    return _restride_(self, lambda t: unsqueeze(t, dim), "unsqueeze_")
+
+
+def _t_(self):
+    """In-place ``t()``: a 2-D tensor transposed (0-D and 1-D unchanged)."""
+    return _restride_(self, _t, "t_")
+
+
+def _transpose_(self, dim0, dim1):
+    """In-place ``transpose``: ``dim0`` and ``dim1`` swapped."""
+    return _restride_(self, lambda t: transpose(t, dim0, dim1), "transpose_")
+
+
+Tensor.squeeze_ = _squeeze_
+Tensor.unsqueeze_ = _unsqueeze_
+Tensor.t_ = _t_
+Tensor.transpose_ = _transpose_
+Tensor.swapaxes_ = Tensor.swapdims_ = _transpose_
+
+
+# --- flip and roll ---------------------------------------------------------------------------
+
+class Flip(Function):
+    """out = x reversed along ``axes`` (a copy, as torch); grad = g flipped back."""
+
+    _node_name = "FlipBackward0"
+
+    @staticmethod
+    def forward(ctx, x, axes):
+        ctx.axes = axes
+        return _wrap(np.ascontiguousarray(np.flip(x._arr, axes)))
+
+    @staticmethod
+    def backward(ctx, g):
+        return Flip.apply(g, ctx.axes), None
+
+
+@op("flip", methods=("flip",), primitive=True, kind="shape")
+def flip(input, dims):
+    """Reverse the order of elements along ``dims`` (a copy); grad = g flipped."""
+    nd = input._arr.ndim
+    axes = _dim_list(dims, nd) if nd else ()
+    for d in axes:
+        if axes.count(d) > 1:
+            raise RuntimeError(f"dim {d} appears multiple times in the list of dims")
+    return Flip.apply(input, axes)
+
+
+@op("fliplr", methods=("fliplr",), kind="shape")
+def fliplr(input):
+    """Reverse the columns (dim 1) of a tensor of at least 2 dims."""
+    if input._arr.ndim < 2:
+        raise RuntimeError("Input must be >= 2-d.")
+    return flip(input, (1,))
+
+
+@op("flipud", methods=("flipud",), kind="shape")
+def flipud(input):
+    """Reverse the rows (dim 0) of a tensor of at least 1 dim."""
+    if input._arr.ndim < 1:
+        raise RuntimeError("Input must be >= 1-d.")
+    return flip(input, (0,))
+
+
+class Roll(Function):
+    """out = x rolled by ``shifts`` along ``axes`` (a copy); grad = g rolled back."""
+
+    _node_name = "RollBackward0"
+
+    @staticmethod
+    def forward(ctx, x, shifts, axes):
+        ctx.shifts, ctx.axes = shifts, axes
+        return _wrap(np.roll(x._arr, shifts, axes))
+
+    @staticmethod
+    def backward(ctx, g):
+        return Roll.apply(g, tuple(-s for s in ctx.shifts), ctx.axes), None, None
+
+
+@op("roll", methods=("roll",), primitive=True, kind="shape")
+def roll(input, shifts, dims=None):
+    """Shift elements circularly by ``shifts`` along ``dims`` (int or tuple; the
+    flattened tensor when None); grad = g rolled back."""
+    shifts = (shifts,) if isinstance(shifts, int) else tuple(int(s) for s in shifts)
+    if dims is None or (not isinstance(dims, int) and len(dims) == 0):
+        if len(shifts) != 1:
+            raise RuntimeError(f"shifts and dimensions must align. shifts: "
+                               f"{len(shifts)}, dims:0")
+        shape = input._arr.shape
+        return reshape(Roll.apply(reshape(input, (-1,)), shifts, (0,)), shape)
+    axes = _dim_list(dims, input._arr.ndim)
+    if len(axes) != len(shifts):
+        raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}"
+                           f", dims:{len(axes)}")
+    return Roll.apply(input, shifts, axes)

@@ -1,0 +1,409 @@
+"""Sorting and order statistics (sort, argsort, msort, topk, kthvalue,
+median, mode, unique) and counting (bincount, histc, histogram).
+
+Every order comes from one stable NumPy sort, so equal elements keep their
+original order (torch's ``stable=True``, which its CPU sort also gives by
+default); NaN sorts as the largest value.  The values of sort, topk,
+kthvalue, median and mode are a gather of the input at the returned
+indices, so their gradient is g put back at those indices.
+"""
+
+import collections
+
+import numpy as np
+
+from cygrad import dtypes as _dt
+from cygrad._kernels.engine import TensorBase, _wrap
+from cygrad._tensor import _canon_dim
+from cygrad.ops.reductions import _TakeAlong
+from cygrad.ops.registry import np_aliases, op
+
+_Sort = collections.namedtuple("sort", ["values", "indices"])
+_Topk = collections.namedtuple("topk", ["values", "indices"])
+_Kth = collections.namedtuple("kthvalue", ["values", "indices"])
+_Median = collections.namedtuple("median", ["values", "indices"])
+_Mode = collections.namedtuple("mode", ["values", "indices"])
+_Hist = collections.namedtuple("histogram", ["hist", "bin_edges"])
+for _t in (_Sort, _Topk, _Kth, _Median, _Mode, _Hist):
+    _t.__module__ = "torch.return_types"
+del _t
+
+
+class _SortValues(_TakeAlong):
+    _node_name = "SortBackward0"
+
+
+class _TopkValues(_TakeAlong):
+    _node_name = "TopkBackward0"
+
+
+class _KthValues(_TakeAlong):
+    _node_name = "KthvalueBackward0"
+
+
+class _MedianValues(_TakeAlong):
+    _node_name = "MedianBackward1"
+
+
+class _ModeValues(_TakeAlong):
+    _node_name = "ModeBackward0"
+
+
+def _order(arr, axis, descending):
+    """Stable argsort along ``axis``; NaN is the largest value."""
+    if not descending:
+        return np.argsort(arr, axis=axis, kind="stable")
+    kind = arr.dtype.kind
+    if kind == "f":
+        nan = np.isnan(arr)
+        key = np.where(nan, -np.inf, -arr)
+        return np.lexsort((key, ~nan), axis=axis)
+    return np.argsort(~arr, axis=axis, kind="stable")     # ints, uints, bool
+
+
+def _gather(cls, input, idx, dim):
+    """Values of ``input`` at ``idx`` along ``dim``: differentiable for floats."""
+    if input._arr.dtype.kind == "f":
+        return cls.apply(input, idx, dim)
+    return _wrap(np.take_along_axis(input._arr, idx, axis=dim))
+
+
+def _squeeze_dim(t, dim, keepdim):
+    if keepdim:
+        return t
+    return t.squeeze(dim) if isinstance(t, TensorBase) else np.squeeze(t, dim)
+
+
+@op("sort", methods=("sort",), kind="sort")
+@np_aliases
+def sort(input, dim=-1, descending=False, *, stable=False):
+    """``(values, indices)`` sorted along ``dim`` (stable, NaN last ascending
+    and first descending); grad = g put back at the indices."""
+    if isinstance(dim, bool):
+        raise TypeError("sort(): argument 'dim' must be int, not bool")
+    arr = input._arr
+    if arr.ndim == 0:
+        return _Sort(input.clone(), _wrap(np.zeros((), np.int64)))
+    d = _canon_dim(dim, arr.ndim)
+    idx = _order(arr, d, bool(descending)).astype(np.int64, copy=False)
+    return _Sort(_gather(_SortValues, input, idx, d), _wrap(idx))
+
+
+@op("argsort", methods=("argsort",), kind="index")
+@np_aliases
+def argsort(input, dim=-1, descending=False, *, stable=False):
+    """The indices that sort ``input`` along ``dim`` (stable); int64."""
+    if input._arr.ndim == 0:
+        return _wrap(np.zeros((), np.int64))
+    d = _canon_dim(dim, input._arr.ndim)
+    return _wrap(_order(input._arr, d, bool(descending)).astype(np.int64, copy=False))
+
+
+@op("msort", methods=("msort",), kind="sort")
+def msort(input):
+    """``sort(input, dim=0).values``."""
+    return sort(input, 0).values
+
+
+@op("topk", methods=("topk",), kind="sort")
+@np_aliases
+def topk(input, k, dim=-1, largest=True, sorted=True):  # noqa: A002
+    """``(values, indices)`` of the ``k`` largest (or smallest) elements along
+    ``dim``, in sorted order; ties keep their original order (torch leaves
+    that order unspecified).  grad = g put back at the indices."""
+    arr = input._arr
+    d = _canon_dim(dim, arr.ndim) if arr.ndim else 0
+    n = arr.shape[d] if arr.ndim else 1
+    k = int(k)
+    if not 0 <= k <= n:
+        raise RuntimeError("selected index k out of range")
+    if arr.ndim == 0:
+        return _Topk(input.clone() if k else input.reshape(0)[:0],
+                     _wrap(np.zeros((), np.int64)))
+    idx = _topk_indices(arr, k, d, bool(largest))
+    return _Topk(_gather(_TopkValues, input, idx, d), _wrap(idx))
+
+
+def _topk_indices(arr, k, d, largest):
+    """The first ``k`` indices of the stable order along ``d``, found in O(n)
+    with a partition (then only the k chosen are sorted)."""
+    n = arr.shape[d]
+    if (k == 0 or k == n or arr.size <= _SMALL
+            or (arr.dtype.kind == "f" and np.isnan(arr).any())):
+        order = _order(arr, d, largest)[(slice(None),) * d + (slice(0, k),)]
+        return np.ascontiguousarray(order).astype(np.int64, copy=False)
+    work = np.moveaxis(arr.view(np.uint8) if arr.dtype == np.bool_ else arr, d, -1)
+    kth = n - k if largest else k - 1
+    v = np.partition(work, kth, axis=-1)[..., kth:kth + 1]
+    better = work > v if largest else work < v
+    eq = work == v
+    # Of the elements equal to the k-th, the first ones in index order (a
+    # stable sort's choice) fill the places the strictly better ones leave.
+    need = k - np.sum(better, axis=-1, keepdims=True)
+    take = better | (eq & (np.cumsum(eq, axis=-1) <= need))
+    cols = np.nonzero(take.reshape(-1, n))[1].reshape(work.shape[:-1] + (k,))
+    cols = np.take_along_axis(cols, _order(np.take_along_axis(work, cols, -1), -1,
+                                           largest), -1)
+    return np.ascontiguousarray(np.moveaxis(cols, -1, d)).astype(np.int64, copy=False)
+
+
+# Below this many elements a full stable sort is cheaper than a partition
+# and its bookkeeping (measured: 8x16 topk 110 us -> 30 us).
+_SMALL = 4096
+
+
+def _rank_index(arr, rank, dim):
+    """The index a stable sort puts at ``rank`` along ``dim`` (keepdims), in
+    O(n): of the elements equal to the rank's value, the (rank - #smaller)-th
+    in index order."""
+    work = arr.view(np.uint8) if arr.dtype == np.bool_ else arr
+    v = np.take(np.partition(work, rank, axis=dim), [rank], axis=dim)
+    eq = work == v
+    target = rank + 1 - np.sum(work < v, axis=dim, keepdims=True)
+    return np.argmax(eq & (np.cumsum(eq, axis=dim) == target), axis=dim,
+                     keepdims=True)
+
+
+def _select_rank(input, rank, dim, keepdim, cls, tup):
+    """Element of rank ``rank`` (0-based, per row) along ``dim``, NaN first."""
+    arr = input._arr
+    if arr.ndim == 0:
+        return tup(input.clone(), _wrap(np.zeros((), np.int64)))
+    if arr.size <= _SMALL:      # a few calls beat the partition's dozen
+        idx = np.take(_order(arr, dim, False), [rank], axis=dim)
+    else:
+        idx = _rank_index(arr, rank, dim)
+    if arr.dtype.kind == "f":
+        nan = np.isnan(arr)
+        has = nan.any(axis=dim, keepdims=True)
+        if has.any():           # a row with a NaN: its first NaN (torch)
+            idx = np.where(has, np.argmax(nan, axis=dim, keepdims=True), idx)
+    idx = np.ascontiguousarray(idx, dtype=np.int64)
+    vals = _gather(cls, input, idx, dim)
+    return tup(_squeeze_dim(vals, dim, keepdim), _wrap(_squeeze_dim(idx, dim, keepdim)))
+
+
+@op("kthvalue", methods=("kthvalue",), kind="sort")
+@np_aliases
+def kthvalue(input, k, dim=-1, keepdim=False):
+    """``(values, indices)`` of the k-th smallest element along ``dim``
+    (k from 1); grad = g at the index."""
+    arr = input._arr
+    d = _canon_dim(dim, arr.ndim) if arr.ndim else 0
+    n = arr.shape[d] if arr.ndim else 1
+    if not 1 <= int(k) <= n:
+        raise RuntimeError(f"kthvalue(): selected number k out of range for "
+                           f"dimension {d}")
+    return _select_rank(input, int(k) - 1, d, keepdim, _KthValues, _Kth)
+
+
+@op("median", methods=("median",), kind="sort")
+@np_aliases
+def median(input, dim=None, keepdim=False):
+    """The lower median: of every element (a 0-d tensor) or, with ``dim``,
+    ``(values, indices)`` along it; NaN propagates.  grad = g at the
+    selected element."""
+    arr = input._arr
+    if dim is None:
+        if arr.size == 0:
+            return _wrap(np.full((), np.nan, arr.dtype if arr.dtype.kind == "f"
+                                 else np.float32))
+        flat = input.reshape(-1)
+        return _select_rank(flat, (arr.size - 1) // 2, 0, False, _MedianValues,
+                            _Median).values
+    d = _canon_dim(dim, arr.ndim) if arr.ndim else 0
+    if arr.ndim and arr.shape[d] == 0:
+        raise IndexError(f"median(): Expected reduction dim {d} to have non-zero "
+                         "size.")
+    n = arr.shape[d] if arr.ndim else 1
+    return _select_rank(input, (n - 1) // 2, d, keepdim, _MedianValues, _Median)
+
+
+@op("mode", methods=("mode",), kind="sort")
+@np_aliases
+def mode(input, dim=-1, keepdim=False):
+    """``(values, indices)``: the most frequent value along ``dim`` (the
+    smallest of equally frequent ones) and the index of its last occurrence;
+    grad = g at that index."""
+    arr = input._arr
+    if arr.ndim == 0:
+        return _Mode(input.clone(), _wrap(np.zeros((), np.int64)))
+    d = _canon_dim(dim, arr.ndim)
+    n = arr.shape[d]
+    if n == 0:
+        raise IndexError(f"mode(): Expected reduction dim {d} to have non-zero size.")
+    moved = np.moveaxis(arr, d, -1).reshape(-1, n)
+    order = np.argsort(moved, axis=1, kind="stable")
+    s = np.take_along_axis(moved, order, 1)
+    pos = np.arange(n)
+    start = np.ones(s.shape, bool)
+    start[:, 1:] = s[:, 1:] != s[:, :-1]
+    end = np.ones(s.shape, bool)
+    end[:, :-1] = start[:, 1:]
+    first = np.maximum.accumulate(np.where(start, pos, 0), axis=1)
+    count = np.where(end, pos - first + 1, -1)
+    best = np.argmax(count, axis=1)               # the smallest of the most frequent
+    rows_idx = order[np.arange(order.shape[0]), best]   # its last occurrence
+    kept = arr.shape[:d] + (1,) + arr.shape[d + 1:]
+    idx = np.moveaxis(rows_idx.reshape(arr.shape[:d] + arr.shape[d + 1:] + (1,)),
+                      -1, d).reshape(kept).astype(np.int64)
+    idx = np.ascontiguousarray(idx)
+    vals = _gather(_ModeValues, input, idx, d)
+    return _Mode(_squeeze_dim(vals, d, keepdim), _wrap(_squeeze_dim(idx, d, keepdim)))
+
+
+@op("unique", methods=("unique",), kind="index")
+def unique(input, sorted=True, return_inverse=False, return_counts=False,  # noqa: A002
+           dim=None):
+    """The distinct elements (or slices along ``dim``), sorted; with
+    ``return_inverse`` each element's position among them, with
+    ``return_counts`` how often each occurs.  No gradient."""
+    arr = input._arr
+    if dim is None:
+        vals, inv, counts = np.unique(arr.reshape(-1), return_inverse=True,
+                                      return_counts=True)
+        inv = inv.reshape(arr.shape)
+    else:
+        d = _canon_dim(dim, arr.ndim)
+        if arr.shape[d] == 0 and arr.size == 0 and arr.ndim > 1:
+            vals = arr
+            inv = np.zeros(0, np.int64)
+            counts = np.zeros(0, np.int64)
+        else:
+            vals, inv, counts = np.unique(arr, return_inverse=True,
+                                          return_counts=True, axis=d)
+            inv = inv.reshape(-1)
+    out = [_wrap(np.ascontiguousarray(vals))]
+    if return_inverse:
+        out.append(_wrap(inv.astype(np.int64)))
+    if return_counts:
+        out.append(_wrap(counts.astype(np.int64)))
+    return out[0] if len(out) == 1 else tuple(out)
+
+
+# --- counting --------------------------------------------------------------------------------
+
+@op("bincount", methods=("bincount",), kind="index")
+def bincount(input, weights=None, minlength=0):
+    """Counts of each value of a 1-D non-negative integer tensor (length at
+    least ``minlength``); with ``weights`` their sums (float32 weights give
+    float32, others float64).  No gradient."""
+    arr = input._arr
+    if arr.ndim != 1 or arr.dtype.kind not in "iub" or (arr.size and arr.min() < 0):
+        raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
+    if minlength < 0:
+        raise RuntimeError("minlength should be >= 0")
+    if weights is None:
+        return _wrap(np.bincount(arr, minlength=minlength).astype(np.int64))
+    w = weights._arr if isinstance(weights, TensorBase) else np.asarray(weights)
+    if w.shape != arr.shape:
+        raise RuntimeError("weights should be 1-d and have the same length as input")
+    out_dtype = np.float32 if w.dtype == np.float32 else np.float64
+    return _wrap(np.bincount(arr, weights=w.astype(np.float64),
+                             minlength=minlength).astype(out_dtype))
+
+
+def _linspace_edges(lo, hi, bins, dtype):
+    """torch.linspace(lo, hi, bins + 1) in ``dtype``: from both ends toward the
+    middle, as torch computes it."""
+    steps = bins + 1
+    step = (dtype.type(hi) - dtype.type(lo)) / dtype.type(bins)
+    i = np.arange(steps)
+    half = steps // 2
+    front = dtype.type(lo) + step * i.astype(dtype)
+    back = dtype.type(hi) - step * (steps - 1 - i).astype(dtype)
+    return np.where(i < half, front, back).astype(dtype)
+
+
+def _bin_counts(x, edges, weight, uniform):
+    """Per-bin counts (or weight sums) of x in the closed range of ``edges``;
+    the last bin includes its right edge."""
+    bins = edges.shape[0] - 1
+    lo, hi = edges[0], edges[-1]
+    keep = (x >= lo) & (x <= hi)
+    v = x[keep]
+    if uniform and hi > lo:
+        pos = ((v - lo) / (hi - lo) * bins).astype(np.int64)
+        pos = np.clip(pos, 0, bins - 1)
+        # Round-off of the quotient: move to the bin whose edges hold v.
+        pos = pos - (v < edges[pos])
+        pos = pos + ((v >= edges[np.minimum(pos + 1, bins)]) & (pos + 1 < bins))
+    else:
+        pos = np.clip(np.searchsorted(edges, v, side="right") - 1, 0, bins - 1)
+    w = None if weight is None else weight[keep].astype(np.float64)
+    return np.bincount(pos, weights=w, minlength=bins)[:bins]
+
+
+@op("histc", methods=("histc",), kind="index")
+def histc(input, bins=100, min=0, max=0):  # noqa: A002
+    """Histogram of ``bins`` equal bins over [min, max] (the data's range when
+    both are 0; widened by 1 each way when it is one point); elements
+    outside are ignored.  Same dtype as input, no gradient."""
+    arr = input._arr
+    if arr.dtype.kind != "f":
+        raise RuntimeError(f'"histogram_cpu" not implemented for '
+                           f"'{_dt.type_name(arr.dtype).replace('Tensor', '')}'")
+    if bins <= 0:
+        raise RuntimeError(f"torch.histc(): bins must be > 0, but got {bins} for "
+                           "dimension 0")
+    lo, hi = float(min), float(max)
+    if lo == hi and arr.size:
+        lo, hi = float(arr.min()), float(arr.max())
+    if lo == hi:
+        lo, hi = lo - 1, hi + 1
+    if lo > hi:
+        raise RuntimeError(f"torch.histc(): max must be larger than min, but got "
+                           f"min {lo} max {hi}")
+    if not (np.isfinite(lo) and np.isfinite(hi)):
+        raise RuntimeError(f"torch.histc(): range of [{lo}, {hi}] is not finite")
+    edges = _linspace_edges(lo, hi, int(bins), arr.dtype)
+    return _wrap(_bin_counts(arr.reshape(-1), edges, None, True).astype(arr.dtype))
+
+
+@op("histogram", methods=("histogram",), kind="index")
+def histogram(input, bins=100, *, range=None, weight=None, density=False):  # noqa: A002
+    """``(hist, bin_edges)``: ``bins`` equal bins over ``range`` (the data's
+    range by default, widened by 0.5 each way when it is one point), or the
+    given increasing edges; ``weight`` sums weights, ``density`` normalises
+    to unit area.  No gradient."""
+    arr = input._arr
+    if arr.dtype.kind != "f":
+        raise RuntimeError(f"torch.histogram: input tensor and bins tensors should "
+                           f"have the same dtype, but got input "
+                           f"{_dt.name(arr.dtype)}")
+    x = arr.reshape(-1)
+    w = None
+    if weight is not None:
+        w = weight._arr.reshape(-1)
+        if weight._arr.shape != arr.shape:
+            raise RuntimeError("torch.histogram: if weight tensor is provided it "
+                               "should have the same shape as the input tensor")
+    if isinstance(bins, TensorBase):
+        edges = bins._arr.astype(arr.dtype).reshape(-1)
+        if edges.size < 1 or np.any(np.diff(edges) < 0):
+            raise ValueError("torch.histogram: bin edges must be increasing")
+        uniform = False
+    else:
+        nb = int(bins)
+        if nb <= 0:
+            raise RuntimeError(f"torch.histogram(): bins must be > 0, but got {nb} "
+                               "for dimension 0")
+        if range is not None:
+            lo, hi = float(range[0]), float(range[1])
+        elif x.size:
+            lo, hi = float(x.min()), float(x.max())
+        else:
+            lo, hi = 0.0, 0.0
+        if lo > hi:
+            raise RuntimeError(f"torch.histogram(): min should not exceed max, but "
+                               f"got min {lo} max {hi}")
+        if lo == hi:
+            lo, hi = lo - 0.5, hi + 0.5
+        edges = _linspace_edges(lo, hi, nb, arr.dtype)
+        uniform = True
+    hist = _bin_counts(x, edges, w, uniform)
+    if density:
+        widths = np.diff(edges.astype(np.float64))
+        total = hist.sum()
+        hist = hist / (total * widths) if total else hist * np.nan
+    return _Hist(_wrap(hist.astype(arr.dtype)), _wrap(np.ascontiguousarray(edges)))
