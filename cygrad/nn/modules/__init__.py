@@ -21,7 +21,7 @@ from . import linear, loss, pixelshuffle
 from .dropout import (
     AlphaDropout, Dropout, Dropout1d, Dropout2d, Dropout3d, FeatureAlphaDropout,
 )
-from .attention import MultiheadAttention, NonDynamicallyQuantizableLinear
+from .attention import MultiheadAttention
 from .conv import (
     Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d, LazyConv1d, LazyConv2d,
 )
