@@ -48,8 +48,9 @@ def expand_templates():
     """Write ``x.pyx`` from ``x.pyx.tp`` when the template or the op table is
     newer.  Templates see the table's rows as ``UNARY`` and ``BINARY``."""
     table, table_path = load_optable()
-    namespace = dict(UNARY=table.UNARY, BINARY=table.BINARY, HELPERS=table.HELPERS,
-                     cost=table.cost)
+    # The scalar-exponent kernels (POWERS) follow the public unary rows.
+    namespace = dict(UNARY=table.UNARY + table.POWERS, BINARY=table.BINARY,
+                     HELPERS=table.HELPERS, cost=table.cost)
     for tp in glob.glob(os.path.join(HERE, KERNELS, "*.tp")):
         out = tp[:-3]
         newest = max(os.path.getmtime(tp), os.path.getmtime(table_path))

@@ -309,9 +309,93 @@ def _indexing_cases():
     return indexing_cases()
 
 
+def _math_cases():
+    """The math ops outside the op table, and x ** k's special exponents."""
+    c = {}
+    lt0 = lambda x: x < 0  # noqa: E731 - where log(x) is NaN
+    c["isnan"] = [Case(lambda m, x: m.isnan(m.log(x)), (s,), lt0, grad=False)
+                  for s in UNARY_SHAPES]
+    # 1 / floor(x) is infinite for 0 <= x < 1.
+    c["isinf"] = [Case(lambda m, x: (1 / x.floor()).isinf(), (s,),
+                       lambda x: (x >= 0) & (x < 1), grad=False) for s in UNARY_SHAPES]
+    c["isfinite"] = [Case(lambda m, x: m.isfinite(m.log(x) / x.floor()), ((3, 4),),
+                          lambda x: x >= 1, grad=False)]
+    c["nan_to_num"] = [
+        Case(lambda m, x: m.nan_to_num(x), ((3, 4),), lambda x: x),
+        Case(lambda m, x: m.nan_to_num(m.log(x), nan=0.5), ((3, 4),),
+             lambda x: np.where(x > 0, np.log(np.abs(x)), 0.5), ids="nan"),
+        Case(lambda m, x: (x / x.floor()).nan_to_num(posinf=7.0, neginf=-7.0),
+             ((3, 4),), lambda x: np.where((x >= 0) & (x < 1), 7.0,
+                                           x / np.where(np.floor(x) == 0, 1,
+                                                        np.floor(x))),
+             grad=False, ids="inf"),  # x / 0's own gradient is NaN
+    ]
+    for n, uf in (("logical_and", np.logical_and), ("logical_or", np.logical_or),
+                  ("logical_xor", np.logical_xor)):
+        c[n] = [Case(lambda m, a, b, _n=n: getattr(m, _n)(a > 0, b), s,
+                     lambda a, b, _u=uf: _u(a > 0, b != 0), grad=False)
+                for s in BINARY_SHAPES]
+    c["logical_not"] = [Case(lambda m, x: m.logical_not(x > 0), (s,), lambda x: x <= 0,
+                             grad=False) for s in UNARY_SHAPES]
+    for n, uf in (("bitwise_and", np.bitwise_and), ("bitwise_or", np.bitwise_or),
+                  ("bitwise_xor", np.bitwise_xor)):
+        c[n] = [Case(lambda m, a, b, _n=n: getattr(m, _n)(a > 0, b > 0.5), s,
+                     lambda a, b, _u=uf: _u(a > 0, b > 0.5), grad=False)
+                for s in BINARY_SHAPES]
+    c["lerp"] = [
+        Case(lambda m, a, b: m.lerp(a, b, 0.3), s, lambda a, b: a + 0.3 * (b - a))
+        for s in BINARY_SHAPES
+    ] + [
+        Case(lambda m, a, b: a.lerp(b, 0.8), ((3, 4), (4,)),
+             lambda a, b: a + 0.8 * (b - a), ids="large-weight"),
+        Case(lambda m, a, b, w: m.lerp(a, b, w), ((3, 4), (4,), (3, 1)),
+             lambda a, b, w: a + w * (b - a), [(-2.0, 2.0), (-2.0, 2.0), (-0.5, 1.5)],
+             ids="tensor-weight"),
+    ]
+    c["addcmul"] = [
+        Case(lambda m, a, b, d: m.addcmul(a, b, d), ((3, 4), (4,), (3, 1)),
+             lambda a, b, d: a + b * d),
+        Case(lambda m, a, b, d: a.addcmul(b, d, value=-0.5), ((2, 3), (2, 3), ()),
+             lambda a, b, d: a - 0.5 * b * d, ids="value"),
+    ]
+    c["addcdiv"] = [
+        Case(lambda m, a, b, d: m.addcdiv(a, b, d), ((3, 4), (4,), (3, 1)),
+             lambda a, b, d: a + b / d, [(-2.0, 2.0), (-2.0, 2.0), (0.5, 2.0)]),
+        Case(lambda m, a, b, d: a.addcdiv(b, d, value=2.5), ((2, 3), (2, 3), ()),
+             lambda a, b, d: a + 2.5 * b / d, [(-2.0, 2.0), (-2.0, 2.0), (0.5, 2.0)],
+             ids="value"),
+    ]
+    # x ** k with the exponents torch special-cases (their own kernels).
+    for k in (0, 1, 3, 3.0, -1, -2, 0.5, -0.5):
+        c.setdefault("pow", []).append(
+            Case(lambda m, a, _k=k: a ** _k, ((3, 4),), lambda a, _k=k: a ** _k,
+                 (0.3, 2.0), ids=f"special-exponent-{k}"))
+    c["pow"].append(Case(lambda m, a: a ** 3, ((3, 4),), lambda a: a ** 3,
+                         ids="cube-negative-base"))
+    c["pow"].append(Case(lambda m, a: m.pow(a, -2), ((3, 4),), lambda a: a ** -2.0,
+                         (-2.0, -0.3), ids="recip-square-negative-base"))
+    c["div"] = [
+        Case(lambda m, a, b: m.div(a, b, rounding_mode="trunc"), s,
+             lambda a, b: np.trunc(a / b), [(-3.0, 3.0), (0.5, 3.0)], ids="trunc")
+        for s in BINARY_SHAPES[:3]
+    ] + [
+        Case(lambda m, a, b: m.div(a, b, rounding_mode="floor"), s,
+             lambda a, b: np.floor_divide(a, b), [(-3.0, 3.0), (0.5, 3.0)],
+             ids="floor") for s in BINARY_SHAPES[:3]
+    ] + [
+        Case(lambda m, a: a % 1.5, ((3, 4),), lambda a: np.remainder(a, 1.5),
+             ids="mod-operator"),
+        Case(lambda m, a: 2.5 // a, ((3, 4),), lambda a: np.floor_divide(2.5, a),
+             (0.5, 3.0), ids="rfloordiv-operator"),
+    ]
+    return c
+
+
 CASES = _all_cases()
 CASES.update(_linalg_cases(Case))
 CASES.update(cases_reduce.cases(Case))   # reductions, sorting, shape ops (issue 17)
+for _name, _cases in _math_cases().items():
+    CASES.setdefault(_name, []).extend(_cases)
 
 # Registry entries that are tested elsewhere, with the reason.
 # ops whose results are Python values, tested in their own files

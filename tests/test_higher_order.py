@@ -53,6 +53,13 @@ SAMPLES = {
     "clamp_max": [("num", lambda x: cygrad.clamp_max(x, 0.3) ** 2, [(3, 4)]),
                   ("tensor", lambda a, b: cygrad.clamp_max(a, b) ** 2,
                    [(3, 4), (4,)])],
+    "lerp": [("scalar", lambda a, b: cygrad.lerp(a, b, 0.3) ** 2, [(3, 4), (4,)]),
+             ("tensor", lambda a, b, w: cygrad.lerp(a, b, w) ** 2,
+              [(3, 4), (4,), (3, 1)])],
+    "addcmul": [("value", lambda a, b, c: cygrad.addcmul(a, b, c, value=2) ** 2,
+                 [(3, 4), (4,), (3, 1)])],
+    "addcdiv": [("value", lambda a, b, c: cygrad.addcdiv(a, b, c * c + 1, value=2)
+                 ** 2, [(3, 4), (4,), (3, 1)])],
     "softmax": [("dim1", lambda x: cygrad.softmax(x, dim=1), [(3, 4)])],
     "log_softmax": [("dim0", lambda x: cygrad.log_softmax(x, dim=0), [(3, 4)])],
     "logsumexp": [("dim1", lambda x: cygrad.logsumexp(x, dim=1), [(3, 4)])],

@@ -55,4 +55,56 @@ CG_INLINE double cg_pow_grad_exp_fast(double g, double a, double b, double y) {
     return cg_pick_d(0.0, g * (y * cg_log_fast(a)), (a == 0) & (b >= 0));
 }
 
+/* torch's remainder: C's fmod moved to the divisor's sign (Python's %). */
+CG_INLINE double cg_remainder_d(double a, double b) {
+    double m = fmod(a, b);
+    return cg_pick_d(m + b, m, (m != 0) & ((b < 0) != (m < 0)));
+}
+/* Python's float //, as torch's floor division: the quotient of a - fmod(a, b)
+   (exact), moved down one where the remainder's sign is not b's, then
+   rounded to the nearest integer (it is one up to the division's rounding);
+   a zero quotient keeps the sign of a / b, and b == 0 gives a / b. */
+CG_INLINE double cg_floor_divide_d(double a, double b) {
+    double mod, div, q;
+    if (b == 0)
+        return a / b;
+    mod = fmod(a, b);
+    div = (a - mod) / b;
+    if ((mod != 0) & ((b < 0) != (mod < 0)))
+        div -= 1.0;
+    if (div == 0)
+        return copysign(0.0, a / b);
+    q = floor(div);
+    return div - q > 0.5 ? q + 1.0 : q;
+}
+/* log(exp(a) + exp(b)) = max + log1p(exp(-|a - b|)); two equal infinities
+   are their own result (the formula would give inf - inf). */
+CG_INLINE double cg_logaddexp_d(double a, double b) {
+    if (isinf(a) && a == b)
+        return a;
+    return cg_pick_d(a, b, a >= b) + log1p(exp(-fabs(a - b)));
+}
+
+/* The inverse of erf: Winitzki's closed-form estimate (relative error below
+   2e-3), then Halley steps on erf(y) = |x| (cubic: 2e-3 -> 1e-8 -> 1e-24).
+   Above |x| = 0.5 the residual is written (1 - |x|) - erfc(y): 1 - |x| is
+   exact there and erfc keeps its relative accuracy in the tail. */
+CG_INLINE double cg_erfinv_d(double x) {
+    double ax = fabs(x), w, t, y, f, d;
+    int k;
+    if (!(ax < 1.0))
+        return ax == 1.0 ? copysign(INFINITY, x) : NAN;
+    if (ax == 0)
+        return x;
+    w = log((1.0 - ax) * (1.0 + ax));
+    t = 4.330746750799873 + 0.5 * w;     /* 2 / (pi * 0.147) */
+    y = sqrt(sqrt(t * t - w / 0.147) - t);
+    for (k = 0; k < 3; k++) {
+        f = ax <= 0.5 ? erf(y) - ax : (1.0 - ax) - erfc(y);
+        d = f / (1.1283791670955126 * exp(-y * y));
+        y -= d / (1.0 + y * d);
+    }
+    return copysign(y, x);
+}
+
 #endif

@@ -9,7 +9,7 @@ cdef int _int_result(tuple rows, RowInfo* info, int op, int typenum,
     promoted to ``typenum``, by the row's policy; raises its refusals."""
     row = rows[op]
     if has_bool and info[op].bool_error:
-        raise RuntimeError(row.bool_error)
+        raise row.bool_error_type(row.bool_error)
     if typenum == cnp.NPY_FLOAT16:
         return typenum if info[op].ints == INTS_KEEP else _default_float
     if info[op].ints == INTS_REFUSE:
@@ -301,12 +301,18 @@ def unary_method(str name):
 
 
 cdef object _power(object a, object b):
-    """a ** b.  x ** 2 is torch's x * x: one rounding, a cheaper backward."""
-    if ((type(b) is int or type(b) is float) and b == 2 and isinstance(a, TensorBase)
-            and (cnp.PyArray_TYPE(<cnp.ndarray>(<TensorBase>a)._arr) == cnp.NPY_FLOAT
-                 or cnp.PyArray_TYPE(<cnp.ndarray>(<TensorBase>a)._arr)
-                 == cnp.NPY_DOUBLE)):
-        return _unary(OP_SQUARE, <TensorBase>a)
+    """a ** b.  For a Python number b that torch special-cases (0, 1, 2, 3,
+    -1, -2, 0.5, -0.5) a float tensor takes that exponent's own kernel, as
+    torch does: x ** 3 is x * x * x, x ** 0.5 is sqrt(x) (the same values,
+    ~20x faster than pow in float64), and its backward torch's.  Other
+    exponents, and integer tensors, take pow."""
+    cdef int typenum
+    if (type(b) is int or type(b) is float) and isinstance(a, TensorBase):
+        typenum = cnp.PyArray_TYPE(<cnp.ndarray>(<TensorBase>a)._arr)
+        if typenum == cnp.NPY_FLOAT or typenum == cnp.NPY_DOUBLE:
+            op = POWER_OPS.get(b)
+            if op is not None:
+                return _unary(<int>op, <TensorBase>a)
     return _binary(OP_POW, a, b)
 
 

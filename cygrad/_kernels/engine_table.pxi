@@ -4,7 +4,8 @@
 
 # The op table's rows (optable.py), by kernel index, and what recording a
 # node and promoting dtypes read of them, as C arrays sized from the table.
-cdef tuple UNARY_ROWS = tuple(_optable.UNARY)
+# The scalar-exponent kernels (POWERS) follow the public unary rows.
+cdef tuple UNARY_ROWS = tuple(_optable.UNARY + _optable.POWERS)
 cdef tuple BINARY_ROWS = tuple(_optable.BINARY)
 if (_ew.UNARY_NAMES != tuple(r.name for r in UNARY_ROWS)
         or _ew.BINARY_NAMES != tuple(r.name for r in BINARY_ROWS)):
@@ -53,5 +54,9 @@ cdef int OP_SUB = BINARY_OPS["sub"]
 cdef int OP_MUL = BINARY_OPS["mul"]
 cdef int OP_DIV = BINARY_OPS["div"]
 cdef int OP_POW = BINARY_OPS["pow"]
+cdef int OP_REMAINDER = BINARY_OPS["remainder"]
+cdef int OP_FLOOR_DIVIDE = BINARY_OPS["floor_divide"]
 cdef int OP_NEG = UNARY_OPS["neg"]
 cdef int OP_SQUARE = UNARY_OPS["square"]
+# x ** k for a Python number k that torch special-cases: k -> kernel index.
+cdef dict POWER_OPS = {k: UNARY_OPS[v] for k, v in _optable.POWER_EXPONENTS.items()}

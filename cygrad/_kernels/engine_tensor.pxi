@@ -128,6 +128,12 @@ cdef class TensorBase:
     def __truediv__(a, b):
         return _binary(OP_DIV, a, b)
 
+    def __mod__(a, b):
+        return _binary(OP_REMAINDER, a, b)
+
+    def __floordiv__(a, b):
+        return _binary(OP_FLOOR_DIVIDE, a, b)
+
     def __pow__(a, b, mod):
         if mod is not None:
             return NotImplemented
@@ -147,6 +153,12 @@ cdef class TensorBase:
 
     def __itruediv__(self, other):
         return _inplace_operator(OP_DIV, self, other, "div_")
+
+    def __imod__(self, other):
+        return _inplace_operator(OP_REMAINDER, self, other, "remainder_")
+
+    def __ifloordiv__(self, other):
+        return _inplace_operator(OP_FLOOR_DIVIDE, self, other, "floor_divide_")
 
 
 cdef inline TensorBase _new_tensor(object arr):

@@ -38,10 +38,13 @@ import numpy as np
 # thread policy (``threads.threads_for``), so it splits across threads at a
 # 16x smaller size.
 HEAVY = ("exp", "expm1", "log", "log1p", "log2", "log10", "tanh", "sigmoid",
-         "sin", "cos", "pow", "atan2", "hypot", "pow_grad_base", "pow_grad_exp")
+         "sin", "cos", "pow", "atan2", "hypot", "pow_grad_base", "pow_grad_exp",
+         "sinh", "cosh", "tan", "asin", "acos", "atan", "asinh", "acosh", "atanh",
+         "erf", "erfc", "erfinv", "exp2", "logaddexp")
 # The helpers the expressions may call besides C's math functions.
 HELPERS = ("pick", "keep", "sign", "relu", "maximum", "minimum", "sigmoid",
-           "pow_grad_base", "pow_grad_exp")
+           "pow_grad_base", "pow_grad_exp", "remainder", "floor_divide", "logaddexp",
+           "erfinv")
 
 
 def uses(expr, name):
@@ -95,7 +98,10 @@ class Row:
     ufunc : NumPy ufunc, optional
         The computation for ``ints="keep"`` and for float16 (no kernel).
     bool_error : str, optional
-        The RuntimeError raised when an input is a bool tensor.
+        The error raised when an input is a bool tensor.
+    bool_error_type : type
+        Its exception class: RuntimeError (default), or NotImplementedError
+        where torch has no bool kernel (``floor``, ``remainder``).
     methods : tuple of str
         Tensor method names; default ``(name,)``.
     aliases : tuple of str
@@ -112,7 +118,8 @@ class Row:
 
     def __init__(self, name, fwd, grads, ref, doc, graph=None, domain=None,
                  exact=False, fast=None, ints="float", ufunc=None, bool_error=None,
-                 methods=None, aliases=(), alpha=False, number_other=True, node=None):
+                 methods=None, aliases=(), alpha=False, number_other=True, node=None,
+                 bool_error_type=RuntimeError):
         self.name = name
         self.fwd = fwd
         self.grads = tuple(grads)
@@ -131,6 +138,7 @@ class Row:
         self.ints = ints
         self.ufunc = ufunc
         self.bool_error = bool_error
+        self.bool_error_type = bool_error_type
         self.methods = tuple(methods) if methods is not None else (name,)
         self.aliases = tuple(aliases)
         self.alpha = alpha
@@ -338,6 +346,180 @@ BINARY = [
         "sqrt(a * a + b * b) without overflow", domain=((-2.0, 2.0), (0.3, 2.0)),
         ints="refuse", number_other=False),
 ]
+
+# --- math: trigonometric, rounding, error functions, remainders ------------------
+
+def _keep_ints(fn):
+    """``fn`` for floats; an integer tensor is its own floor/ceil/round."""
+    def f(x):
+        return np.array(x, copy=True) if x.dtype.kind in "iu" else fn(x)
+    return f
+
+
+def _sign(x):
+    # torch: sign(NaN) = 0; a bool tensor is its own sign.
+    if x.dtype.kind == "b":
+        return np.array(x, copy=True)
+    return np.where(x != x, np.zeros((), x.dtype), np.sign(x))
+
+
+def _int_checked(fn):
+    """``fn`` with torch's refusal of an integer division by zero."""
+    def f(a, b):
+        if np.asarray(b).dtype.kind in "iub" and np.asarray(a).dtype.kind in "iub" \
+                and not np.all(b):
+            raise RuntimeError("ZeroDivisionError")
+        return fn(a, b)
+    return f
+
+
+def _floor_divide(a, b):
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.floor_divide(a, b)
+
+
+def _remainder(a, b):
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.remainder(a, b)
+
+
+def _fmod(a, b):
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.fmod(a, b)
+
+
+_erf = np.vectorize(__import__("math").erf, otypes=[float])
+_erfc = np.vectorize(__import__("math").erfc, otypes=[float])
+# The gradient of a piecewise-constant op: exactly 0, never g * 0 (NaN for
+# an infinite g), as torch's zeros_like; it reads g alone, so nothing is
+# saved, and over Tensors it stays differentiable in g.
+_ZERO = "keep(g, g < g)"
+
+
+def _erfinv(x):
+    # Bisection on math.erf (an algorithm independent of the kernel's).
+    x = np.asarray(x, float)
+    lo, hi = np.full(x.shape, -6.0), np.full(x.shape, 6.0)
+    for _ in range(100):
+        mid = (lo + hi) / 2
+        below = _erf(mid) < x
+        lo, hi = np.where(below, mid, lo), np.where(below, hi, mid)
+    y = (lo + hi) / 2
+    y = np.where(np.abs(x) == 1, np.copysign(np.inf, x), y)
+    return np.where((np.abs(x) > 1) | np.isnan(x), np.nan, np.where(x == 0, x, y))
+_UNIT = ((-0.9, 0.9),)
+
+
+def _no_bool(kernel):
+    return f'"{kernel}" not implemented for \'Bool\''
+
+
+UNARY += [
+    Row("sinh", "sinh(x)", ["g * cosh(x)"], np.sinh, "Hyperbolic sine"),
+    Row("cosh", "cosh(x)", ["g * sinh(x)"], np.cosh, "Hyperbolic cosine"),
+    # torch: tan' = 1 + tan^2, from the output.
+    Row("tan", "tan(x)", ["g * (1 + y * y)"], np.tan, "Tangent",
+        domain=((-1.2, 1.2),)),
+    Row("asin", "asin(x)", ["g / sqrt(1 - x * x)"], np.arcsin, "Inverse sine",
+        domain=_UNIT, aliases=("arcsin",)),
+    Row("acos", "acos(x)", ["-g / sqrt(1 - x * x)"], np.arccos, "Inverse cosine",
+        domain=_UNIT, aliases=("arccos",)),
+    Row("atan", "atan(x)", ["g / (x * x + 1)"], np.arctan, "Inverse tangent",
+        aliases=("arctan",)),
+    Row("asinh", "asinh(x)", ["g / sqrt(x * x + 1)"], np.arcsinh,
+        "Inverse hyperbolic sine", aliases=("arcsinh",)),
+    Row("acosh", "acosh(x)", ["g / sqrt(x * x - 1)"], np.arccosh,
+        "Inverse hyperbolic cosine", domain=((1.2, 4.0),), aliases=("arccosh",)),
+    Row("atanh", "atanh(x)", ["g / (1 - x * x)"], np.arctanh,
+        "Inverse hyperbolic tangent", domain=_UNIT, aliases=("arctanh",)),
+    # torch: sign(NaN) = 0, sign(-0.0) = 0; bool and integer tensors keep
+    # their dtype.
+    Row("sign", "pick(1.0, pick(-1.0, 0.0, x < 0), x > 0)", [_ZERO], _sign,
+        "Sign: 1, -1 or 0 (0 for NaN, as torch; zero gradient)", exact=True,
+        ints="keep", ufunc=_sign),
+    # Rounding keeps an integer tensor as it is and refuses a bool one
+    # (torch's NotImplementedError); the gradient is 0 everywhere.
+    Row("floor", "floor(x)", [_ZERO], np.floor, "Round down (zero gradient)",
+        exact=True, ints="keep", ufunc=_keep_ints(np.floor),
+        bool_error=_no_bool("floor_vml_cpu"), bool_error_type=NotImplementedError),
+    Row("ceil", "ceil(x)", [_ZERO], np.ceil, "Round up (zero gradient)",
+        exact=True, ints="keep", ufunc=_keep_ints(np.ceil),
+        bool_error=_no_bool("ceil_vml_cpu"), bool_error_type=NotImplementedError),
+    # Half-way cases go to the even neighbour, as torch (nearbyint).
+    Row("round", "rint(x)", [_ZERO], np.rint,
+        "Round to the nearest integer, half to even (zero gradient)", exact=True,
+        ints="keep", ufunc=_keep_ints(np.rint), bool_error=_no_bool("round_vml_cpu"),
+        bool_error_type=NotImplementedError),
+    Row("trunc", "trunc(x)", [_ZERO], np.trunc, "Round toward zero (zero gradient)",
+        exact=True, ints="keep", ufunc=_keep_ints(np.trunc), aliases=("fix",),
+        bool_error=_no_bool("trunc_vml_cpu"), bool_error_type=NotImplementedError),
+    # torch's reciprocal backward: -g * y * y.
+    Row("reciprocal", "1 / x", ["-g * (y * y)"], np.reciprocal, "1 / x",
+        domain=((0.5, 2.0),), exact=True),
+    Row("erf", "erf(x)", ["g * (1.1283791670955126 * exp(-(x * x)))"], _erf,
+        "Error function"),
+    Row("erfc", "erfc(x)", ["g * (-1.1283791670955126 * exp(-(x * x)))"], _erfc,
+        "Complementary error function 1 - erf(x), exact for large x"),
+    # torch: erfinv' = sqrt(pi) / 2 * exp(erfinv(x)^2), from the output.
+    Row("erfinv", "erfinv(x)", ["g * (0.886226925452758 * exp(y * y))"], _erfinv,
+        "Inverse error function", domain=_UNIT),
+    Row("exp2", "exp2(x)", ["g * (y * 0.6931471805599453)"], np.exp2,
+        "Base-2 exponential"),
+]
+
+# torch's remainder takes the sign of b (Python's %), fmod the sign of a (C's
+# fmod); floor_divide is Python's //.  Integer operands stay integers and a
+# zero integer divisor raises; grad_b of remainder/fmod is -g times the
+# quotient rounded down/toward zero, as torch.  floor_divide has no gradient
+# in torch (its backward raises); cygrad's is 0, as torch's
+# div(rounding_mode="floor").
+_DIVISOR = ((-3.0, 3.0), (0.5, 3.0))
+BINARY += [
+    Row("remainder", "remainder(a, b)", ["g", "-g * floor_divide(a, b)"], _remainder,
+        "Remainder with the sign of the divisor (Python's %)", domain=_DIVISOR,
+        ints="keep", ufunc=_int_checked(_remainder),
+        bool_error=_no_bool("remainder_cpu"), bool_error_type=NotImplementedError),
+    Row("fmod", "fmod(a, b)", ["g", "-g * trunc(a / b)"], _fmod,
+        "Remainder with the sign of the dividend (C's fmod)", domain=_DIVISOR,
+        ints="keep", ufunc=_int_checked(_fmod),
+        bool_error=_no_bool("fmod_cpu"), bool_error_type=NotImplementedError),
+    Row("floor_divide", "floor_divide(a, b)", [_ZERO, _ZERO], _floor_divide,
+        "Division rounded down (Python's //; zero gradient)", domain=_DIVISOR,
+        ints="keep", ufunc=_int_checked(_floor_divide),
+        bool_error=_no_bool("div_floor_cpu"), bool_error_type=NotImplementedError,
+        node="DivBackward2"),
+    # Each side's share of exp(a) + exp(b); torch refuses integers.
+    Row("logaddexp", "logaddexp(a, b)", ["g / (1 + exp(b - a))",
+                                         "g / (1 + exp(a - b))"],
+        np.logaddexp, "log(exp(a) + exp(b)) without overflow", ints="refuse",
+        number_other=False),
+]
+
+# Kernels for x ** k with a Python number k, as torch special-cases them
+# (x ** 2 is the square row): never cygrad.<name>, only the engine's
+# ``_power`` calls them.  The backwards are torch's g * (k * x ** (k - 1))
+# with its own special cases of x ** (k - 1) (x ** -2 = 1 / (x * x), x **
+# -0.5 = 1 / sqrt(x)); x ** 0 has gradient 0.
+POWERS = [
+    Row("pow_zero", "pick(1.0, x, 1)", [_ZERO], lambda x: np.ones_like(x), "x ** 0",
+        exact=True, node="PowBackward0"),
+    Row("pow_one", "x", ["g"], lambda x: x.copy(), "x ** 1", exact=True,
+        node="PowBackward0"),
+    Row("pow_cube", "x * x * x", ["g * (3.0 * (x * x))"], lambda x: x ** 3, "x ** 3",
+        exact=True, node="PowBackward0"),
+    Row("pow_recip", "1 / x", ["g * -(1 / (x * x))"], lambda x: 1 / x, "x ** -1",
+        exact=True, node="PowBackward0"),
+    Row("pow_recip_square", "1 / (x * x)", ["g * (-2.0 * pow(x, -3.0))"],
+        lambda x: 1 / (x * x), "x ** -2", exact=True, node="PowBackward0"),
+    Row("pow_sqrt", "sqrt(x)", ["g * (0.5 * (1 / sqrt(x)))"], np.sqrt, "x ** 0.5",
+        exact=True, node="PowBackward0"),
+    Row("pow_rsqrt", "1 / sqrt(x)", ["g * (-0.5 * pow(x, -1.5))"],
+        lambda x: 1 / np.sqrt(x), "x ** -0.5", exact=True, node="PowBackward0"),
+]
+# The exponent of each (x ** 2 is the square row).
+POWER_EXPONENTS = {0: "pow_zero", 1: "pow_one", 2: "square", 3: "pow_cube",
+                   -1: "pow_recip", -2: "pow_recip_square", 0.5: "pow_sqrt",
+                   -0.5: "pow_rsqrt"}
 
 ROWS = {r.name: r for r in UNARY + BINARY}
 if len(ROWS) != len(UNARY) + len(BINARY):

@@ -4,6 +4,7 @@ registered in one loop, their derivatives over Tensors for
 
 import numpy as np
 
+from cygrad import dtypes as _dt
 from cygrad._kernels import engine as _engine
 from cygrad._kernels import optable as _optable
 from cygrad._kernels.engine import TensorBase, _wrap
@@ -29,7 +30,80 @@ def _table_function(row):
     else:
         fn = _engine.binary_method(row.name)
     fn.__doc__ = row.summary()
+    if row.name in _KEYWORD_FORMS:
+        fn = _KEYWORD_FORMS[row.name](fn)
     return fn
+
+
+# Rows whose torch function takes a keyword beyond the row's operands: the
+# compiled function wrapped once (the operators still call the kernels).
+def _with_decimals(kernel):
+    def round(input, *, decimals=0):
+        if decimals == 0:
+            return kernel(input)
+        if input._arr.dtype.kind != "f":
+            raise NotImplementedError(
+                f'"round_cpu" not implemented for \'{_dtype_name(input)}\'')
+        # torch: nearbyint(x * 10**d) / 10**d, or for d < 0
+        # nearbyint(x / 10**-d) * 10**-d, in the tensor's dtype; the
+        # gradient stays round's 0.
+        if decimals > 0:
+            scale = 10.0 ** decimals
+            return kernel(input * scale) / scale
+        scale = 10.0 ** -decimals
+        return kernel(input / scale) * scale
+    round.__doc__ = kernel.__doc__[:-2] + "; ``decimals=d`` rounds to d decimal " \
+        "digits (negative: to tens, hundreds...)."
+    return round
+
+
+def _with_rounding_mode(kernel):
+    def div(input, other, *, rounding_mode=None):
+        if rounding_mode is None:
+            return kernel(input, other)
+        if rounding_mode == "floor":
+            return floor_divide(input, other)  # noqa: F821 - a row of the table
+        if rounding_mode == "trunc":
+            return _trunc_divide(input, other)
+        raise RuntimeError("div expected rounding_mode to be one of None, 'trunc', "
+                           f"or 'floor' but found '{rounding_mode}'")
+    div.__doc__ = kernel.__doc__[:-2] + "; ``rounding_mode='floor'`` is " \
+        "``floor_divide``, ``'trunc'`` rounds toward zero (zero gradient), and " \
+        "integer operands then stay integers."
+    return div
+
+
+def _dtype_name(t):
+    return _dt.name(t._arr.dtype)
+
+
+def _trunc_divide(a, b):
+    """a / b rounded toward zero: torch's trunc(a / b) for floats, exact for
+    integers (a zero integer divisor raises, as torch)."""
+    x = a._arr if isinstance(a, TensorBase) else a
+    y = b._arr if isinstance(b, TensorBase) else b
+    kinds = {np.asarray(x).dtype.kind, np.asarray(y).dtype.kind}
+    if kinds == {"b"}:
+        raise NotImplementedError('"div_trunc_cpu" not implemented for \'Bool\'')
+    if kinds <= {"i", "u", "b"}:
+        # floor division gives torch's integer dtype (and the zero check);
+        # a nonzero remainder of operands of opposite signs moves it up one.
+        q = floor_divide(a, b)._arr  # noqa: F821 - a row of the table
+        up = (np.remainder(x, y) != 0) & ((np.asarray(x) < 0) != (np.asarray(y) < 0))
+        return _wrap(np.asarray(q + up.astype(q.dtype), q.dtype))
+    with _no_grad():
+        q = trunc(_engine.binary("div", a, b))  # noqa: F821 - a row of the table
+    if not _engine.is_grad_enabled() or not any(
+            isinstance(v, TensorBase) and v._requires_grad for v in (a, b)):
+        return q
+    # A zero gradient for a and b, as torch's: through the side of a select
+    # that is never taken (floor_divide's own gradient is exactly 0), so no
+    # 0 / b from div's backward can make it NaN.
+    never = _wrap(np.zeros(q._arr.shape, bool))
+    return where(never, floor_divide(a, b), q)  # noqa: F821 - a row of the table
+
+
+_KEYWORD_FORMS = {"round": _with_decimals, "div": _with_rounding_mode}
 
 
 for _row in _optable.UNARY + _optable.BINARY:
@@ -85,7 +159,8 @@ def _graph_rules():
     missing = set(_optable.HELPERS) - set(ns) - {"pick"}
     if missing:
         raise ImportError(f"op table helpers without a Tensor form: {missing}")
-    unary = {r.name: eval(f"lambda g, x, y: {r.graph[0]}", ns) for r in _optable.UNARY}
+    unary = {r.name: eval(f"lambda g, x, y: {r.graph[0]}", ns)
+             for r in _optable.UNARY + _optable.POWERS}
     binary = {r.name: tuple(eval(f"lambda g, a, b, y: {e}", ns) for e in r.graph)
               for r in _optable.BINARY}
     return unary, binary
@@ -123,32 +198,163 @@ for _name, _uf in (("lt", np.less), ("le", np.less_equal), ("gt", np.greater),
         _mk(_uf, _name))
 
 
-def _logical(ufunc, name):
-    def fn(a, b):
-        x = a._arr
-        y = b._arr if isinstance(b, TensorBase) else b
-        if x.dtype.kind == "f" or np.asarray(y).dtype.kind == "f":
-            raise TypeError(f"{name} is only supported for integer and bool tensors")
-        return _wrap(np.asarray(ufunc(x, y)))
+# The bitwise ops of integer and bool tensors (& | ^ ~), and the logical
+# ops of any dtype (nonzero is True): bool or integer results, no gradient.
+def _operand(v, name, arg):
+    if isinstance(v, TensorBase):
+        return v._arr
+    if isinstance(v, (bool, int, float, np.number)):
+        return v
+    raise TypeError(f"{name}(): argument '{arg}' must be Tensor or Number, not "
+                    f"{type(v).__name__}")
+
+
+def _bitwise(ufunc, name):
+    def fn(input, other):
+        if not isinstance(other, (TensorBase, bool, int, float, np.number)):
+            return NotImplemented
+        x, y = _operand(input, name, "input"), _operand(other, name, "other")
+        for v in (x, y):
+            if isinstance(v, float) or np.asarray(v).dtype.kind == "f":
+                dname = _dt.name(v.dtype) if isinstance(v, np.ndarray) else "Float"
+                raise NotImplementedError(
+                    f'"{name}_cpu" not implemented for \'{dname}\'')
+        return _wrap(np.asarray(_broadcasting(ufunc, x, y)))
+    fn.__name__ = name
+    fn.__doc__ = (f"Elementwise ``{name}`` of integer or bool tensors "
+                  "(broadcasting); no gradient.")
     return fn
 
 
-Tensor.__and__ = Tensor.__rand__ = _logical(np.bitwise_and, "&")
-Tensor.__or__ = Tensor.__ror__ = _logical(np.bitwise_or, "|")
-Tensor.__xor__ = Tensor.__rxor__ = _logical(np.bitwise_xor, "^")
+def _broadcasting(ufunc, x, y):
+    try:
+        return ufunc(x, y)
+    except ValueError:
+        raise RuntimeError(
+            f"The size of tensor a must match the size of tensor b: shapes "
+            f"{list(np.shape(x))} and {list(np.shape(y))} do not broadcast") from None
+
+
+for _name, _uf, _dunder in (("bitwise_and", np.bitwise_and, "and"),
+                            ("bitwise_or", np.bitwise_or, "or"),
+                            ("bitwise_xor", np.bitwise_xor, "xor")):
+    _fn = _bitwise(_uf, _name)
+    globals()[_name] = op(_name, methods=(_name, f"__{_dunder}__", f"__r{_dunder}__"),
+                          kind="compare")(_fn)
 
 
 def _invert(a):
     if a._arr.dtype.kind == "f":
-        raise TypeError("~ (bitwise not) is only supported for integer and bool tensors")
+        raise NotImplementedError(
+            f'"bitwise_not_cpu" not implemented for \'{_dt.name(a._arr.dtype)}\'')
     return _wrap(np.invert(a._arr))
 
 
 Tensor.__invert__ = _invert
 
 
-def logical_not(a):
-    return _wrap(np.logical_not(a._arr))
+def _logical(ufunc, name):
+    def fn(input, other):
+        if not isinstance(other, TensorBase):
+            raise TypeError(f"{name}(): argument 'other' (position 2) must be Tensor, "
+                            f"not {type(other).__name__}")
+        return _wrap(np.asarray(_broadcasting(ufunc, input._arr, other._arr)))
+    fn.__name__ = name
+    fn.__doc__ = (f"Elementwise ``{name}`` (nonzero is True; broadcasting); a "
+                  "bool tensor, no gradient.")
+    return fn
 
 
-Tensor.logical_not = logical_not
+for _name, _uf in (("logical_and", np.logical_and), ("logical_or", np.logical_or),
+                   ("logical_xor", np.logical_xor)):
+    globals()[_name] = op(_name, methods=(_name,), kind="compare")(_logical(_uf, _name))
+
+
+@op("logical_not", methods=("logical_not",), kind="compare")
+def logical_not(input):
+    """Elementwise not (zero is True); a bool tensor, no gradient."""
+    return _wrap(np.logical_not(input._arr))
+
+
+def _classify(ufunc, name, what):
+    def fn(input):
+        return _wrap(np.asarray(ufunc(input._arr)))
+    fn.__name__ = name
+    fn.__doc__ = f"Whether each element {what}; a bool tensor, no gradient."
+    return fn
+
+
+for _name, _uf, _what in (("isnan", np.isnan, "is NaN"),
+                          ("isinf", np.isinf, "is infinite"),
+                          ("isfinite", np.isfinite, "is finite (not NaN or infinite)")):
+    globals()[_name] = op(_name, methods=(_name,), kind="compare")(
+        _classify(_uf, _name, _what))
+
+
+@op("nan_to_num", methods=("nan_to_num",), kind="unary")
+def nan_to_num(input, nan=0.0, posinf=None, neginf=None):
+    """NaN, +inf and -inf replaced by ``nan``, ``posinf`` and ``neginf``
+    (default 0 and the dtype's largest and lowest finite values); grad =
+    g where x is finite, else 0.  An integer tensor is returned as a copy."""
+    x = input._arr
+    if x.dtype.kind != "f":
+        return _wrap(np.array(x, copy=True))
+    info = np.finfo(x.dtype)
+    fill = np.where(np.isnan(x), np.asarray(nan if nan is not None else 0.0, x.dtype),
+                    np.where(x > 0, np.asarray(info.max if posinf is None else posinf,
+                                               x.dtype),
+                             np.asarray(info.min if neginf is None else neginf,
+                                        x.dtype)))
+    return where(_wrap(np.isfinite(x)), input, _wrap(np.asarray(fill, x.dtype)))
+
+
+# --- ternary composites --------------------------------------------------------------
+
+def _float_only(name, kernel, *ts):
+    for t in ts:
+        if isinstance(t, TensorBase) and t._arr.dtype.kind != "f":
+            raise NotImplementedError(
+                f'"{kernel}" not implemented for \'{_dt.name(t._arr.dtype)}\'')
+
+
+@op("lerp", methods=("lerp",), kind="other")
+def lerp(input, end, weight):
+    """out = input + weight * (end - input) (weight a number or a tensor);
+    grad_input = g * (1 - weight), grad_end = g * weight, grad_weight =
+    g * (end - input).  torch switches to end - (end - input) * (1 - weight)
+    where |weight| >= 0.5, for an exact end at weight 1; so does cygrad."""
+    _float_only("lerp", "lerp_kernel_scalar" if not isinstance(weight, TensorBase)
+                else "lerp_kernel_tensor", input, end, weight)
+    diff = end - input
+    if isinstance(weight, TensorBase):
+        big = weight.abs() >= 0.5
+        return where(big, end - diff * (1 - weight), input + weight * diff)
+    if -0.5 < weight < 0.5:  # (abs is the row here)
+        return input + weight * diff
+    return end - diff * (1 - weight)
+
+
+@op("addcmul", methods=("addcmul",), kind="other")
+def addcmul(input, tensor1, tensor2, *, value=1):
+    """out = input + value * tensor1 * tensor2 (broadcasting); the gradients
+    are those of that expression."""
+    prod = tensor1 * tensor2
+    return input + (prod * value if value != 1 else prod)
+
+
+@op("addcdiv", methods=("addcdiv",), kind="other")
+def addcdiv(input, tensor1, tensor2, *, value=1):
+    """out = input + value * tensor1 / tensor2 (broadcasting); integer
+    tensor1 and tensor2 are refused, as torch refuses them."""
+    if all(isinstance(t, TensorBase) and t._arr.dtype.kind in "biu"
+           for t in (tensor1, tensor2)):
+        raise RuntimeError(
+            "Integer division with addcdiv is no longer supported, and in a future "
+            "release addcdiv will perform a true division of tensor1 and tensor2. "
+            "The historic addcdiv behavior can be implemented as (input + value * "
+            "torch.trunc(tensor1 / tensor2)).to(input.dtype) for integer inputs and "
+            "as (input + value * tensor1 / tensor2) for float inputs. The future "
+            "addcdiv behavior is just the latter implementation: (input + value * "
+            "tensor1 / tensor2), for all dtypes.")
+    quot = tensor1 / tensor2
+    return input + (quot * value if value != 1 else quot)

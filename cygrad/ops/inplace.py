@@ -10,6 +10,7 @@ from cygrad._kernels.reduce import sum_to_shape as _np_sum_to_shape
 from cygrad._tensor import Tensor
 from cygrad.autograd.function import Function
 from cygrad.creation import tensor as _make_tensor
+from cygrad.ops import elementwise as _ew
 from cygrad.ops.elementwise import clamp_max, clamp_min, relu
 from cygrad.ops.indexing import GetItem, _adv_shape, _index_into, _norm_index
 from cygrad.ops.registry import _no_grad, _ns, _prod, sum_to_shape, xp_helper
@@ -498,3 +499,77 @@ Tensor.add_ = _view_aware_method("add", "add_", True)
 Tensor.sub_ = _view_aware_method("sub", "sub_", True)
 Tensor.mul_ = _view_aware_method("mul", "mul_", False)
 Tensor.div_ = _view_aware_method("div", "div_", False)
+
+
+# --- in-place forms of the elementwise math ------------------------------------------
+# Each is its out-of-place op written back through ``_inplace_apply`` (views,
+# the graph's rules, the refusal of a float result in an integer tensor).
+
+# The op table's unary rows (and aliases) that torch has an in-place form of.
+UNARY_INPLACE = (
+    "neg", "negative", "exp", "log", "log1p", "log2", "log10", "expm1", "rsqrt",
+    "tanh", "sigmoid", "relu", "sqrt", "abs", "absolute", "sin", "cos", "square",
+    "sinh", "cosh", "tan", "asin", "arcsin", "acos", "arccos", "atan", "arctan",
+    "asinh", "arcsinh", "acosh", "arccosh", "atanh", "arctanh", "sign", "floor",
+    "ceil", "round", "trunc", "fix", "reciprocal", "erf", "erfc", "erfinv", "exp2",
+    "nan_to_num", "logical_not")
+# Binary rows with an in-place form (add_/sub_/mul_/div_ are above): the
+# method's name, the row and whether it takes alpha=.
+BINARY_INPLACE = (("pow", "pow", False), ("remainder", "remainder", False),
+                  ("fmod", "fmod", False), ("floor_divide", "floor_divide", False),
+                  ("atan2", "atan2", False), ("arctan2", "atan2", False),
+                  ("hypot", "hypot", False), ("subtract", "sub", True),
+                  ("multiply", "mul", False), ("true_divide", "div", False))
+# Ops outside the table that torch also writes in place.
+OTHER_INPLACE = ("bitwise_and", "bitwise_or", "bitwise_xor", "logical_and",
+                 "logical_or", "logical_xor", "lerp", "addcmul", "addcdiv")
+
+
+def _unary_inplace(name, fn):
+    opname = name + "_"
+
+    def method(self, *args, **kwargs):
+        return _inplace_apply(self, lambda t: fn(t, *args, **kwargs), opname)
+    method.__name__ = opname
+    method.__doc__ = f"In-place ``{name}``."
+    return method
+
+
+def _shaped_inplace(name, fn):
+    """An op with operands broadcast to self's shape, written into self."""
+    opname = name + "_"
+
+    def method(self, *args, **kwargs):
+        shapes = [tuple(a.shape) for a in args if isinstance(a, TensorBase)]
+        shape = np.broadcast_shapes(self._arr.shape, *shapes)
+        if shape != self._arr.shape:
+            raise RuntimeError(
+                f"output with shape {list(self._arr.shape)} doesn't match the "
+                f"broadcast shape {list(shape)}")
+        other = next((a for a in args if isinstance(a, TensorBase)
+                      and a._requires_grad), None)
+        return _inplace_apply(self, lambda t: fn(t, *args, **kwargs), opname, other)
+    method.__name__ = opname
+    method.__doc__ = f"In-place ``{name}`` (operands broadcast to self's shape)."
+    return method
+
+
+def _install_inplace():
+    for name in UNARY_INPLACE:
+        setattr(Tensor, name + "_", _unary_inplace(name, getattr(_ew, name)))
+    for name, row, alpha in BINARY_INPLACE:
+        setattr(Tensor, name + "_", _view_aware_method(row, name + "_", alpha))
+    for name in OTHER_INPLACE:
+        setattr(Tensor, name + "_", _shaped_inplace(name, getattr(_ew, name)))
+    true_div_ = Tensor.div_
+    rounded_div_ = _shaped_inplace("div", _ew.div)
+
+    def div_(self, other, *, rounding_mode=None):
+        """In-place ``div`` (``rounding_mode`` as ``div``)."""
+        if rounding_mode is None:
+            return true_div_(self, other)
+        return rounded_div_(self, other, rounding_mode=rounding_mode)
+    Tensor.div_ = Tensor.divide_ = div_
+
+
+_install_inplace()

@@ -172,7 +172,7 @@ def _is_int_bound(b):
         isinstance(b, bool)
 
 
-@op("clamp", methods=("clamp", "clip"), kind="unary")
+@op("clamp", methods=("clamp", "clip"), kind="unary", aliases=("clip",))
 def clamp(input, min=None, max=None):
     """out = min(max(x, min), max); grad = g where min <= x <= max, else 0.
 
