@@ -8,16 +8,34 @@ Kernels are compiled and linked with OpenMP (``-fopenmp``: large elementwise
 kernels and sums split across threads, see ``cygrad/_kernels/threads.pyx``);
 ``CYGRAD_OPENMP=0`` builds without it, for a compiler that lacks OpenMP (the
 kernels then run serially and the thread count is only recorded).
+
+Rebuilds are incremental (``build_ext`` below): object files and finished
+modules live in ``build/`` inside the tree, outside pip's throw-away build
+environment, so a second ``pip install -e .`` with nothing changed copies
+the cached modules instead of compiling, and editing one ``.pyx`` (or a
+header it includes, directly or through another header) recompiles that
+module only.  Wheels (``pip wheel .``, ``python -m build``) get modules
+linked with ``-Wl,--strip-all``; in-tree builds keep their symbols for
+profilers (``CYGRAD_STRIP=0``/``1`` overrides).  ``-mavx2`` is passed only
+to the ``*_avx2`` modules and only on x86-64: they are imported only when
+the CPU has AVX2 (``cygrad/_kernels/cpu.pyx``), and other machines build
+and run the portable modules alone.
 """
 
 import glob
 import importlib.util
 import os
+import platform
+import re
+import shutil
+import sys
+import sysconfig
 
 import numpy as np
 from Cython.Build import cythonize
 from Cython.Tempita import Template
 from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext as _build_ext
 
 DEBUG = os.environ.get("CYGRAD_DEBUG", "0") != "0"
 DIRECTIVES = dict(
@@ -32,6 +50,32 @@ DIRECTIVES = dict(
 OPENMP = os.environ.get("CYGRAD_OPENMP", "1") != "0"
 HERE = os.path.dirname(os.path.abspath(__file__))
 KERNELS = os.path.join("cygrad", "_kernels")
+X86_64 = platform.machine().lower() in ("x86_64", "amd64")
+# The compiled modules, one name per cygrad/_kernels/<name>.pyx.  A new
+# kernel module is one more line here.
+MODULES = [
+    "conv",
+    "cpu",
+    "elementwise",
+    "engine",
+    "interp",
+    "loss",
+    "norm",
+    "optim",
+    "optim2",
+    "optim_lbfgs",
+    "optim_muon",
+    "pool",
+    "reduce",
+    "reductions",
+    "select",
+    "threads",
+]
+# Modules built only on x86-64, each with extra compiler flags.
+X86_MODULES = {
+    "optim_avx2": ["-mavx2"],
+    "optim2_avx2": ["-mavx2"],
+}
 
 
 def load_optable():
@@ -76,29 +120,89 @@ def extensions():
     if OPENMP:
         cflags.append("-fopenmp")
         ldflags.append("-fopenmp")
+    names = {name: [] for name in MODULES}
+    if X86_64:
+        names.update(X86_MODULES)
     exts = []
-    for pyx in sorted(glob.glob(os.path.join(KERNELS, "*.pyx"))):
-        name = os.path.splitext(os.path.basename(pyx))[0]
+    for name, extra in sorted(names.items()):
         if only and name not in only:
             continue
         exts.append(
             Extension(
                 f"cygrad._kernels.{name}",
-                [pyx],
+                [os.path.join(KERNELS, name + ".pyx")],
                 include_dirs=[np.get_include(), KERNELS],
                 define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
-                extra_compile_args=cflags,
+                extra_compile_args=cflags + extra,
                 extra_link_args=ldflags,
                 libraries=["m"],
             )
         )
-    return cythonize(
+    exts = cythonize(
         exts,
         compiler_directives=DIRECTIVES,
         include_path=[KERNELS],
         nthreads=int(os.environ.get("CYGRAD_BUILD_JOBS", "2")),
         force=DEBUG,
+        quiet=True,
     )
+    for ext in exts:
+        ext.depends = sorted(header_deps(ext.sources))
+    return exts
 
 
-setup(ext_modules=extensions())
+INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+
+
+def header_deps(sources):
+    """The headers of cygrad/_kernels that ``sources`` include, directly or
+    through another header (Cython tracks only the direct ones)."""
+    seen = set()
+    todo = list(sources)
+    while todo:
+        with open(todo.pop(), errors="replace") as f:
+            text = f.read()
+        for name in INCLUDE.findall(text):
+            path = os.path.join(KERNELS, name)
+            if path not in seen and os.path.exists(path):
+                seen.add(path)
+                todo.append(path)
+    return seen
+
+
+class build_ext(_build_ext):
+    """Keeps each finished module in ``build/cache-<python>/`` and reuses it
+    while it is newer than its C file and every header that file includes;
+    compiles the rest in parallel (``CYGRAD_BUILD_JOBS``, default 2)."""
+
+    def finalize_options(self):
+        super().finalize_options()
+        tag = f"{sysconfig.get_platform()}-{sys.implementation.cache_tag}"
+        self.build_temp = os.path.join(HERE, "build", f"temp.{tag}")
+        self.cache_dir = os.path.join(HERE, "build", f"cache.{tag}")
+        if self.parallel is None:
+            self.parallel = int(os.environ.get("CYGRAD_BUILD_JOBS", "2"))
+        in_tree = self.inplace or getattr(self, "editable_mode", False)
+        strip = os.environ.get("CYGRAD_STRIP", "0" if in_tree or DEBUG else "1")
+        self.strip = strip != "0" and sys.platform.startswith("linux")
+
+    def build_extension(self, ext):
+        out = self.get_ext_fullpath(ext.name)
+        kind = "stripped" if self.strip else "full"
+        cached = os.path.join(self.cache_dir, kind, os.path.basename(out))
+        deps = list(ext.sources) + list(ext.depends)
+        if not self.force and os.path.exists(cached) and all(
+            os.path.getmtime(d) <= os.path.getmtime(cached) for d in deps
+        ):
+            if os.path.abspath(cached) != os.path.abspath(out):
+                os.makedirs(os.path.dirname(out) or ".", exist_ok=True)
+                shutil.copy2(cached, out)
+            return
+        if self.strip:
+            ext.extra_link_args = list(ext.extra_link_args) + ["-Wl,--strip-all"]
+        super().build_extension(ext)
+        os.makedirs(os.path.dirname(cached), exist_ok=True)
+        shutil.copy2(out, cached)
+
+
+setup(ext_modules=extensions(), cmdclass={"build_ext": build_ext})

@@ -228,6 +228,40 @@ def _plots(out, line, clf, dtype):
     return paths
 
 
+MAX_SEED = 2**31 - 1
+
+
+def _check_args(parser, args):
+    """Refuse a bad option before anything trains (argparse's usage error,
+    exit status 2), rather than fail when the plots are written."""
+    if args.epochs < 1:
+        parser.error(f"argument --epochs: must be at least 1, got {args.epochs}")
+    if args.line_epochs < 1:
+        parser.error(
+            f"argument --line-epochs: must be at least 1, got {args.line_epochs}"
+        )
+    if not 0 <= args.seed <= MAX_SEED:
+        parser.error(
+            f"argument --seed: must be between 0 and {MAX_SEED}, got {args.seed}"
+        )
+    if args.no_plots:
+        return
+    out = args.out
+    if os.path.exists(out):
+        if not os.path.isdir(out):
+            parser.error(f"argument --out: {out!r} exists and is not a folder")
+        target = out
+    else:
+        target = os.path.dirname(os.path.abspath(out))
+        if not os.path.isdir(target):
+            parser.error(
+                f"argument --out: {out!r} is a folder the demo would create, "
+                f"but its parent {target!r} does not exist"
+            )
+    if not os.access(target, os.W_OK | os.X_OK):
+        parser.error(f"argument --out: {target!r} is not writable")
+
+
 def main(argv=None):
     """Run the demo; return a dict of results (used by the tests)."""
     parser = argparse.ArgumentParser(
@@ -260,8 +294,7 @@ def main(argv=None):
     )
     parser.add_argument("--no-plots", action="store_true", help="skip the plots")
     args = parser.parse_args(argv)
-    if args.epochs < 1 or args.line_epochs < 1:
-        parser.error("--epochs and --line-epochs must be at least 1")
+    _check_args(parser, args)
     dtype = np.dtype(args.dtype)
     t0 = time.perf_counter()
 

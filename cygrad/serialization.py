@@ -1,7 +1,7 @@
 """``cygrad.save`` / ``cygrad.load``: a format that never executes code on load.
 
 A file is an uncompressed ``.npz`` archive (a zip of ``.npy`` members written
-by :func:`numpy.savez` with ``allow_pickle=False``).  One member,
+as :func:`numpy.savez` with ``allow_pickle=False`` writes them).  One member,
 ``__cygrad__.npy``, holds a UTF-8 JSON manifest as a uint8 array::
 
     {"magic": "cygrad.save", "version": 1, "root": <node>}
@@ -144,9 +144,20 @@ def save(obj, f, pickle_module=None, pickle_protocol=2,
     arrays[MANIFEST] = np.frombuffer(manifest, dtype=np.uint8)
     if isinstance(f, (str, os.PathLike)):
         with open(f, "wb") as fh:
-            np.savez(fh, allow_pickle=False, **arrays)
+            _write_npz(fh, arrays)
     else:
-        np.savez(f, allow_pickle=False, **arrays)
+        _write_npz(f, arrays)
+
+
+def _write_npz(fh, arrays):
+    """What ``np.savez(fh, allow_pickle=False, **arrays)`` writes on NumPy 2,
+    written member by member: NumPy 1.x's ``savez`` has no ``allow_pickle``
+    and would store the flag itself as an array named ``allow_pickle``."""
+    with zipfile.ZipFile(fh, mode="w", compression=zipfile.ZIP_STORED,
+                         allowZip64=True) as zf:
+        for name, arr in arrays.items():
+            with zf.open(name + ".npy", "w", force_zip64=True) as member:
+                npy_format.write_array(member, np.asanyarray(arr), allow_pickle=False)
 
 
 def load(f, map_location=None, pickle_module=None, *, weights_only=True, mmap=None,

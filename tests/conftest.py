@@ -1,4 +1,4 @@
-import glob
+import importlib.machinery
 import os
 import sys
 
@@ -6,10 +6,12 @@ import numpy as np
 import pytest
 from hypothesis import settings
 
-# Use the source tree when its extensions are built in place (editable install
-# or `setup.py build_ext --inplace`); otherwise the installed package.
+# Use the source tree when its extensions are built in place for this Python
+# (editable install or `setup.py build_ext --inplace`); otherwise the
+# installed package.
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if glob.glob(os.path.join(_ROOT, "cygrad", "_kernels", "engine*.so")):
+if any(os.path.exists(os.path.join(_ROOT, "cygrad", "_kernels", "engine" + s))
+       for s in importlib.machinery.EXTENSION_SUFFIXES):
     sys.path.insert(0, _ROOT)
 
 settings.register_profile("ci", derandomize=True, deadline=None, max_examples=30,

@@ -70,3 +70,35 @@ def test_demo_help_lists_options(tmp_path):
     assert out.returncode == 0, out.stderr
     for opt in ("--epochs", "--seed", "--dtype", "--out"):
         assert opt in out.stdout
+
+
+@pytest.mark.parametrize(
+    "argv, phrase",
+    [
+        (["--seed", "-3"], "argument --seed: must be between 0 and"),
+        (["--seed", str(2**31)], "argument --seed: must be between 0 and"),
+        (["--epochs", "0"], "argument --epochs: must be at least 1"),
+        (["--line-epochs", "-1"], "argument --line-epochs: must be at least 1"),
+        (["--out", "some/missing/dir/file.png"], "its parent"),
+    ],
+)
+def test_demo_refuses_bad_options_before_training(argv, phrase, capsys, monkeypatch):
+    def no_training(*args, **kwargs):
+        raise AssertionError("trained before checking the options")
+
+    monkeypatch.setattr(demo, "fit_line", no_training)
+    monkeypatch.setattr(demo, "train_classifier", no_training)
+    with pytest.raises(SystemExit) as info:
+        demo.main(argv)
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    assert "usage: python -m cygrad.demo" in err and phrase in err
+
+
+def test_demo_out_must_be_a_folder(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(demo, "fit_line", None)
+    f = tmp_path / "file.png"
+    f.write_bytes(b"x")
+    with pytest.raises(SystemExit):
+        demo.main(["--out", str(f)])
+    assert "exists and is not a folder" in capsys.readouterr().err

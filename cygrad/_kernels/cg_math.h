@@ -39,7 +39,7 @@
 #include <string.h>
 
 /* Always inlined: an out-of-line copy is compiled for the baseline target
-   only, and a call to it from an AVX2 loop (CG_CLONES) pays an AVX-SSE
+   only, and a call to it from an AVX2 loop (CG_SIMD_FN) pays an AVX-SSE
    transition per element (measured: 290 ns per pow fallback). */
 #if defined(__GNUC__)
 #define CG_INLINE static inline __attribute__((always_inline))

@@ -25,11 +25,11 @@
     }                                                               \
     for (; i < n; i++) s += x[i];                                   \
     return s;
-CG_CLONES static double cg_sum_f32(const float *x, Py_ssize_t n) {
+CG_SIMD_FN(double, cg_sum_f32, (const float *x, Py_ssize_t n), (x, n), {
     CG_SUM_BODY(float)
-}
-CG_CLONES static double cg_sum_f64(const double *x, Py_ssize_t n) {
+})
+CG_SIMD_FN(double, cg_sum_f64, (const double *x, Py_ssize_t n), (x, n), {
     CG_SUM_BODY(double)
-}
+})
 
 #endif

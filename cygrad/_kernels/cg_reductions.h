@@ -7,7 +7,7 @@
 #include <stdint.h>
 #include <string.h>
 /* Every helper below is compiled for AVX2 + FMA and for the baseline
-   (CG_CLONES: see cg_simd.h). */
+   (CG_SIMD_FN: see cg_simd.h). */
 #include "cg_simd.h"
 /* cg_expf_le0 and cg_exp_le0, the softmax family's exp. */
 #include "cg_math.h"
@@ -122,13 +122,13 @@ static inline T cg_extreme_##S(const T *x, Py_ssize_t n, int is_min) {   \
     }                                                                    \
     return anybad ? (T)NAN : m;                                          \
 }                                                                        \
-CG_CLONES static T cg_max_##S(const T *x, Py_ssize_t n) {                \
+CG_SIMD_FN(T, cg_max_##S, (const T *x, Py_ssize_t n), (x, n), {          \
     return cg_extreme_##S(x, n, 0);                                      \
-}                                                                        \
-CG_CLONES static T cg_min_##S(const T *x, Py_ssize_t n) {                \
+})                                                                       \
+CG_SIMD_FN(T, cg_min_##S, (const T *x, Py_ssize_t n), (x, n), {          \
     return cg_extreme_##S(x, n, 1);                                      \
-}                                                                        \
-CG_CLONES static Py_ssize_t cg_find_##S(const T *x, T m, Py_ssize_t n) { \
+})                                                                       \
+CG_SIMD_FN(Py_ssize_t, cg_find_##S, (const T *x, T m, Py_ssize_t n), (x, m, n), { \
     const Py_ssize_t L = sizeof(VT) / sizeof(T);                         \
     VT v0, v1, v2, v3;                                                   \
     VI hit;                                                              \
@@ -151,9 +151,8 @@ CG_CLONES static Py_ssize_t cg_find_##S(const T *x, T m, Py_ssize_t n) { \
     for (; i < n; i++)                                                   \
         if (nan ? x[i] != x[i] : x[i] == m) return i;                    \
     return 0;                                                            \
-}                                                                        \
-CG_CLONES static double cg_lanes_##S(const T *x, const T *y,             \
-                                     Py_ssize_t n) {                     \
+})                                                                       \
+CG_SIMD_FN(double, cg_lanes_##S, (const T *x, const T *y, Py_ssize_t n), (x, y, n), { \
     double acc[16] = {0}, s;                                             \
     Py_ssize_t i = 0;                                                    \
     int k;                                                               \
@@ -176,9 +175,8 @@ CG_CLONES static double cg_lanes_##S(const T *x, const T *y,             \
     for (; i < n; i++)                                                   \
         s += y == NULL ? (double)x[i] : (double)x[i] * (double)y[i];     \
     return s;                                                            \
-}                                                                        \
-CG_CLONES static double cg_exp_sum_##S(const T *x, T shift, T *y,        \
-                                       Py_ssize_t n) {                   \
+})                                                                       \
+CG_SIMD_FN(double, cg_exp_sum_##S, (const T *x, T shift, T *y, Py_ssize_t n), (x, shift, y, n), { \
     double acc[8] = {0, 0, 0, 0, 0, 0, 0, 0}, s;                        \
     Py_ssize_t i = 0;                                                    \
     int k;                                                               \
@@ -203,37 +201,31 @@ CG_CLONES static double cg_exp_sum_##S(const T *x, T shift, T *y,        \
         s += (double)e;                                                  \
     }                                                                    \
     return s;                                                            \
-}                                                                        \
-CG_CLONES static void cg_exp_axpy_##S(const T *restrict x, T shift, T a, \
-                                      const T *restrict b,               \
-                                      T *restrict y, Py_ssize_t n) {     \
+})                                                                       \
+CG_SIMD_FN(void, cg_exp_axpy_##S, (const T *restrict x, T shift, T a, const T *restrict b, T *restrict y, Py_ssize_t n), (x, shift, a, b, y, n), { \
     Py_ssize_t i;                                                        \
     if (b == NULL)                                                       \
         for (i = 0; i < n; i++) y[i] = a * EXP(x[i] - shift);            \
     else                                                                 \
         for (i = 0; i < n; i++) y[i] = b[i] + a * EXP(x[i] - shift);     \
-}                                                                        \
-CG_CLONES static void cg_scale_##S(const T *x, T a, T *y, Py_ssize_t n) {\
+})                                                                       \
+CG_SIMD_FN(void, cg_scale_##S, (const T *x, T a, T *y, Py_ssize_t n), (x, a, y, n), { \
     Py_ssize_t i;                                                        \
     for (i = 0; i < n; i++) y[i] = x[i] * a;                             \
-}                                                                        \
-CG_CLONES static void cg_sub2_##S(const T *x, T a, T b, T *y,            \
-                                  Py_ssize_t n) {                        \
+})                                                                       \
+CG_SIMD_FN(void, cg_sub2_##S, (const T *x, T a, T b, T *y, Py_ssize_t n), (x, a, b, y, n), { \
     Py_ssize_t i;                                                        \
     for (i = 0; i < n; i++) y[i] = (x[i] - a) - b;                       \
-}                                                                        \
-CG_CLONES static void cg_mul_sub_##S(const T *x, const T *g, T d, T *y,  \
-                                     Py_ssize_t n) {                     \
+})                                                                       \
+CG_SIMD_FN(void, cg_mul_sub_##S, (const T *x, const T *g, T d, T *y, Py_ssize_t n), (x, g, d, y, n), { \
     Py_ssize_t i;                                                        \
     for (i = 0; i < n; i++) y[i] = x[i] * (g[i] - d);                    \
-}                                                                        \
-CG_CLONES static void cg_sub_mul_##S(const T *x, T a, T c, T *y,         \
-                                     Py_ssize_t n) {                     \
+})                                                                       \
+CG_SIMD_FN(void, cg_sub_mul_##S, (const T *x, T a, T c, T *y, Py_ssize_t n), (x, a, c, y, n), { \
     Py_ssize_t i;                                                        \
     for (i = 0; i < n; i++) y[i] = c * (x[i] - a);                       \
-}                                                                        \
-CG_CLONES static double cg_sqdev_##S(const T *x, double mean,            \
-                                     Py_ssize_t n) {                     \
+})                                                                       \
+CG_SIMD_FN(double, cg_sqdev_##S, (const T *x, double mean, Py_ssize_t n), (x, mean, n), { \
     double acc[8] = {0, 0, 0, 0, 0, 0, 0, 0}, s, d;                     \
     Py_ssize_t i = 0;                                                    \
     int k;                                                               \
@@ -249,17 +241,15 @@ CG_CLONES static double cg_sqdev_##S(const T *x, double mean,            \
         s += d * d;                                                      \
     }                                                                    \
     return s;                                                            \
-}                                                                        \
-CG_CLONES static void cg_softplus_##S(const T *restrict x,               \
-                                      T *restrict y, Py_ssize_t n) {     \
+})                                                                       \
+CG_SIMD_FN(void, cg_softplus_##S, (const T *restrict x, T *restrict y, Py_ssize_t n), (x, y, n), { \
     Py_ssize_t i;                                                        \
     for (i = 0; i < n; i++) {                                            \
         T a = x[i] < 0 ? -x[i] : x[i];                                   \
         y[i] = LOG1P(EXP(-a));                                           \
     }                                                                    \
-}                                                                        \
-CG_CLONES static void cg_sigmoid_##S(const T *restrict x,                \
-                                     T *restrict y, Py_ssize_t n) {      \
+})                                                                       \
+CG_SIMD_FN(void, cg_sigmoid_##S, (const T *restrict x, T *restrict y, Py_ssize_t n), (x, y, n), { \
     Py_ssize_t i;                                                        \
     for (i = 0; i < n; i++) {                                            \
         T a = x[i] < 0 ? -x[i] : x[i];                                   \
@@ -267,7 +257,7 @@ CG_CLONES static void cg_sigmoid_##S(const T *restrict x,                \
         T top = x[i] >= 0 ? (T)1 : e;                                    \
         y[i] = top / (1 + e);                                            \
     }                                                                    \
-}
+})
 CG_ROW_HELPERS(f, float, cg_v4f, cg_v4i, cg_expf_le0, cg_log1pf_01)
 CG_ROW_HELPERS(d, double, cg_v2d, cg_v2l, cg_exp_le0, cg_log1p_01)
 

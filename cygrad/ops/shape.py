@@ -145,10 +145,10 @@ class Reshape(Function):
         arr = x._arr
         ctx.in_shape = arr.shape
         if strict_view:
-            try:
-                v = arr.view()
-                v.shape = shape
-            except AttributeError:
+            # reshape copies exactly when no view has the new shape; setting
+            # .shape (which refuses instead) is deprecated from NumPy 2.5.
+            v = arr.reshape(shape)
+            if v.size and not np.may_share_memory(v, arr):
                 raise RuntimeError(
                     f"view size is not compatible with input tensor's size and "
                     f"stride (shape {list(arr.shape)} to {list(shape)}): at least "

@@ -1,24 +1,21 @@
 """The optimizer kernels (``k``: optim.pyx, ``k2``: optim2.pyx): the AVX2
-builds when this CPU has AVX2.
+builds when this CPU has AVX2 (read by ``cygrad._kernels.cpu``), else the
+baseline builds.
 
-``CYGRAD_NO_AVX2=1`` forces the baseline build (both give the same bits).
+``CYGRAD_NO_SIMD=1`` (or the older ``CYGRAD_NO_AVX2=1``) forces the baseline
+(both give the same bits); off x86-64 the AVX2 builds do not exist.
 """
 
 import os
 
+from cygrad._kernels import cpu as _cpu
+
 
 def _cpu_has_avx2():
-    try:
-        from numpy._core._multiarray_umath import __cpu_features__ as feats
-    except ImportError:  # NumPy < 2
-        try:
-            from numpy.core._multiarray_umath import __cpu_features__ as feats
-        except ImportError:
-            return False
-    return bool(feats.get("AVX2", False))
+    return _cpu.cpu_has_avx2()
 
 
-if _cpu_has_avx2() and os.environ.get("CYGRAD_NO_AVX2", "0") == "0":
+if _cpu.use_avx2_modules() and os.environ.get("CYGRAD_NO_AVX2", "0") == "0":
     from cygrad._kernels import optim2_avx2 as k2
     from cygrad._kernels import optim_avx2 as k
 else:

@@ -1,0 +1,37 @@
+"""What this CPU runs: the AVX2 + FMA copies of the C helpers or the
+portable ones (``cg_simd.h``), and whether the ``*_avx2`` optimizer modules
+may be imported.
+
+Both are read from the CPU (``__builtin_cpu_supports``) when a module is
+loaded; ``CYGRAD_NO_SIMD=1`` (set before ``import cygrad``) turns every
+SIMD path off, so one machine can test both.  Off x86-64 nothing here is
+ever true and the ``*_avx2`` modules are not built.
+"""
+
+import os
+
+cdef extern from "cg_simd.h":
+    int cg_simd_level() noexcept nogil
+    int cg_cpu_avx2() noexcept nogil
+    int CG_SIMD_X86
+
+
+def simd_disabled():
+    """True when ``CYGRAD_NO_SIMD`` is set to anything but "" or "0"."""
+    return os.environ.get("CYGRAD_NO_SIMD", "0") not in ("", "0")
+
+
+def simd_level():
+    """1 when the AVX2 + FMA copies of the C helpers run, else 0 (the value
+    the compiled modules chose at load; they read the same environment)."""
+    return cg_simd_level()
+
+
+def cpu_has_avx2():
+    """True when this CPU has AVX2 (x86-64 only), whatever the environment."""
+    return bool(cg_cpu_avx2())
+
+
+def use_avx2_modules():
+    """True when ``cygrad.optim`` should import the ``*_avx2`` modules."""
+    return bool(CG_SIMD_X86) and cpu_has_avx2() and not simd_disabled()
