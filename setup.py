@@ -56,7 +56,9 @@ X86_64 = platform.machine().lower() in ("x86_64", "amd64")
 MODULES = [
     "conv",
     "cpu",
+    "dropout",
     "elementwise",
+    "embed",
     "engine",
     "interp",
     "loss",
@@ -68,6 +70,8 @@ MODULES = [
     "pool",
     "reduce",
     "reductions",
+    "rnn",
+    "scan",
     "select",
     "threads",
 ]

@@ -5,7 +5,7 @@
  * cannot vectorize: an LSTM step at batch 16, hidden 128 cost 136 us, 3x
  * the step's BLAS product; cg_math.h's double-precision functions, 4 lanes
  * wide, still cost 25 us.  Here sigmoid and tanh are built on
- * cg_expf_le0 (float arithmetic, 8 lanes under AVX2, CG_CLONES) of a
+ * cg_expf_le0 (float arithmetic, 8 lanes under AVX2, CG_SIMD_FN) of a
  * non-positive argument, so they never overflow and need no fallback:
  *
  *   sigmoid(x) = s or e s   (x >= 0 or x < 0),  e = exp(-|x|), s = 1 / (1 + e)
@@ -41,9 +41,9 @@ CG_INLINE float cg_rnn_tanh(float x) {
 }
 
 /* LSTM, gates [i | f | g | o]: c' = f c + i g, h = o tanh(c'). */
-CG_CLONES static void cg_lstm_fwd_f(const float* gi, const float* gh, float* c,
+CG_SIMD_FN(void, cg_lstm_fwd_f, (const float* gi, const float* gh, float* c,
                                     float* gates, float* cprev, float* tc,
-                                    float* h, ptrdiff_t bs, ptrdiff_t hid) {
+                                    float* h, ptrdiff_t bs, ptrdiff_t hid), (gi, gh, c, gates, cprev, tc, h, bs, hid), {
     for (ptrdiff_t b = 0; b < bs; b++) {
         const float* x = gi + b * 4 * hid;
         const float* y = gh + b * 4 * hid;
@@ -65,14 +65,14 @@ CG_CLONES static void cg_lstm_fwd_f(const float* gi, const float* gh, float* c,
             h[s + j] = g[3 * hid + j] * t;
         }
     }
-}
+})
 
 /* GRU, gates [r | z | n]: r, z = sigmoid(gi + gh + b), hn = gh_n + b_n,
    n = tanh(gi_n + r hn), h = (1 - z) n + z hprev.  bhh may be NULL. */
-CG_CLONES static void cg_gru_fwd_f(const float* gi, const float* gh,
+CG_SIMD_FN(void, cg_gru_fwd_f, (const float* gi, const float* gh,
                                    const float* bhh, const float* hprev,
                                    float* gates, float* hn, float* h, ptrdiff_t bs,
-                                   ptrdiff_t hid) {
+                                   ptrdiff_t hid), (gi, gh, bhh, hprev, gates, hn, h, bs, hid), {
     for (ptrdiff_t b = 0; b < bs; b++) {
         const float* x = gi + b * 3 * hid;
         const float* y = gh + b * 3 * hid;
@@ -96,13 +96,13 @@ CG_CLONES static void cg_gru_fwd_f(const float* gi, const float* gh,
             h[s + j] = (1.0f - z) * n + z * hprev[s + j];
         }
     }
-}
+})
 
 /* Elman tanh: h = tanh(gi + gh). */
-CG_CLONES static void cg_rnn_tanh_f(const float* gi, const float* gh, float* h,
-                                    ptrdiff_t n) {
+CG_SIMD_FN(void, cg_rnn_tanh_f, (const float* gi, const float* gh, float* h,
+                                    ptrdiff_t n), (gi, gh, h, n), {
     for (ptrdiff_t k = 0; k < n; k++)
         h[k] = cg_rnn_tanh(gi[k] + gh[k]);
-}
+})
 
 #endif
