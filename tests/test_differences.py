@@ -477,3 +477,10 @@ def test_save_load_accept_torch_arguments(tmp_path):
         assert out["w"].tolist() == [1.0, 1.0]
     with pytest.raises(ValueError, match="map_location"):
         cygrad.load(path, map_location="cuda")
+
+
+def test_linear_bias_of_the_wrong_size_raises_runtime_error():
+    with pytest.raises(RuntimeError, match="The expanded size of the tensor"):
+        F.linear(cygrad.ones(2, 3), cygrad.ones(2, 3), cygrad.ones(3))
+    assert tuple(F.linear(cygrad.ones(2, 3), cygrad.ones(2, 3),
+                          cygrad.ones(2, 2)).shape) == (2, 2)

@@ -96,6 +96,16 @@ class _Linear(Function):
             )
         out = np.matmul(xa, wa.T)
         if bias is not None:
+            try:
+                fits = np.broadcast_shapes(out.shape, bias._arr.shape) == out.shape
+            except ValueError:
+                fits = False
+            if not fits:
+                raise RuntimeError(
+                    f"The expanded size of the tensor ({out.shape[-1]}) must match "
+                    f"the existing size ({bias._arr.shape[-1]}): linear's bias of "
+                    f"shape {list(bias._arr.shape)} does not broadcast to the "
+                    f"output's shape {list(out.shape)}")
             out += bias._arr
         ctx.save_for_backward(x, weight)
         return from_numpy(out)
