@@ -9,17 +9,17 @@ from cygrad._kernels import scan as _scan_k
 from cygrad._kernels.engine import _wrap
 from cygrad._tensor import Tensor, _canon_dim
 from cygrad.autograd.function import Function
+from cygrad.ops.reductions import sum as _sum
 from cygrad.ops.registry import (
     _KERNEL_FLOATS,
-    _NumpyNS,
     _ns,
+    _NumpyNS,
     _prod,
     np_aliases,
     op,
     xp_helper,
 )
 from cygrad.ops.select import where
-from cygrad.ops.reductions import sum as _sum
 from cygrad.ops.shape import flip, movedim, reshape, unsqueeze
 
 

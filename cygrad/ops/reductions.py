@@ -2,6 +2,8 @@
 their ``_mean`` pairs), max/min (with indices), amax/amin, argmax/argmin,
 all/any/count_nonzero and norm."""
 
+import warnings
+
 import numpy as np
 
 from cygrad import dtypes as _dt
@@ -15,12 +17,12 @@ from cygrad.ops.elementwise import abs as _abs
 from cygrad.ops.elementwise import exp, maximum, minimum
 from cygrad.ops.registry import (
     _KERNEL_FLOATS,
-    _NumpyNS,
     _as_dtype,
     _dims,
     _float_input,
     _kept_shape,
     _ns,
+    _NumpyNS,
     _prod,
     apply_named,
     named,
@@ -359,7 +361,12 @@ def _var_args(input, dim, unbiased, correction, name):
         raise RuntimeError(
             "std and var only support floating point and complex dtypes, got "
             f"{_dt.name(input._arr.dtype)}")
-    return _dims(dim, input._arr.ndim), correction
+    axes = _dims(dim, input._arr.ndim)
+    if _prod(input._arr.shape[a] for a in axes) - correction <= 0:
+        warnings.warn(f"{name}(): degrees of freedom is <= 0. Correction should be "
+                      "strictly less than the reduction factor (input numel divided "
+                      "by output numel).", UserWarning, stacklevel=4)
+    return axes, correction
 
 
 class Std(Var):
@@ -417,18 +424,18 @@ def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
 @np_aliases
 def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     """The tuple ``(var, mean)`` over ``dim`` (composite of the two)."""
-    v = var(input, dim, unbiased, keepdim, correction=correction)
-    return v, mean(input, _var_args(input, dim, unbiased, correction,
-                                    "var_mean")[0], keepdim)
+    axes, correction = _var_args(input, dim, unbiased, correction, "var_mean")
+    return Var.apply(input, axes, correction, bool(keepdim)), mean(input, axes,
+                                                                   keepdim)
 
 
 @op("std_mean", kind="reduce")
 @np_aliases
 def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     """The tuple ``(std, mean)`` over ``dim`` (composite of the two)."""
-    s = std(input, dim, unbiased, keepdim, correction=correction)
-    return s, mean(input, _var_args(input, dim, unbiased, correction,
-                                    "std_mean")[0], keepdim)
+    axes, correction = _var_args(input, dim, unbiased, correction, "std_mean")
+    return Std.apply(input, axes, correction, bool(keepdim)), mean(input, axes,
+                                                                   keepdim)
 
 
 
@@ -726,7 +733,7 @@ def _logical(input, dim, keepdim, f):
 
 @op("all", methods=("all",), kind="compare")
 @np_aliases
-def all(input, dim=None, keepdim=False):  # noqa: A001
+def all(input, dim=None, keepdim=False):
     """True where every element over ``dim`` (int, tuple, or all) is nonzero;
     bool (uint8 for uint8 input), no gradient."""
     return _logical(input, dim, keepdim, np.all)
@@ -734,7 +741,7 @@ def all(input, dim=None, keepdim=False):  # noqa: A001
 
 @op("any", methods=("any",), kind="compare")
 @np_aliases
-def any(input, dim=None, keepdim=False):  # noqa: A001
+def any(input, dim=None, keepdim=False):
     """True where some element over ``dim`` is nonzero; bool (uint8 for uint8
     input), no gradient."""
     return _logical(input, dim, keepdim, np.any)

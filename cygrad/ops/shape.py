@@ -565,7 +565,7 @@ Tensor.type_as = type_as
 
 # --- in-place metadata changes: squeeze_, unsqueeze_, t_, transpose_ ----------------------
 
-def _restride_(self, make, opname):
+def _restride_(self, make):
     """Give ``self`` the shape of ``make(self)`` in place (same storage); a
     non-leaf takes over the new node, so its history goes through the view."""
     from_grad = self._requires_grad and _engine.is_grad_enabled()
@@ -582,22 +582,22 @@ def _restride_(self, make, opname):
 
 def _squeeze_(self, dim=None):
     """In-place ``squeeze``: the tensor itself with size-1 axes removed."""
-    return _restride_(self, lambda t: squeeze(t, dim), "squeeze_")
+    return _restride_(self, lambda t: squeeze(t, dim))
 
 
 def _unsqueeze_(self, dim):
     """In-place ``unsqueeze``: the tensor itself with a size-1 axis at ``dim``."""
-    return _restride_(self, lambda t: unsqueeze(t, dim), "unsqueeze_")
+    return _restride_(self, lambda t: unsqueeze(t, dim))
 
 
 def _t_(self):
     """In-place ``t()``: a 2-D tensor transposed (0-D and 1-D unchanged)."""
-    return _restride_(self, _t, "t_")
+    return _restride_(self, _t)
 
 
 def _transpose_(self, dim0, dim1):
     """In-place ``transpose``: ``dim0`` and ``dim1`` swapped."""
-    return _restride_(self, lambda t: transpose(t, dim0, dim1), "transpose_")
+    return _restride_(self, lambda t: transpose(t, dim0, dim1))
 
 
 Tensor.squeeze_ = _squeeze_

@@ -107,7 +107,7 @@ def msort(input):
 
 @op("topk", methods=("topk",), kind="sort")
 @np_aliases
-def topk(input, k, dim=-1, largest=True, sorted=True):  # noqa: A002
+def topk(input, k, dim=-1, largest=True, sorted=True):
     """``(values, indices)`` of the ``k`` largest (or smallest) elements along
     ``dim``, in sorted order; ties keep their original order (torch leaves
     that order unspecified).  grad = g put back at the indices."""
@@ -253,7 +253,7 @@ def mode(input, dim=-1, keepdim=False):
 
 
 @op("unique", methods=("unique",), kind="index")
-def unique(input, sorted=True, return_inverse=False, return_counts=False,  # noqa: A002
+def unique(input, sorted=True, return_inverse=False, return_counts=False,
            dim=None):
     """The distinct elements (or slices along ``dim``), sorted; with
     ``return_inverse`` each element's position among them, with
@@ -335,7 +335,7 @@ def _bin_counts(x, edges, weight, uniform):
 
 
 @op("histc", methods=("histc",), kind="index")
-def histc(input, bins=100, min=0, max=0):  # noqa: A002
+def histc(input, bins=100, min=0, max=0):
     """Histogram of ``bins`` equal bins over [min, max] (the data's range when
     both are 0; widened by 1 each way when it is one point); elements
     outside are ignored.  Same dtype as input, no gradient."""
@@ -361,7 +361,7 @@ def histc(input, bins=100, min=0, max=0):  # noqa: A002
 
 
 @op("histogram", methods=("histogram",), kind="index")
-def histogram(input, bins=100, *, range=None, weight=None, density=False):  # noqa: A002
+def histogram(input, bins=100, *, range=None, weight=None, density=False):
     """``(hist, bin_edges)``: ``bins`` equal bins over ``range`` (the data's
     range by default, widened by 0.5 each way when it is one point), or the
     given increasing edges; ``weight`` sums weights, ``density`` normalises
