@@ -643,3 +643,57 @@ def test_gpt_attention_mask_idiom():
         res.append((y.detach().numpy(), a.grad.numpy()))
     np.testing.assert_allclose(res[1][0], res[0][0], rtol=1e-12)
     np.testing.assert_allclose(res[1][1], res[0][1], rtol=1e-10, atol=1e-14)
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=st.data(), shape=st.lists(st.integers(1, 4), min_size=1, max_size=3)
+       .map(tuple))
+def test_gather_scatter_index_ops_match_torch_over_shapes(data, shape):
+    nd = len(shape)
+    dim = data.draw(st.integers(-nd, nd - 1))
+    d = dim % nd
+    ishape = tuple(data.draw(st.integers(1, 5)) if k == d else
+                   data.draw(st.integers(1, n)) for k, n in enumerate(shape))
+    idx = np.array(data.draw(st.lists(st.integers(0, shape[d] - 1),
+                                      min_size=int(np.prod(ishape)),
+                                      max_size=int(np.prod(ishape))))).reshape(ishape)
+    vec = np.array(data.draw(st.lists(st.integers(0, shape[d] - 1), min_size=1,
+                                      max_size=5)))
+    mask = np.array(data.draw(st.lists(st.booleans(), min_size=int(np.prod(shape)),
+                                       max_size=int(np.prod(shape))))).reshape(shape)
+    rng = np.random.default_rng(0)
+    arr = rng.uniform(-1, 1, shape)
+    src = rng.uniform(-1, 1, ishape)
+    vsrc = rng.uniform(-1, 1, shape[:d] + (len(vec),) + shape[d + 1:])
+    calls = [
+        lambda m, x, s, v: x.gather(dim, m.tensor(idx)),
+        lambda m, x, s, v: x.scatter_add(dim, m.tensor(idx), s),
+        lambda m, x, s, v: x.index_select(dim, m.tensor(vec)),
+        lambda m, x, s, v: x.index_add(dim, m.tensor(vec), v, alpha=2.0),
+        lambda m, x, s, v: x.masked_fill(m.tensor(mask), 0.5),
+        lambda m, x, s, v: x.masked_select(m.tensor(mask)),
+        lambda m, x, s, v: m.take_along_dim(x, m.tensor(idx - shape[d] * (idx % 2)),
+                                            dim),
+    ]
+    def run(m, call):
+        x = m.tensor(arr, requires_grad=True)
+        s = m.tensor(src, requires_grad=True)
+        v = m.tensor(vsrc, requires_grad=True)
+        y = call(m, x, s, v)
+        w = m.tensor(np.random.default_rng(1).uniform(-1, 1, tuple(y.shape)))
+        (y * w).sum().backward()
+        return [y.detach().numpy()] + [None if t.grad is None else t.grad.numpy()
+                                       for t in (x, s, v)]
+
+    for call in calls:
+        want = _outcome(lambda: run(torch, call))
+        got = _outcome(lambda: run(cygrad, call))
+        assert got[0] == want[0], (want, got)
+        if want[0] == "error":
+            assert issubclass(got[1], want[1]), (want, got)
+            continue
+        for a, b in zip(got[1], want[1]):
+            if b is None:
+                assert a is None or not a.any()
+                continue
+            np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-14)
