@@ -62,6 +62,8 @@ _INDEXING_SAMPLES = {
     "diag_embed": [("2d", lambda x: cygrad.diag_embed(x) ** 2, [(2, 3)])],
     "diag": [("1d", lambda x: cygrad.diag(x, -1) ** 2, [(3,)])],
     "trace": [("sq", lambda x: cygrad.trace(x * x) ** 2, [(3, 3)])],
+    "select": [("dim1", lambda x: x.select(1, 2) ** 2, [(3, 4)])],
+    "put": [("src", lambda x, s: (x * x).put(_ix(0, 5), s * s), [(3, 4), (2,)])],
 }
 
 SAMPLES = {

@@ -317,6 +317,11 @@ HELPERS = [
     ("diag_embed", lambda m, x: m.diag_embed(x), (2, 3)),
     ("diag_embed_k", lambda m, x: x.diag_embed(1, 0, 2), (2, 3)),
     ("trace", lambda m, x: m.trace(x), (3, 4)),
+    ("select", lambda m, x: x.select(1, -1), (3, 4)),
+    ("select_fn", lambda m, x: m.select(x, 0, m.tensor(1)), (3, 4)),
+    ("put", lambda m, x: x.put(_i(m, [0, 5]), x[1, :2] * 3), (3, 4)),
+    ("put_acc", lambda m, x: m.put(x, _i(m, [0, 0]), x[2, :2] * 3, accumulate=True),
+     (3, 4)),
     ("trace_method", lambda m, x: (x * x).trace(), (4, 4)),
 ]
 
@@ -591,6 +596,9 @@ ERRORS = [
      "tril: input tensor must have at least 2 dimensions"),
     ("tril_indices_neg", lambda m, x: m.tril_indices(-1, 3), RuntimeError,
      "row must be non-negative"),
+    ("select_oob", lambda m, x: x.select(0, 3), IndexError,
+     r"select\(\): index 3 out of range for tensor of size \[3, 4\] at dimension 0"),
+    ("select_dim", lambda m, x: x.select(2, 0), IndexError, "Dimension out of range"),
 ]
 
 
