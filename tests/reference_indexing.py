@@ -99,7 +99,16 @@ def indexing_cases():
     c["diag"] = [Case(lambda m, x: m.diag(x, 1), ((3,),), lambda x: np.diag(x, 1)),
                  Case(lambda m, x: x.diag(), ((3, 4),), lambda x: np.diag(x))]
     c["trace"] = [Case(lambda m, x: m.trace(x), ((3, 4),), lambda x: np.trace(x))]
+    c["select"] = [Case(lambda m, x: x.select(1, -1), ((3, 4),), lambda x: x[:, -1])]
+    c["put"] = [Case(lambda m, x, s: x.put(_i(m, [0, 5]), s), ((3, 4), (2,)),
+                     lambda x, s: _flat_put(x, [0, 5], s))]
     return c
+
+
+def _flat_put(x, idx, s):
+    out = x.copy().reshape(-1)
+    out[idx] = s
+    return out.reshape(x.shape)
 
 
 def _masked_scatter(x, s):

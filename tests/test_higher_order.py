@@ -25,6 +25,50 @@ def leaf(values):
 _MASK = np.array([[True, False, True, False], [False, True, True, False],
                   [True, True, False, False]])
 
+def _ix(*v):
+    return cygrad.tensor(np.array(v), dtype=cygrad.int64)
+
+
+_INDEXING_SAMPLES = {
+    "gather": [("dim1", lambda x: x.gather(1, _ix([0, 0], [3, 1], [2, 2])) ** 2,
+                [(3, 4)])],
+    "take_along_dim": [("dim0", lambda x: cygrad.take_along_dim(x, _ix([2, 0, 1, 1]),
+                                                                 0) ** 2, [(3, 4)])],
+    "take": [("flat", lambda x: cygrad.take(x, _ix([0, 5], [5, 11])) ** 2, [(3, 4)])],
+    "scatter": [("src", lambda x, s: cygrad.scatter(x * x, 0, _ix([1, 0, 2, 0]),
+                                                    s * s), [(3, 4), (1, 4)])],
+    "scatter_add": [("src", lambda x, s: (x * x).scatter_add(1, _ix([0, 0], [3, 1],
+                                                                    [1, 1]), s * s),
+                     [(3, 4), (3, 2)])],
+    "scatter_reduce": [("amax", lambda x, s: (x * x).scatter_reduce(
+        0, _ix([1, 0, 2, 0]), s * s, "mean"), [(3, 4), (1, 4)])],
+    "index_select": [("dim1", lambda x: x.index_select(1, _ix(3, 0, 3)) ** 2,
+                      [(3, 4)])],
+    "index_add": [("dim0", lambda x, s: (x * x).index_add(0, _ix(2, 2), s * s,
+                                                          alpha=0.5),
+                   [(3, 4), (2, 4)])],
+    "index_copy": [("dim1", lambda x, s: (x * x).index_copy(1, _ix(3, 0), s * s),
+                    [(3, 4), (3, 2)])],
+    "index_fill": [("value", lambda x: (x * x).index_fill(0, _ix(1), 0.5), [(3, 4)])],
+    "index_put": [("acc", lambda x, v: (x * x).index_put((_ix(0, 2, 0),), v * v,
+                                                         accumulate=True),
+                   [(3, 4), (4,)])],
+    "masked_fill": [("const", lambda x: (x * x).masked_fill(cygrad.tensor(_MASK),
+                                                            0.5), [(3, 4)])],
+    "masked_select": [("mask", lambda x: x.masked_select(cygrad.tensor(_MASK)) ** 2,
+                       [(3, 4)])],
+    "masked_scatter": [("src", lambda x, s: (x * x).masked_scatter(
+        cygrad.tensor(_MASK), s * s), [(3, 4), (7,)])],
+    "tril": [("k1", lambda x: cygrad.tril(x, 1) ** 2, [(3, 4)])],
+    "triu": [("k0", lambda x: x.triu() ** 2, [(3, 4)])],
+    "diagonal": [("k1", lambda x: x.diagonal(1) ** 2, [(3, 4)])],
+    "diag_embed": [("2d", lambda x: cygrad.diag_embed(x) ** 2, [(2, 3)])],
+    "diag": [("1d", lambda x: cygrad.diag(x, -1) ** 2, [(3,)])],
+    "trace": [("sq", lambda x: cygrad.trace(x * x) ** 2, [(3, 3)])],
+    "select": [("dim1", lambda x: x.select(1, 2) ** 2, [(3, 4)])],
+    "put": [("src", lambda x, s: (x * x).put(_ix(0, 5), s * s), [(3, 4), (2,)])],
+}
+
 SAMPLES = {
     "sum": [("dim1", lambda x: cygrad.sum(x, 1), [(3, 4)]),
             ("all_keepdim", lambda x: x.sum((0, 1), keepdim=True) ** 2, [(3, 4)])],
@@ -74,6 +118,7 @@ SAMPLES = {
                 ("int_array", lambda x: x[[0, 2, 2]] ** 2, [(3, 4)]),
                 ("mask", lambda x: x[cygrad.tensor(_MASK)] ** 2, [(3, 4)]),
                 ("none_ellipsis", lambda x: x[None, 1, ...] ** 2, [(3, 4)])],
+    **_INDEXING_SAMPLES,
 }
 SAMPLES.update(cases_reduce.samples(cygrad))   # issue 17
 

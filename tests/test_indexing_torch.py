@@ -317,6 +317,11 @@ HELPERS = [
     ("diag_embed", lambda m, x: m.diag_embed(x), (2, 3)),
     ("diag_embed_k", lambda m, x: x.diag_embed(1, 0, 2), (2, 3)),
     ("trace", lambda m, x: m.trace(x), (3, 4)),
+    ("select", lambda m, x: x.select(1, -1), (3, 4)),
+    ("select_fn", lambda m, x: m.select(x, 0, m.tensor(1)), (3, 4)),
+    ("put", lambda m, x: x.put(_i(m, [0, 5]), x[1, :2] * 3), (3, 4)),
+    ("put_acc", lambda m, x: m.put(x, _i(m, [0, 0]), x[2, :2] * 3, accumulate=True),
+     (3, 4)),
     ("trace_method", lambda m, x: (x * x).trace(), (4, 4)),
 ]
 
@@ -591,6 +596,9 @@ ERRORS = [
      "tril: input tensor must have at least 2 dimensions"),
     ("tril_indices_neg", lambda m, x: m.tril_indices(-1, 3), RuntimeError,
      "row must be non-negative"),
+    ("select_oob", lambda m, x: x.select(0, 3), IndexError,
+     r"select\(\): index 3 out of range for tensor of size \[3, 4\] at dimension 0"),
+    ("select_dim", lambda m, x: x.select(2, 0), IndexError, "Dimension out of range"),
 ]
 
 
@@ -643,3 +651,57 @@ def test_gpt_attention_mask_idiom():
         res.append((y.detach().numpy(), a.grad.numpy()))
     np.testing.assert_allclose(res[1][0], res[0][0], rtol=1e-12)
     np.testing.assert_allclose(res[1][1], res[0][1], rtol=1e-10, atol=1e-14)
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=st.data(), shape=st.lists(st.integers(1, 4), min_size=1, max_size=3)
+       .map(tuple))
+def test_gather_scatter_index_ops_match_torch_over_shapes(data, shape):
+    nd = len(shape)
+    dim = data.draw(st.integers(-nd, nd - 1))
+    d = dim % nd
+    ishape = tuple(data.draw(st.integers(1, 5)) if k == d else
+                   data.draw(st.integers(1, n)) for k, n in enumerate(shape))
+    idx = np.array(data.draw(st.lists(st.integers(0, shape[d] - 1),
+                                      min_size=int(np.prod(ishape)),
+                                      max_size=int(np.prod(ishape))))).reshape(ishape)
+    vec = np.array(data.draw(st.lists(st.integers(0, shape[d] - 1), min_size=1,
+                                      max_size=5)))
+    mask = np.array(data.draw(st.lists(st.booleans(), min_size=int(np.prod(shape)),
+                                       max_size=int(np.prod(shape))))).reshape(shape)
+    rng = np.random.default_rng(0)
+    arr = rng.uniform(-1, 1, shape)
+    src = rng.uniform(-1, 1, ishape)
+    vsrc = rng.uniform(-1, 1, shape[:d] + (len(vec),) + shape[d + 1:])
+    calls = [
+        lambda m, x, s, v: x.gather(dim, m.tensor(idx)),
+        lambda m, x, s, v: x.scatter_add(dim, m.tensor(idx), s),
+        lambda m, x, s, v: x.index_select(dim, m.tensor(vec)),
+        lambda m, x, s, v: x.index_add(dim, m.tensor(vec), v, alpha=2.0),
+        lambda m, x, s, v: x.masked_fill(m.tensor(mask), 0.5),
+        lambda m, x, s, v: x.masked_select(m.tensor(mask)),
+        lambda m, x, s, v: m.take_along_dim(x, m.tensor(idx - shape[d] * (idx % 2)),
+                                            dim),
+    ]
+    def run(m, call):
+        x = m.tensor(arr, requires_grad=True)
+        s = m.tensor(src, requires_grad=True)
+        v = m.tensor(vsrc, requires_grad=True)
+        y = call(m, x, s, v)
+        w = m.tensor(np.random.default_rng(1).uniform(-1, 1, tuple(y.shape)))
+        (y * w).sum().backward()
+        return [y.detach().numpy()] + [None if t.grad is None else t.grad.numpy()
+                                       for t in (x, s, v)]
+
+    for call in calls:
+        want = _outcome(lambda: run(torch, call))
+        got = _outcome(lambda: run(cygrad, call))
+        assert got[0] == want[0], (want, got)
+        if want[0] == "error":
+            assert issubclass(got[1], want[1]), (want, got)
+            continue
+        for a, b in zip(got[1], want[1]):
+            if b is None:
+                assert a is None or not a.any()
+                continue
+            np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-14)

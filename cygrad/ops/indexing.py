@@ -348,3 +348,22 @@ def _basic_node_name(idx):
 
 
 op("getitem", methods=("__getitem__",), primitive=True, kind="index")(getitem)
+
+
+@op("select", methods=("select",), kind="shape")
+def select(input, dim, index):
+    """The slice at ``index`` along ``dim`` (that dim removed), a view; grad =
+    zeros with g put there."""
+    shape = input._arr.shape
+    if not shape:
+        raise IndexError("select() cannot be applied to a 0-dim tensor.")
+    nd = len(shape)
+    if not -nd <= dim < nd:
+        raise IndexError(f"Dimension out of range (expected to be in range of "
+                         f"[{-nd}, {nd - 1}], but got {dim})")
+    dim %= nd
+    i = int(index)
+    if not -shape[dim] <= i < shape[dim]:
+        raise IndexError(f"select(): index {i} out of range for tensor of size "
+                         f"{list(shape)} at dimension {dim}")
+    return getitem(input, (slice(None),) * dim + (i,))

@@ -80,9 +80,9 @@ def _trailing_mask(x, mask):
     core = ms[k:]
     if len(ms) > x.ndim or (core and tuple(x.shape[x.ndim - len(core):]) != core):
         return None
-    if not mask.flags.c_contiguous:
-        return None
-    return mask.reshape(-1).view(np.uint8)
+    # A sliced mask (``bias[:T, :T]``) is copied: T*T bytes, cheaper than
+    # np.where's broadcast over the scores.
+    return np.ascontiguousarray(mask).reshape(-1).view(np.uint8)
 
 
 class MaskedFill(Function):

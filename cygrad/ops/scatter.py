@@ -763,6 +763,14 @@ def put_(self, index, source, accumulate=False):
     return _inplace_apply(self, fn, "put_", src)
 
 
+@op("put", methods=("put",), kind="gather")
+def put(input, index, source, accumulate=False):
+    """out = input with ``out.flatten()[index] = source`` (``accumulate=True``
+    adds, repeats included); grad_input = g (zeroed where written unless
+    accumulating), grad_source = g at the index."""
+    return put_(clone(input), index, source, accumulate)
+
+
 Tensor.scatter_ = scatter_
 Tensor.scatter_add_ = scatter_add_
 Tensor.scatter_reduce_ = scatter_reduce_
