@@ -459,3 +459,22 @@ def test_integer_tensor_powers_stay_integer():
         same(*both(lambda m, x: x ** k, np.array([-3, -1, 0, 2, 5])))
     same(*both(lambda m, x: x ** -1.0, np.array([1, 2, 4])))
     same(*both(lambda m, x: x ** 0.5, np.array([1, 4, 9])))
+
+
+@pytest.mark.parametrize("k", [2, 3, -1, -2, 0.5, -0.5, 0, 1, 2.5])
+def test_inplace_pow_takes_the_special_exponents(k):
+    a = np.random.default_rng(6).uniform(0.1, 3, 64).astype(np.float32)
+    res = []
+    for m in (cygrad, torch):
+        x = m.tensor(a)
+        x.pow_(k)
+        y = m.tensor(a)
+        y **= k
+        res.append((x.numpy(), y.numpy()))
+    if k in (2.5, 0.5):
+        # torch's in-place x ** 0.5 is powf's (1 ulp from its own x ** 0.5,
+        # which is sqrt, as cygrad's both are).
+        np.testing.assert_allclose(res[0][0], res[1][0], rtol=1e-6)
+    else:
+        np.testing.assert_array_equal(res[0][0], res[1][0])
+    np.testing.assert_array_equal(res[0][0], res[0][1])

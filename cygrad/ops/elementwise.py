@@ -43,7 +43,7 @@ def _with_decimals(kernel):
             return kernel(input)
         if input._arr.dtype.kind != "f":
             raise NotImplementedError(
-                f'"round_cpu" not implemented for \'{_dtype_name(input)}\'')
+                f'"round_cpu" not implemented for \'{_scalar_type(input._arr.dtype)}\'')
         # torch: nearbyint(x * 10**d) / 10**d, or for d < 0
         # nearbyint(x / 10**-d) * 10**-d, in the tensor's dtype; the
         # gradient stays round's 0.
@@ -73,10 +73,6 @@ def _with_rounding_mode(kernel):
     return div
 
 
-def _dtype_name(t):
-    return _dt.name(t._arr.dtype)
-
-
 def _trunc_divide(a, b):
     """a / b rounded toward zero: torch's trunc(a / b) for floats, exact for
     integers (a zero integer divisor raises, as torch)."""
@@ -101,6 +97,11 @@ def _trunc_divide(a, b):
     # 0 / b from div's backward can make it NaN.
     never = _wrap(np.zeros(q._arr.shape, bool))
     return where(never, floor_divide(a, b), q)  # noqa: F821 - a row of the table
+
+
+def _scalar_type(dtype):
+    """torch's name of a dtype in its kernel errors: 'Long', 'Float', 'Bool'."""
+    return _dt.type_name(dtype).rpartition(".")[2][:-len("Tensor")]
 
 
 _KEYWORD_FORMS = {"round": _with_decimals, "div": _with_rounding_mode}
@@ -216,7 +217,7 @@ def _bitwise(ufunc, name):
         x, y = _operand(input, name, "input"), _operand(other, name, "other")
         for v in (x, y):
             if isinstance(v, float) or np.asarray(v).dtype.kind == "f":
-                dname = _dt.name(v.dtype) if isinstance(v, np.ndarray) else "Float"
+                dname = _scalar_type(v.dtype) if isinstance(v, np.ndarray) else "Float"
                 raise NotImplementedError(
                     f'"{name}_cpu" not implemented for \'{dname}\'')
         return _wrap(np.asarray(_broadcasting(ufunc, x, y)))
@@ -246,7 +247,7 @@ for _name, _uf, _dunder in (("bitwise_and", np.bitwise_and, "and"),
 def _invert(a):
     if a._arr.dtype.kind == "f":
         raise NotImplementedError(
-            f'"bitwise_not_cpu" not implemented for \'{_dt.name(a._arr.dtype)}\'')
+            f'"bitwise_not_cpu" not implemented for \'{_scalar_type(a._arr.dtype)}\'')
     return _wrap(np.invert(a._arr))
 
 
@@ -314,7 +315,7 @@ def _float_only(name, kernel, *ts):
     for t in ts:
         if isinstance(t, TensorBase) and t._arr.dtype.kind != "f":
             raise NotImplementedError(
-                f'"{kernel}" not implemented for \'{_dt.name(t._arr.dtype)}\'')
+                f'"{kernel}" not implemented for \'{_scalar_type(t._arr.dtype)}\'')
 
 
 @op("lerp", methods=("lerp",), kind="other")

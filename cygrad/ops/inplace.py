@@ -5,6 +5,7 @@ import numpy as np
 
 from cygrad import dtypes as _dt
 from cygrad._kernels import engine as _engine
+from cygrad._kernels.optable import POWER_EXPONENTS as _POWER_EXPONENTS
 from cygrad._kernels.engine import TensorBase, _alias, _wrap, is_grad_enabled
 from cygrad._kernels.reduce import sum_to_shape as _np_sum_to_shape
 from cygrad._tensor import Tensor
@@ -563,6 +564,15 @@ def _install_inplace():
         setattr(Tensor, name + "_", _shaped_inplace(name, getattr(_ew, name)))
     true_div_ = Tensor.div_
     rounded_div_ = _shaped_inplace("div", _ew.div)
+    pow_tensor_ = Tensor.pow_
+
+    def pow_(self, exponent):
+        """In-place ``pow``; torch's special exponents (x ** 3 is x * x * x)
+        as in ``x ** k``."""
+        if type(exponent) in (int, float) and exponent in _POWER_EXPONENTS:
+            return _inplace_apply(self, lambda t: t ** exponent, "pow_")
+        return pow_tensor_(self, exponent)
+    Tensor.pow_ = Tensor.__ipow__ = pow_
 
     def div_(self, other, *, rounding_mode=None):
         """In-place ``div`` (``rounding_mode`` as ``div``)."""
