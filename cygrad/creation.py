@@ -269,7 +269,12 @@ def full_like(t, fill_value, dtype=None, device=None, requires_grad=False):
 class Generator:
     """A seeded source of random numbers (NumPy's PCG64 underneath)."""
 
-    def __init__(self, seed=None):
+    def __init__(self, device="cpu", seed=None):
+        # torch's signature is Generator(device="cpu"); cygrad also takes the
+        # seed, as a keyword or in place of the device (Generator(42))
+        if isinstance(device, numbers.Integral) and not isinstance(device, bool):
+            device, seed = "cpu", device
+        check_device(device)
         self._seed = 67280421310721 if seed is None else int(seed)
         self._rng = np.random.Generator(np.random.PCG64(self._seed))
 

@@ -310,3 +310,13 @@ def test_uniform_keyword_names():
     v = cygrad.empty(100).uniform_(**{"from": 5.0, "to": 6.0}).numpy()
     assert v.min() >= 5 and v.max() < 6
     assert math.isfinite(float(v.sum()))
+
+
+def test_generator_takes_torch_device_argument():
+    assert cygrad.Generator(device="cpu").initial_seed() == \
+        cygrad.Generator().initial_seed()
+    assert cygrad.Generator(cygrad.device("cpu")).manual_seed(3).initial_seed() == 3
+    assert cygrad.Generator(7).initial_seed() == 7
+    assert str(cygrad.Generator().device) == "cpu"
+    with pytest.raises(AssertionError):
+        cygrad.Generator("cuda")

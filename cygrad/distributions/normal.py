@@ -54,6 +54,3 @@ class Normal(Distribution):
 
     def entropy(self):
         return 0.5 + 0.5 * math.log(2 * math.pi) + self.scale.log()
-
-    def cdf(self, value):
-        return 0.5 * (1 + ((value - self.loc) / (self.scale * math.sqrt(2))).erf())
