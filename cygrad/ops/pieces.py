@@ -139,7 +139,7 @@ def narrow(input, dim, start, length):
         raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension "
                            f"size ({n}).")
     idx = (slice(None),) * d + (slice(start, start + length),)
-    return GetItem.apply(input, idx, True)
+    return GetItem.apply(input, idx + (Ellipsis,), None)       # a view
 
 
 # --- stacking along existing axes -------------------------------------------------------------
@@ -241,7 +241,8 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
         res = reshape(out, shape[:d] + (shape[d] * repeats,) + shape[d + 1:])
     else:
         idx = _repeat_index(repeats._arr, n)
-        res = GetItem.apply(input, (slice(None),) * d + (idx,), False)
+        res = GetItem.apply(input, (Ellipsis,),
+                            (slice(None),) * d + (idx.astype(np.int64, copy=False),))
     if output_size is not None and res._arr.shape[d] != int(output_size):
         raise RuntimeError(f"allocated size does not match required size: "
                            f"output_size={output_size}, required "

@@ -18,7 +18,8 @@ from cygrad.creation import from_numpy
 from .. import functional as F
 from .. import init
 from .linear import Linear
-from ..module import Module, ModuleList
+from ..module import Module
+from .container import ModuleList
 from ..parameter import Parameter
 from .attention import MultiheadAttention
 from .dropout import Dropout
