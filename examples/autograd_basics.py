@@ -27,8 +27,8 @@ b = torch.randn(3, requires_grad=True)
 logits = torch.matmul(x, w) + b
 loss = F.binary_cross_entropy_with_logits(logits, target)
 
-print(f"the logits were made by {type(logits.grad_fn).__name__}")
-print(f"the loss was made by {type(loss.grad_fn).__name__}")
+print(f"the logits were made by {logits.grad_fn.name()}")
+print(f"the loss was made by {loss.grad_fn.name()}")
 
 loss.backward()
 print(f"dloss/dw:\n{w.grad}\ndloss/db: {b.grad}")

@@ -147,3 +147,20 @@ def test_tiny_gpt(tmp_path):
         assert "matplotlib is not installed" in out
     else:
         assert png.exists()
+
+
+def test_tensors_basics():
+    out = _run("tensors_basics.py")
+    assert out.count("all three agree: True") == 2
+    assert "after .to('cpu'): on cpu" in out
+    assert "sum as a tensor 57.0, as a Python float 57.0" in out
+    assert "changed together" in out and "[3. 3. 3. 3.]" in out
+
+
+def test_autograd_basics():
+    out = _run("autograd_basics.py")
+    assert "the logits were made by AddBackward0" in out
+    assert "the loss was made by BinaryCrossEntropyWithLogitsBackward0" in out
+    assert "matches the closed form: True" in out
+    assert "inside no_grad: False" in out and "detached: False" in out
+    assert "equals 2 * (inp + 1): True" in out
