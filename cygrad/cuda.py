@@ -4,6 +4,9 @@ CPU-only torch; the seeding and cache calls do nothing, as there; anything
 that needs a GPU raises torch's AssertionError with a sentence that says
 cygrad runs on the CPU."""
 
+from cygrad.amp import GradScaler as _GradScaler
+from cygrad.amp import autocast as _autocast
+
 __all__ = [
     "current_device",
     "device_count",
@@ -15,6 +18,10 @@ __all__ = [
     "manual_seed",
     "manual_seed_all",
     "synchronize",
+    "memory_allocated", "max_memory_allocated", "memory_reserved",
+    "max_memory_reserved", "reset_peak_memory_stats", "reset_max_memory_allocated",
+    "set_device", "get_device_capability", "get_device_properties", "Event", "Stream",
+    "amp",
 ]
 
 
@@ -61,3 +68,74 @@ def current_device():
 
 def get_device_name(device=None):
     _no_gpu("cuda.get_device_name()")
+
+
+# Memory statistics: there is no GPU memory, so every count is 0 (torch's CPU
+# build answers 0 too); resetting them does nothing.
+def memory_allocated(device=None):
+    return 0
+
+
+def max_memory_allocated(device=None):
+    return 0
+
+
+def memory_reserved(device=None):
+    return 0
+
+
+def max_memory_reserved(device=None):
+    return 0
+
+
+def reset_peak_memory_stats(device=None):
+    """Nothing to reset without a GPU."""
+
+
+def reset_max_memory_allocated(device=None):
+    """Nothing to reset without a GPU."""
+
+
+def set_device(device):
+    _no_gpu("cuda.set_device()")
+
+
+def get_device_capability(device=None):
+    _no_gpu("cuda.get_device_capability()")
+
+
+def get_device_properties(device=None):
+    _no_gpu("cuda.get_device_properties()")
+
+
+class Event:
+    """A CUDA event: there is no GPU stream to record on."""
+
+    def __init__(self, *args, **kwargs):
+        _no_gpu("cuda.Event()")
+
+
+class Stream:
+    """A CUDA stream: there is no GPU to queue work on."""
+
+    def __init__(self, *args, **kwargs):
+        _no_gpu("cuda.Stream()")
+
+
+class _Amp:
+    """``cuda.amp``: torch's older spellings of ``amp.autocast("cuda")`` and
+    ``amp.GradScaler("cuda")`` (disabled with torch's warning: no GPU)."""
+
+    @staticmethod
+    def autocast(enabled=True, dtype=None, cache_enabled=True):
+        return _autocast("cuda", dtype=dtype, enabled=enabled,
+                        cache_enabled=cache_enabled)
+
+    @staticmethod
+    def GradScaler(init_scale=2.0 ** 16, growth_factor=2.0, backoff_factor=0.5,
+                   growth_interval=2000, enabled=True):
+        return _GradScaler("cuda", init_scale, growth_factor, backoff_factor,
+                          growth_interval, enabled)
+
+
+amp = _Amp()

@@ -429,6 +429,10 @@ class Module:
     def cpu(self):
         return self
 
+    def compile(self, *args, **kwargs):
+        """Nothing to do: cygrad's kernels are compiled already (see
+        ``cygrad.compile``); the module runs as it is."""
+
     def share_memory(self):
         """A no-op returning the module: cygrad's tensors live in the process's
         memory, and worker processes receive copies (there is no shared CPU

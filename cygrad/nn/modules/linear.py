@@ -40,6 +40,7 @@ class Linear(Module):
     def __init__(self, in_features, out_features, bias=True, device=None, dtype=None):
         super().__init__()
         check_device(device)
+        self.in_features = int(in_features)
         self.out_features = int(out_features)
         dtype = np.dtype(get_default_dtype() if dtype is None else dtype)
         self.weight = Parameter(

@@ -362,6 +362,7 @@ class RNNCellBase(Module):
                  dtype=None):
         super().__init__()
         check_device(device)
+        self.input_size = int(input_size)
         self.hidden_size = int(hidden_size)
         self.bias = bool(bias)
         dtype = np.dtype(_dt.float32 if dtype is None else dtype)
