@@ -74,8 +74,16 @@ def _sigmoid(x):
     return 1 / (1 + np.exp(-x))
 
 
+def _unary_call(m, name, x):
+    """``m.<name>(x)``; the activation rows live in torch's nn.functional."""
+    if name == "gelu_tanh":
+        return m.nn.functional.gelu(x, approximate="tanh")
+    fn = getattr(m, name, None) or getattr(m.nn.functional, name)
+    return fn(x)
+
+
 def _unary_cases(row):
-    return [Case(lambda m, x, _n=row.name: getattr(m, _n)(x), (s,), row.ref,
+    return [Case(lambda m, x, _n=row.name: _unary_call(m, _n, x), (s,), row.ref,
                  row.domain[0]) for s in UNARY_SHAPES]
 
 

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 import cygrad
-import cygrad.nn as nn
 import cygrad.nn.functional as F
+from cygrad import nn
 
 torch = pytest.importorskip("torch")
 
@@ -317,15 +317,15 @@ def test_save_and_load_whole_module():
 
 
 def test_module_paths_scripts_import():
-    from cygrad.nn.modules.activation import GELU, ReLU  # noqa: F401
-    from cygrad.nn.modules.container import ModuleDict, Sequential  # noqa: F401
-    from cygrad.nn.modules.conv import Conv2d, LazyConv2d  # noqa: F401
-    from cygrad.nn.modules.dropout import Dropout  # noqa: F401
+    from cygrad.nn.modules.activation import GELU, ReLU
+    from cygrad.nn.modules.container import ModuleDict, Sequential
+    from cygrad.nn.modules.conv import Conv2d, LazyConv2d
+    from cygrad.nn.modules.dropout import Dropout
     from cygrad.nn.modules.linear import Linear, NonDynamicallyQuantizableLinear
-    from cygrad.nn.modules.loss import CrossEntropyLoss  # noqa: F401
-    from cygrad.nn.modules.normalization import LayerNorm  # noqa: F401
-    from cygrad.nn.modules.pooling import MaxPool2d  # noqa: F401
-    from cygrad.nn.modules.sparse import Embedding  # noqa: F401
-    from cygrad.utils.hooks import RemovableHandle  # noqa: F401
+    from cygrad.nn.modules.loss import CrossEntropyLoss
+    from cygrad.nn.modules.normalization import LayerNorm
+    from cygrad.nn.modules.pooling import MaxPool2d
+    from cygrad.nn.modules.sparse import Embedding
+    from cygrad.utils.hooks import RemovableHandle
     assert issubclass(NonDynamicallyQuantizableLinear, Linear)
     assert nn.Linear is Linear

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 import cygrad
-import cygrad.nn as nn
 import cygrad.nn.functional as F
+from cygrad import nn
 
 torch = pytest.importorskip("torch")
 

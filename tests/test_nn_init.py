@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import cygrad
-import cygrad.nn as nn
+from cygrad import nn
 from cygrad.nn import init
 
 torch = pytest.importorskip("torch")

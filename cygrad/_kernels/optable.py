@@ -40,11 +40,11 @@ import numpy as np
 HEAVY = ("exp", "expm1", "log", "log1p", "log2", "log10", "tanh", "sigmoid",
          "sin", "cos", "pow", "atan2", "hypot", "pow_grad_base", "pow_grad_exp",
          "sinh", "cosh", "tan", "asin", "acos", "atan", "asinh", "acosh", "atanh",
-         "erf", "erfc", "erfinv", "exp2", "logaddexp")
+         "erf", "erfc", "erfinv", "exp2", "logaddexp", "phi")
 # The helpers the expressions may call besides C's math functions.
 HELPERS = ("pick", "keep", "sign", "relu", "maximum", "minimum", "sigmoid",
            "pow_grad_base", "pow_grad_exp", "remainder", "floor_divide", "logaddexp",
-           "erfinv")
+           "erfinv", "phi")
 
 
 def uses(expr, name):
@@ -230,12 +230,15 @@ UNARY = [
         ["g * (sigmoid(x) * (1 + x * (1 - sigmoid(x))))"],
         lambda x: x * _sigmoid(x), "Sigmoid-weighted linear unit (swish)",
         methods=(), fast={"fwd": "cg_sigmoid_ok(x)", "bwd": "cg_sigmoid_ok(x)"}),
-    # Phi(x) = (1 + erf(x / sqrt(2))) / 2; 0.3989... = 1 / sqrt(2 pi).
-    Row("gelu", "x * (0.5 + 0.5 * erf(x * 0.7071067811865476))",
-        ["g * (0.5 + 0.5 * erf(x * 0.7071067811865476) + x * (0.3989422804014327 "
-         "* exp(-0.5 * (x * x))))"],
+    # phi: the standard normal CDF (cg_rows.h); 0.3989... = 1 / sqrt(2 pi).
+    # float32 computes in float: cg_phi_f is a vectorizable float-accurate
+    # CDF (libm's double erf per element ran at ~12x torch), and the
+    # backward's exp takes cg_math's fast exp.
+    Row("gelu", "x * phi(x)",
+        ["g * (phi(x) + x * (0.3989422804014327 * exp(-0.5 * (x * x))))"],
         lambda x: x * (0.5 + 0.5 * _erf(x * 0.7071067811865476)),
-        "Gaussian error linear unit, x * Phi(x)", methods=()),
+        "Gaussian error linear unit, x * Phi(x)", methods=(), exact=True,
+        fast={"bwd": "cg_exp_ok(-0.5 * (x * x))"}),
     # 0.5 (1 + tanh(u)) = sigmoid(2 u), u = sqrt(2 / pi) (x + 0.044715 x^3):
     # the sigmoid form has no cancellation where tanh(u) is near -1.
     Row("gelu_tanh", f"x * sigmoid({_GT})",

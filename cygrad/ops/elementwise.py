@@ -157,6 +157,7 @@ def _graph_rules():
     ns.update(keep=lambda g, c: where(c, g, 0.0), fabs=ns["abs"], sign=_sign,
               pow_grad_base=_pow_grad_base, pow_grad_exp=_pow_grad_exp)
     ns.setdefault("erf", _Erf.apply)   # unless the table has an erf row
+    ns["phi"] = lambda x: 0.5 + 0.5 * ns["erf"](x * 0.7071067811865476)
     missing = set(_optable.HELPERS) - set(ns) - {"pick"}
     if missing:
         raise ImportError(f"op table helpers without a Tensor form: {missing}")

@@ -7,8 +7,9 @@ import collections
 import collections.abc
 import operator
 
-from cygrad.dtypes import name as _dtype_name, type_name as _type_name
 from cygrad._tensor import Tensor
+from cygrad.dtypes import name as _dtype_name
+from cygrad.dtypes import type_name as _type_name
 
 from ..module import Module
 from ..parameter import Parameter

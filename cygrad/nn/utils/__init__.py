@@ -4,7 +4,10 @@ spectral normalisation (the parametrizations and torch's legacy hooks),
 
 from . import parametrizations, parametrize, rnn
 from .clip_grad import (
-    clip_grad_norm, clip_grad_norm_, clip_grad_value_, clip_grads_with_norm_,
+    clip_grad_norm,
+    clip_grad_norm_,
+    clip_grad_value_,
+    clip_grads_with_norm_,
     get_total_norm,
 )
 from .convert_parameters import parameters_to_vector, vector_to_parameters
