@@ -28,7 +28,7 @@ from cygrad.autograd.function import Function
 from cygrad.autograd.grad_mode import is_grad_enabled
 from cygrad.creation import from_numpy, rand
 
-__all__ = ["rnn_layer", "rnn_cell"]
+__all__ = ["rnn_cell", "rnn_layer"]
 
 # per mode: gates per hidden unit
 _GATES = {"RNN_TANH": 1, "RNN_RELU": 1, "LSTM": 4, "GRU": 3}
@@ -37,8 +37,16 @@ _GATES = {"RNN_TANH": 1, "RNN_RELU": 1, "LSTM": 4, "GRU": 3}
 class _Spec:
     """What a layer call needs besides tensors (hashable-free, plain data)."""
 
-    __slots__ = ("mode", "hidden", "proj", "dirs", "bias", "batch_sizes",
-                 "offsets", "n_w")
+    __slots__ = (
+        "batch_sizes",
+        "bias",
+        "dirs",
+        "hidden",
+        "mode",
+        "n_w",
+        "offsets",
+        "proj",
+    )
 
     def __init__(self, mode, hidden, proj, dirs, bias, batch_sizes):
         self.mode = mode
