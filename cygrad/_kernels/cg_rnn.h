@@ -105,4 +105,29 @@ CG_SIMD_FN(void, cg_rnn_tanh_f, (const float* gi, const float* gh, float* h,
         h[k] = cg_rnn_tanh(gi[k] + gh[k]);
 })
 
+/* LSTM backward (float and double; pure arithmetic, so one loop per row
+   that vectorizes under CG_CLONES): dc_tot = dc + dh o (1 - tc^2),
+   pre-activation gradients of i, f, g, o, and dc <- dc_tot f. */
+#define CG_LSTM_BWD(NAME, T)                                                    \
+CG_CLONES static void NAME(const T* dh, T* dc, const T* gates, const T* cprev,   \
+                           const T* tc, T* dg, ptrdiff_t bs, ptrdiff_t hid) {    \
+    for (ptrdiff_t b = 0; b < bs; b++) {                                        \
+        const T* g = gates + b * 4 * hid;                                       \
+        T* d = dg + b * 4 * hid;                                                \
+        ptrdiff_t s = b * hid;                                                  \
+        for (ptrdiff_t j = 0; j < hid; j++) {                                   \
+            T ig = g[j], fg = g[hid + j], gg = g[2 * hid + j];                  \
+            T og = g[3 * hid + j], t = tc[s + j], e = dh[s + j];                \
+            T dct = dc[s + j] + e * og * (1 - t * t);                           \
+            d[j] = dct * gg * ig * (1 - ig);                                    \
+            d[hid + j] = dct * cprev[s + j] * fg * (1 - fg);                    \
+            d[2 * hid + j] = dct * ig * (1 - gg * gg);                          \
+            d[3 * hid + j] = e * t * og * (1 - og);                             \
+            dc[s + j] = dct * fg;                                               \
+        }                                                                       \
+    }                                                                           \
+}
+CG_LSTM_BWD(cg_lstm_bwd_f, float)
+CG_LSTM_BWD(cg_lstm_bwd_d, double)
+
 #endif

@@ -34,7 +34,8 @@ weights: LSTM ``[i | f | g | o]`` (4H), GRU ``[r | z | n]`` (3H).
 Dtypes: ``real_t`` (float32, float64), computed in the array's own type
 (as torch's CPU cells).  float32 forward kernels evaluate their sigmoids and
 tanhs with vectorized float functions (``cg_rnn.h``: libm's are scalar calls
-and made the LSTM step 3x its BLAS product); float64 uses libm.  Aliasing: ``c`` (lstm_fwd), ``dc`` (lstm_bwd) and
+and made the LSTM step 3x its BLAS product); float64 uses libm.  The LSTM
+backward is C too (``cg_rnn.h``, compiled for AVX2 and the baseline).  Aliasing: ``c`` (lstm_fwd), ``dc`` (lstm_bwd) and
 ``dh`` (gru_bwd) are read and written in place, element by element; no other
 output may alias an input.  Threading: single-threaded, GIL released.
 """
@@ -53,6 +54,12 @@ cdef extern from "cg_rnn.h":
                       Py_ssize_t bs, Py_ssize_t hid) noexcept nogil
     void cg_rnn_tanh_f(const float* gi, const float* gh, float* h,
                        Py_ssize_t n) noexcept nogil
+    void cg_lstm_bwd_f(const float* dh, float* dc, const float* gates,
+                       const float* cprev, const float* tc, float* dg,
+                       Py_ssize_t bs, Py_ssize_t hid) noexcept nogil
+    void cg_lstm_bwd_d(const double* dh, double* dc, const double* gates,
+                       const double* cprev, const double* tc, double* dg,
+                       Py_ssize_t bs, Py_ssize_t hid) noexcept nogil
 
 
 cdef inline real_t _sigmoid(real_t x) noexcept nogil:
@@ -207,31 +214,13 @@ def lstm_bwd(const real_t[:, ::1] dh,     # in  (bs, H)
     if bs == 0 or hid == 0:
         return
     with nogil:
-        _lstm_bwd(&dh[0, 0], &dc[0, 0], &gates[0, 0], &cprev[0, 0], &tc[0, 0],
-                  &dg[0, 0], bs, hid)
+        if real_t is float:
+            cg_lstm_bwd_f(&dh[0, 0], &dc[0, 0], &gates[0, 0], &cprev[0, 0],
+                          &tc[0, 0], &dg[0, 0], bs, hid)
+        else:
+            cg_lstm_bwd_d(&dh[0, 0], &dc[0, 0], &gates[0, 0], &cprev[0, 0],
+                          &tc[0, 0], &dg[0, 0], bs, hid)
 
-
-cdef void _lstm_bwd(const real_t* dh, real_t* dc, const real_t* gates,
-                    const real_t* cprev, const real_t* tc, real_t* dg,
-                    Py_ssize_t bs, Py_ssize_t hid) noexcept nogil:
-    cdef Py_ssize_t b, j, row, s
-    cdef real_t ig, fg, gg, og, t, d, dct
-    for b in range(bs):
-        row = b * 4 * hid
-        for j in range(hid):
-            s = b * hid + j
-            ig = gates[row + j]
-            fg = gates[row + hid + j]
-            gg = gates[row + 2 * hid + j]
-            og = gates[row + 3 * hid + j]
-            t = tc[s]
-            d = dh[s]
-            dct = dc[s] + d * og * (1 - t * t)
-            dg[row + j] = dct * gg * ig * (1 - ig)
-            dg[row + hid + j] = dct * cprev[s] * fg * (1 - fg)
-            dg[row + 2 * hid + j] = dct * ig * (1 - gg * gg)
-            dg[row + 3 * hid + j] = d * t * og * (1 - og)
-            dc[s] = dct * fg
 
 
 # ---------------------------------------------------------------------------

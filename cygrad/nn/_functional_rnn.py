@@ -28,7 +28,7 @@ from cygrad.autograd.function import Function
 from cygrad.autograd.grad_mode import is_grad_enabled
 from cygrad.creation import from_numpy, rand
 
-__all__ = ["rnn_layer", "rnn_cell"]
+__all__ = ["rnn_cell", "rnn_layer"]
 
 # per mode: gates per hidden unit
 _GATES = {"RNN_TANH": 1, "RNN_RELU": 1, "LSTM": 4, "GRU": 3}
@@ -37,8 +37,16 @@ _GATES = {"RNN_TANH": 1, "RNN_RELU": 1, "LSTM": 4, "GRU": 3}
 class _Spec:
     """What a layer call needs besides tensors (hashable-free, plain data)."""
 
-    __slots__ = ("mode", "hidden", "proj", "dirs", "bias", "batch_sizes",
-                 "offsets", "n_w")
+    __slots__ = (
+        "batch_sizes",
+        "bias",
+        "dirs",
+        "hidden",
+        "mode",
+        "n_w",
+        "offsets",
+        "proj",
+    )
 
     def __init__(self, mode, hidden, proj, dirs, bias, batch_sizes):
         self.mode = mode
@@ -301,16 +309,103 @@ def rnn_layer(mode, x, h0, c0, weights, hidden, proj, dirs, bias, batch_sizes):
     return res[0], res[1], None
 
 
+class _Cell(Function):
+    """One cell step on (B, I) / (B, H) arrays: ``h'`` or ``(h', c')``.
+
+    The layer node with one step would do the same arithmetic; this one
+    skips its bookkeeping (state stacking, per-direction slicing), which
+    dominates at batch 1.
+    """
+
+    _node_name = "RNNCellBackward"
+
+    @staticmethod
+    def forward(ctx, mode, x, h, c, w_ih, w_hh, b_ih, b_hh):
+        xa, ha = np.ascontiguousarray(x._arr), np.ascontiguousarray(h._arr)
+        wih, whh = w_ih._arr, w_hh._arr
+        bs, hid = ha.shape
+        dt = xa.dtype
+        gi = np.matmul(xa, wih.T)
+        if b_ih is not None:
+            gi += b_ih._arr
+            if mode != "GRU":
+                gi += b_hh._arr
+        gh = np.matmul(ha, whh.T)
+        out = np.empty((bs, hid), dt)
+        ctx.mode = mode
+        ctx.arrs = (xa, ha)
+        if mode == "LSTM":
+            cn = np.array(c._arr, dtype=dt, order="C")
+            gates = np.empty((bs, 4 * hid), dt)
+            cprev = np.empty((bs, hid), dt)
+            tc = np.empty((bs, hid), dt)
+            _k.lstm_fwd(gi, gh, cn, gates, cprev, tc, out)
+            ctx.state = (gates, cprev, tc)
+            res = (from_numpy(out), from_numpy(cn))
+        elif mode == "GRU":
+            gates = np.empty((bs, 3 * hid), dt)
+            hn = np.empty((bs, hid), dt)
+            bhh = b_hh._arr if b_hh is not None else np.empty(0, dt)
+            _k.gru_fwd(gi, gh, bhh, ha, gates, hn, out)
+            ctx.state = (gates, hn)
+            res = from_numpy(out)
+        else:
+            _k.rnn_fwd(gi, gh, out, mode == "RNN_RELU")
+            ctx.state = (out,)
+            res = from_numpy(out)
+        ctx.save_for_backward(x, h, c, w_ih, w_hh, b_ih, b_hh)
+        return res
+
+    @staticmethod
+    def backward(ctx, grad_h, grad_c=None):
+        if is_grad_enabled():
+            raise RuntimeError(
+                "double backward (create_graph=True) through an RNN/LSTM/GRU layer "
+                "or cell is not supported by cygrad: its backward is one compiled "
+                "BPTT pass")
+        x, h, c, w_ih, w_hh, b_ih, b_hh = ctx.saved_tensors
+        needs = ctx.needs_input_grad
+        mode = ctx.mode
+        xa, ha = ctx.arrs
+        dt = xa.dtype
+        dh = np.array(grad_h._arr, dtype=dt, order="C")
+        bs, hid = dh.shape
+        gc = None
+        if mode == "LSTM":
+            gates, cprev, tc = ctx.state
+            dc = np.array(grad_c._arr, dtype=dt, order="C")
+            dg = np.empty((bs, 4 * hid), dt)
+            _k.lstm_bwd(dh, dc, gates, cprev, tc, dg)
+            dgh = dg
+            gc = from_numpy(dc) if needs[3] else None
+            dh_direct = None
+        elif mode == "GRU":
+            gates, hn = ctx.state
+            dg = np.empty((bs, 3 * hid), dt)
+            dgh = np.empty((bs, 3 * hid), dt)
+            _k.gru_bwd(dh, gates, hn, ha, dg, dgh)
+            dh_direct = dh
+        else:
+            (out,) = ctx.state
+            dg = np.empty((bs, hid), dt)
+            _k.rnn_bwd(dh, out, dg, mode == "RNN_RELU")
+            dgh = dg
+            dh_direct = None
+        gx = from_numpy(np.matmul(dg, w_ih._arr)) if needs[1] else None
+        gh = None
+        if needs[2]:
+            g = np.matmul(dgh, w_hh._arr)
+            if dh_direct is not None:
+                g += dh_direct
+            gh = from_numpy(g)
+        gwih = from_numpy(np.matmul(dg.T, xa)) if needs[4] else None
+        gwhh = from_numpy(np.matmul(dgh.T, ha)) if needs[5] else None
+        gbih = from_numpy(dg.sum(0)) if needs[6] else None
+        gbhh = from_numpy(dgh.sum(0)) if needs[7] else None
+        return None, gx, gh, gc, gwih, gwhh, gbih, gbhh
+
+
 def rnn_cell(mode, x, h, c, w_ih, w_hh, b_ih, b_hh):
     """One cell step on a batch ``x`` (B, I), ``h`` (B, H): ``h'`` or
-    ``(h', c')``; the layer Function with a single step."""
-    bias = b_ih is not None
-    weights = (w_ih, w_hh, b_ih, b_hh) if bias else (w_ih, w_hh)
-    b = x.shape[0]
-    spec = _Spec(mode, w_hh.shape[1], 0, 1, bias, (b,))
-    h0 = h.unsqueeze(0)
-    c0 = None if c is None else c.unsqueeze(0)
-    res = _RNNLayer.apply(spec, x, h0, c0, *weights)
-    if mode == "LSTM":
-        return res[1][0], res[2][0]
-    return res[0]
+    ``(h', c')`` (one autograd node)."""
+    return _Cell.apply(mode, x, h, c, w_ih, w_hh, b_ih, b_hh)

@@ -6,9 +6,8 @@ import math
 
 import numpy as np
 
-from cygrad import dtypes as _dt
-from cygrad import ops
-from cygrad.creation import empty, from_numpy, zeros
+from cygrad.creation import empty, from_numpy, get_default_dtype, zeros
+from cygrad.ops.shape import cat
 
 from .. import functional as F
 from .. import init
@@ -37,7 +36,7 @@ def _pad_last(mask):
     if mask is None:
         return None
     pad = zeros(*mask.shape[:-1], 1, dtype=mask._arr.dtype)
-    return ops.cat([mask, pad], -1)
+    return cat([mask, pad], -1)
 
 
 class MultiheadAttention(Module):
@@ -89,7 +88,7 @@ class MultiheadAttention(Module):
         self.head_dim = embed_dim // num_heads
         if self.head_dim * num_heads != embed_dim:
             raise AssertionError("embed_dim must be divisible by num_heads")
-        dt = np.dtype(_dt.float32 if dtype is None else dtype)
+        dt = np.dtype(get_default_dtype() if dtype is None else dtype)
         e = self.embed_dim
         if not self._qkv_same_embed_dim:
             self.q_proj_weight = Parameter(empty(e, e, dtype=dt))
@@ -205,8 +204,8 @@ class MultiheadAttention(Module):
         k = F.linear(key, wk, bk)
         v = F.linear(value, wv, bv)
         if self.bias_k is not None:
-            k = ops.cat([k, self.bias_k.expand(1, bsz, embed_dim)], 0)
-            v = ops.cat([v, self.bias_v.expand(1, bsz, embed_dim)], 0)
+            k = cat([k, self.bias_k.expand(1, bsz, embed_dim)], 0)
+            v = cat([v, self.bias_v.expand(1, bsz, embed_dim)], 0)
             mask = _pad_last(mask)
             kpm = _pad_last(kpm)
         q = q.reshape(tgt_len, bsz * h, hd).transpose(0, 1)
@@ -214,8 +213,8 @@ class MultiheadAttention(Module):
         v = v.reshape(v.shape[0], bsz * h, hd).transpose(0, 1)
         if self.add_zero_attn:
             z = zeros(bsz * h, 1, hd, dtype=dt)
-            k = ops.cat([k, z], 1)
-            v = ops.cat([v, z], 1)
+            k = cat([k, z], 1)
+            v = cat([v, z], 1)
             mask = _pad_last(mask)
             kpm = _pad_last(kpm)
         s = int(k.shape[1])

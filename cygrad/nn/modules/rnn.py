@@ -13,10 +13,9 @@ import warnings
 import numpy as np
 
 from cygrad._device import check_device
-from cygrad import dtypes as _dt
-from cygrad import ops
 from cygrad._tensor import Tensor
-from cygrad.creation import empty, zeros
+from cygrad.creation import empty, get_default_dtype, zeros
+from cygrad.ops.shape import cat
 
 from .. import init
 from .._functional_rnn import dropout_mask, rnn_cell, rnn_layer
@@ -24,8 +23,16 @@ from ..module import Module
 from ..parameter import Parameter
 from ..utils.rnn import PackedSequence
 
-__all__ = ["GRU", "GRUCell", "LSTM", "LSTMCell", "RNN", "RNNBase", "RNNCell",
-           "RNNCellBase"]
+__all__ = [
+    "GRU",
+    "LSTM",
+    "RNN",
+    "GRUCell",
+    "LSTMCell",
+    "RNNBase",
+    "RNNCell",
+    "RNNCellBase",
+]
 
 _GATES = {"RNN_TANH": 1, "RNN_RELU": 1, "LSTM": 4, "GRU": 3}
 
@@ -90,7 +97,7 @@ class RNNBase(Module):
         self.dropout = float(dropout)
         self.bidirectional = bool(bidirectional)
         self.proj_size = int(proj_size)
-        dtype = np.dtype(_dt.float32 if dtype is None else dtype)
+        dtype = np.dtype(get_default_dtype() if dtype is None else dtype)
         dirs = 2 if bidirectional else 1
         gates = _GATES[mode] * hidden_size
         hout = proj_size or hidden_size
@@ -225,10 +232,10 @@ class RNNBase(Module):
             if layer < self.num_layers - 1:
                 out = dropout_mask(out, self.dropout, self.training)
             layer_in = out
-        hn = hns[0] if len(hns) == 1 else ops.cat(hns, 0)
+        hn = hns[0] if len(hns) == 1 else cat(hns, 0)
         cn = None
         if lstm:
-            cn = cns[0] if len(cns) == 1 else ops.cat(cns, 0)
+            cn = cns[0] if len(cns) == 1 else cat(cns, 0)
         if unsorted_idx is not None:
             hn = hn[:, unsorted_idx]
             if cn is not None:
@@ -365,7 +372,7 @@ class RNNCellBase(Module):
         self.input_size = int(input_size)
         self.hidden_size = int(hidden_size)
         self.bias = bool(bias)
-        dtype = np.dtype(_dt.float32 if dtype is None else dtype)
+        dtype = np.dtype(get_default_dtype() if dtype is None else dtype)
         g = num_chunks * self.hidden_size
         self.weight_ih = Parameter(empty(g, self.input_size, dtype=dtype))
         self.weight_hh = Parameter(empty(g, self.hidden_size, dtype=dtype))

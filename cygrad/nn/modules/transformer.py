@@ -12,8 +12,7 @@ no effect.
 
 import numpy as np
 
-from cygrad import dtypes as _dt
-from cygrad.creation import from_numpy
+from cygrad.creation import from_numpy, get_default_dtype
 
 from .. import functional as F
 from .. import init
@@ -319,6 +318,6 @@ class Transformer(Module):
     @staticmethod
     def generate_square_subsequent_mask(sz, device=None, dtype=None):
         """The (sz, sz) float mask with ``-inf`` above the diagonal, 0 elsewhere."""
-        dt = np.dtype(_dt.float32 if dtype is None else dtype)
+        dt = np.dtype(get_default_dtype() if dtype is None else dtype)
         upper = np.triu(np.ones((sz, sz), dtype=bool), k=1)
         return from_numpy(np.where(upper, -np.inf, 0.0).astype(dt))
