@@ -106,11 +106,12 @@ CG_SIMD_FN(void, cg_rnn_tanh_f, (const float* gi, const float* gh, float* h,
 })
 
 /* LSTM backward (float and double; pure arithmetic, so one loop per row
-   that vectorizes under CG_CLONES): dc_tot = dc + dh o (1 - tc^2),
+   that vectorizes under CG_SIMD_FN): dc_tot = dc + dh o (1 - tc^2),
    pre-activation gradients of i, f, g, o, and dc <- dc_tot f. */
 #define CG_LSTM_BWD(NAME, T)                                                    \
-CG_CLONES static void NAME(const T* dh, T* dc, const T* gates, const T* cprev,   \
-                           const T* tc, T* dg, ptrdiff_t bs, ptrdiff_t hid) {    \
+CG_SIMD_FN(void, NAME, (const T* dh, T* dc, const T* gates, const T* cprev,     \
+                        const T* tc, T* dg, ptrdiff_t bs, ptrdiff_t hid),        \
+           (dh, dc, gates, cprev, tc, dg, bs, hid), {                           \
     for (ptrdiff_t b = 0; b < bs; b++) {                                        \
         const T* g = gates + b * 4 * hid;                                       \
         T* d = dg + b * 4 * hid;                                                \
@@ -126,7 +127,7 @@ CG_CLONES static void NAME(const T* dh, T* dc, const T* gates, const T* cprev,  
             dc[s + j] = dct * fg;                                               \
         }                                                                       \
     }                                                                           \
-}
+})
 CG_LSTM_BWD(cg_lstm_bwd_f, float)
 CG_LSTM_BWD(cg_lstm_bwd_d, double)
 
