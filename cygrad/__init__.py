@@ -26,7 +26,7 @@ from cygrad.ops import OPS
 from cygrad.creation import (  # noqa: F401
     Generator, arange, as_tensor, default_generator, empty, empty_like, empty_strided,
     eye,
-    from_numpy, full, full_like, get_default_dtype, initial_seed, linspace,
+    from_numpy, full, full_like, get_default_dtype, initial_seed, linspace, logspace,
     manual_seed, ones, ones_like, rand, rand_like, randint, randn, randn_like,
     seed, set_default_dtype, tensor, zeros, zeros_like,
 )

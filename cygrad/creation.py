@@ -12,7 +12,7 @@ from cygrad._kernels.engine import TensorBase, _wrap
 __all__ = [
     "tensor", "as_tensor", "from_numpy", "zeros", "ones", "full", "empty",
     "zeros_like", "ones_like", "full_like", "empty_like", "rand", "randn",
-    "randint", "rand_like", "randn_like", "arange", "linspace", "eye",
+    "randint", "rand_like", "randn_like", "arange", "linspace", "logspace", "eye",
     "manual_seed", "seed", "initial_seed", "Generator", "default_generator",
     "get_default_dtype", "set_default_dtype", "empty_strided",
 ]
@@ -423,6 +423,17 @@ def linspace(start, end, steps, dtype=None, requires_grad=False, device=None):
     d = _dtype_or_default(dtype)
     return _make(np.linspace(start, end, int(steps), dtype=np.float64).astype(d),
                  requires_grad)
+
+
+@_on_cpu
+def logspace(start, end, steps, base=10.0, dtype=None, requires_grad=False,
+             device=None):
+    """``base ** linspace(start, end, steps)`` (computed in float64, then cast)."""
+    d = _dtype_or_default(dtype)
+    vals = np.power(float(base), np.linspace(start, end, int(steps), dtype=np.float64))
+    if d.kind in "iu":
+        vals = np.trunc(vals)
+    return _make(vals.astype(d), requires_grad)
 
 
 @_on_cpu

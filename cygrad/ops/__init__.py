@@ -10,7 +10,8 @@ engine needs of this layer, which ``cygrad/__init__.py`` installs.
 Modules, each importing only those before it: ``registry``, ``select``,
 ``elementwise``, ``linalg``, ``indexing``, ``shape``, ``pieces``,
 ``reductions``, ``cumulative``, ``sorting``, ``inplace``, ``decomp``,
-``scatter``, ``masking``, ``closeness`` (isclose, allclose, equal), ``out``
+``scatter``, ``masking``, ``closeness`` (isclose, allclose, equal), ``storage``
+(resize_, apply_), ``out``
 (the ``out=`` keyword of the functions ``cygrad.<op>``).
 """
 
@@ -30,6 +31,7 @@ from cygrad.ops import (
     select,
     shape,
     sorting,
+    storage,
 )
 from cygrad.ops.elementwise import _graph_rules, compare, logical_not
 from cygrad.ops.inplace import _view_aware_inplace, copy_, full_like_const, setitem
@@ -62,7 +64,8 @@ __all__ = [
 
 # Importing each family attaches its Tensor methods.
 FAMILIES = (registry, select, elementwise, linalg, indexing, shape, pieces, reductions,
-            cumulative, sorting, inplace, decomp, scatter, masking, closeness)
+            cumulative, sorting, inplace, decomp, scatter, masking, closeness,
+            storage)
 
 # Every registered op (and alias) as ``cygrad.ops.<name>``.
 for _spec in OPS.values():

@@ -1,0 +1,68 @@
+"""resize_, resize, resize_as_, apply_ and logspace against torch."""
+
+
+import numpy as np
+import pytest
+
+import cygrad
+
+torch = pytest.importorskip("torch")
+
+
+@pytest.mark.parametrize("start, sizes", [(6, (2, 3)), (6, (2, 2)), (4, (4,)),
+                                          (3, ((1, 3),)), (6, (3, 2))])
+def test_resize_keeps_the_leading_elements_like_torch(start, sizes):
+    a = cygrad.arange(float(start))
+    b = torch.arange(float(start))
+    assert a.resize_(*sizes) is a
+    b.resize_(*sizes)
+    assert tuple(a.shape) == tuple(b.shape)
+    np.testing.assert_array_equal(a.numpy(), b.numpy())
+
+
+def test_growing_keeps_the_old_elements_in_front():
+    a = cygrad.arange(3.0).resize_(5)
+    assert tuple(a.shape) == (5,)
+    np.testing.assert_array_equal(a.numpy()[:3], [0.0, 1.0, 2.0])
+
+
+def test_resize_refuses_tensors_that_require_grad_and_warns_when_not_in_place():
+    for m in (cygrad, torch):
+        x = m.ones(3, requires_grad=True)
+        with pytest.raises(RuntimeError, match="cannot resize variables that require "
+                                               "grad"):
+            x.resize_(2)
+        with pytest.warns(UserWarning, match="non-inplace resize is deprecated"):
+            r = m.arange(4.0).resize(2, 2)
+        assert tuple(r.shape) == (2, 2)
+    a = cygrad.zeros(1)
+    a.resize_as_(cygrad.ones(2, 3))
+    assert tuple(a.shape) == (2, 3)
+
+
+def test_apply_maps_every_element_in_place():
+    for m in (cygrad, torch):
+        t = m.arange(6.0).reshape(2, 3)
+        v = t[:, ::2]
+        assert v.apply_(lambda x: x * 10 + 1) is v
+        np.testing.assert_array_equal(t.numpy(), [[1, 1, 21], [31, 4, 51]])
+        with pytest.raises(RuntimeError, match="Can't call apply_"):
+            m.ones(2, requires_grad=True).apply_(abs)
+
+
+def test_apply_bumps_the_version():
+    t = cygrad.ones(3)
+    v = t._version
+    t.apply_(lambda x: x)
+    assert t._version > v
+
+
+@pytest.mark.parametrize("kw", [dict(), dict(base=2.0), dict(dtype="float64"),
+                                dict(dtype="int64"), dict(base=0.5)])
+def test_logspace_matches_torch(kw):
+    kc = {k: getattr(cygrad, v) if k == "dtype" else v for k, v in kw.items()}
+    kt = {k: getattr(torch, v) if k == "dtype" else v for k, v in kw.items()}
+    got = cygrad.logspace(-1, 3, 7, **kc)
+    want = torch.logspace(-1, 3, 7, **kt)
+    assert str(got.dtype).split(".")[-1] == str(want.dtype).split(".")[-1]
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6)
