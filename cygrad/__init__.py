@@ -76,11 +76,12 @@ _engine.install(tensor_cls=Tensor, backward=_backward,
 
 # Every op of the registry, and its aliases, as cygrad.<name>.
 for _spec in OPS.values():
+    _fn = _ops.public(_spec)         # one function for the name and its aliases
     for _name in (_spec.name,) + _spec.aliases:
-        globals().setdefault(_name, _ops.public(_spec))
+        globals().setdefault(_name, _fn)
 for _name in ("mm", "t", "sum_to_shape", "logical_not"):
     globals().setdefault(_name, getattr(_ops, _name))
-del _spec, _name
+del _spec, _name, _fn
 
 from math import e, inf, nan, pi  # noqa: E402, F401  (torch.inf, torch.pi, ...)
 newaxis = None
