@@ -31,6 +31,7 @@ import shutil
 import sys
 import sysconfig
 
+import Cython
 import numpy as np
 from Cython.Build import cythonize
 from Cython.Tempita import Template
@@ -142,20 +143,74 @@ def extensions():
                 libraries=["m"],
             )
         )
-    exts = cythonize(
-        exts,
-        compiler_directives=DIRECTIVES,
-        include_path=[KERNELS],
-        nthreads=int(os.environ.get("CYGRAD_BUILD_JOBS", "2")),
-        force=DEBUG,
-        quiet=True,
-    )
+    # Generated C lives in build/, one folder per NumPy and Cython version:
+    # the C of a module that cimports numpy depends on NumPy's .pxd, so one
+    # C file cannot serve two environments.  A module is re-cythonized only
+    # when one of cygrad's own sources it reads is newer than its C file
+    # (Cython would also redo it whenever pip's fresh build environment
+    # reinstalls NumPy, whose .pxd then looks new).
+    ready, stale = [], []
+    for ext in exts:
+        pyx = ext.sources[0]
+        c_file = os.path.join(CYTHON_DIR, os.path.splitext(pyx)[0] + ".c")
+        deps = source_deps(pyx)
+        if name_of(ext) == "elementwise":
+            deps.add(os.path.join(KERNELS, "optable.py"))
+        if not DEBUG and os.path.exists(c_file) and all(
+            os.path.getmtime(d) <= os.path.getmtime(c_file) for d in deps
+        ):
+            ext.sources = [c_file]
+            ready.append(ext)
+        else:
+            stale.append(ext)
+    if stale:
+        stale = cythonize(
+            stale,
+            compiler_directives=DIRECTIVES,
+            include_path=[KERNELS],
+            nthreads=int(os.environ.get("CYGRAD_BUILD_JOBS", "2")),
+            build_dir=CYTHON_DIR,
+            force=True,
+            quiet=True,
+        )
+    exts = ready + stale
     for ext in exts:
         ext.depends = sorted(header_deps(ext.sources))
     return exts
 
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+PYX_INCLUDE = re.compile(r'^\s*include\s+"([^"]+)"', re.M)
+PYX_CIMPORT = re.compile(r"^\s*(?:from\s+cygrad\._kernels\.(\w+)\s+cimport"
+                         r"|cimport\s+cygrad\._kernels\.(\w+))", re.M)
+CYTHON_DIR = os.path.join(
+    "build",
+    f"cython.np{np.__version__}-cy{Cython.__version__}" + ("-debug" if DEBUG else ""),
+)
+
+
+def name_of(ext):
+    return ext.name.rsplit(".", 1)[-1]
+
+
+def source_deps(pyx):
+    """The .pyx/.pxi/.pxd files of cygrad/_kernels that ``pyx`` reads
+    (includes and cimports, followed), itself included."""
+    seen = {pyx}
+    todo = [pyx]
+    while todo:
+        path = todo.pop()
+        with open(path) as f:
+            text = f.read()
+        here = os.path.dirname(path)
+        found = [os.path.join(here, n) for n in PYX_INCLUDE.findall(text)]
+        found += [os.path.join(KERNELS, (a or b) + ".pxd")
+                  for a, b in PYX_CIMPORT.findall(text)]
+        for dep in found:
+            if dep not in seen and os.path.exists(dep):
+                seen.add(dep)
+                todo.append(dep)
+    return seen
 
 
 def header_deps(sources):
@@ -175,8 +230,9 @@ def header_deps(sources):
 
 
 class build_ext(_build_ext):
-    """Keeps each finished module in ``build/cache-<python>/`` and reuses it
-    while it is newer than its C file and every header that file includes;
+    """Keeps each finished module in ``build/cache.<platform>-<python>/``
+    and reuses it while it is newer than its C file (in
+    ``build/cython.<versions>/``) and every header that file includes;
     compiles the rest in parallel (``CYGRAD_BUILD_JOBS``, default 2)."""
 
     def finalize_options(self):
@@ -195,7 +251,14 @@ class build_ext(_build_ext):
         kind = "stripped" if self.strip else "full"
         cached = os.path.join(self.cache_dir, kind, os.path.basename(out))
         deps = list(ext.sources) + list(ext.depends)
-        if not self.force and os.path.exists(cached) and all(
+        # The C file it was compiled from (its folder names the NumPy and
+        # Cython versions): a module built for another NumPy is stale.
+        origin = cached + ".src"
+        same_origin = True
+        if os.path.exists(origin):
+            with open(origin) as f:
+                same_origin = f.read() == ext.sources[0]
+        if not self.force and same_origin and os.path.exists(cached) and all(
             os.path.getmtime(d) <= os.path.getmtime(cached) for d in deps
         ):
             if os.path.abspath(cached) != os.path.abspath(out):
@@ -207,6 +270,8 @@ class build_ext(_build_ext):
         super().build_extension(ext)
         os.makedirs(os.path.dirname(cached), exist_ok=True)
         shutil.copy2(out, cached)
+        with open(origin, "w") as f:
+            f.write(ext.sources[0])
 
 
 setup(ext_modules=extensions(), cmdclass={"build_ext": build_ext})

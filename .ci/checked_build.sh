@@ -69,7 +69,9 @@ import cygrad
 from cygrad._kernels import engine
 where = os.path.realpath(engine.__file__)
 assert where.startswith(dest + os.sep), f"tests would import {where}, not {dest}"
-for c in glob.glob(os.path.join(dest, "cygrad", "_kernels", "*.c")):
+cfiles = glob.glob(os.path.join(dest, "build", "cython.*-debug", "cygrad", "_kernels", "*.c"))
+assert cfiles, "no generated C under build/cython.*-debug (see setup.py)"
+for c in cfiles:
     with open(c) as f:
         head = f.read(4096)
     assert '"-O0"' in head, f"{c} was not compiled with CYGRAD_DEBUG=1"

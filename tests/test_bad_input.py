@@ -393,7 +393,7 @@ def test_reshape_and_expand_overflow_rejected():
     try:  # many dimensions: refused clearly, or computed right
         y = cygrad.zeros(*([1] * 40)) + 1
     except ValueError as e:
-        assert "dimensions" in str(e)
+        assert "dimension" in str(e)  # NumPy 1.x: "maximum supported dimension ... is 32"
     else:
         assert y.shape == (1,) * 40 and y.sum().item() == 1
 

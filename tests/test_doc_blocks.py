@@ -58,7 +58,8 @@ def blocks(path):
         setup = SETUP.match(before)
         skip = SKIP.match(before)
         output = None
-        if i < len(lines) and FENCE.match(lines[i]) and FENCE.match(lines[i]).group(1) in ("", "text"):
+        after = FENCE.match(lines[i]) if i < len(lines) else None
+        if after and after.group(1) in ("", "text"):
             k = i + 1
             while k < len(lines) and not FENCE.match(lines[k]):
                 k += 1

@@ -15,7 +15,8 @@ PACKAGE = os.path.dirname(os.path.abspath(cygrad.__file__))
 def _copy_sources(dest):
     """The Python files of cygrad, without any compiled module."""
     shutil.copytree(PACKAGE, os.path.join(dest, "cygrad"),
-                    ignore=shutil.ignore_patterns("*.so", "*.c", "*.pyd", "__pycache__"))
+                    ignore=shutil.ignore_patterns("*.so", "*.c", "*.pyd",
+                                                  "__pycache__"))
 
 
 def _import(cwd, pythonpath=""):
@@ -40,7 +41,8 @@ def test_unbuilt_tree_shadowing_an_installed_copy_names_both(tmp_path):
     src = tmp_path / "checkout"
     _copy_sources(src)
     # a build for another Python beside the sources
-    (src / "cygrad" / "_kernels" / "engine.cpython-29-x86_64-linux-gnu.so").write_bytes(b"")
+    other = src / "cygrad" / "_kernels" / "engine.cpython-29-x86_64-linux-gnu.so"
+    other.write_bytes(b"")
     site = tmp_path / "site"
     (site / "cygrad" / "_kernels").mkdir(parents=True)
     suffix = importlib.machinery.EXTENSION_SUFFIXES[0]

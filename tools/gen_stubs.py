@@ -49,6 +49,7 @@ _UNARY = {"__neg__", "__pos__", "__abs__", "__invert__", "__len__", "__iter__",
 _TERNARY = {"__pow__", "__rpow__", "__ipow__"}
 _SLOT_PARAMS = {"__setitem__": "(self, key: Any, value: Any, /)",
                 "__exit__": "(self, *args: Any)"}
+_INTROSPECTED = {"__init__", "__call__", "__array__", "__deepcopy__"}
 _CONSTANT_TYPES = (bool, int, float, complex, str, bytes, tuple, list, dict,
                    frozenset, set)
 
@@ -78,7 +79,7 @@ def _params(fn, method=False):
     try:
         sig = inspect.signature(fn)
     except (TypeError, ValueError):
-        return "(self, *args: Any, **kwargs: Any)" if method else "(*args: Any, **kwargs: Any)"
+        return ("(self, " if method else "(") + "*args: Any, **kwargs: Any)"
     parts, seen_kwonly = [], False
     params = list(sig.parameters.values())
     if method and (not params or params[0].name != "self"):
@@ -115,8 +116,7 @@ def _function(name, fn, indent="", method=False):
         params = "(self, other: Any, mod: Any = ..., /)"
     elif method and name in _SLOT_PARAMS:
         params = _SLOT_PARAMS[name]
-    elif method and name.startswith("__") and name not in ("__init__", "__call__",
-                                                            "__array__", "__deepcopy__"):
+    elif method and name.startswith("__") and name not in _INTROSPECTED:
         params = "(self, other: Any, /)"
     else:
         params = _params(fn, method)
@@ -143,9 +143,8 @@ def _class(name, cls, mod):
         if isinstance(value, staticmethod):
             body.append("    @staticmethod\n" + _function(attr, value.__func__, "    "))
         elif isinstance(value, classmethod):
-            body.append("    @classmethod\n"
-                        + _function(attr, value.__func__, "    ").replace("(", "(cls, ", 1)
-                        .replace("(cls, )", "(cls)"))
+            text = _function(attr, value.__func__, "    ").replace("(", "(cls, ", 1)
+            body.append("    @classmethod\n" + text.replace("(cls, )", "(cls)"))
         elif isinstance(value, (types.GetSetDescriptorType, types.MemberDescriptorType,
                                 property)):
             body.append(f"    {attr}: Any\n")

@@ -51,7 +51,9 @@ def _not_built_message():
     ]
     others = _engine_files(_HERE)
     if others:
-        lines.append(f"That folder holds {', '.join(others)}: a build for another Python.")
+        lines.append(
+            f"That folder holds {', '.join(others)}: a build for another Python."
+        )
     installed = _installed_copies()
     if installed:
         lines.append(
