@@ -18,21 +18,21 @@
  * ln2 / 256, exp(s) by its Taylor polynomial to s^5 (truncation < 2^-60),
  * 2^(j/128) tabled as a double and its relative tail; 2^n is applied as two
  * factors 2^n1 2^n2 (each a normal double), so overflow gives inf and the
- * subnormal range rounds once.  Measured error: see tests/test_pow_fast.py
- * (under 1 ulp against np.power).
+ * subnormal range rounds once.  Measured: at most 1 ulp from np.power
+ * (tests/test_pow_fast.py asserts 2).
  *
  * float32 (cg_powk_fast): the same method with short polynomials in double
  * (relative error ~1e-12 before the one rounding to float).
  *
- * Special values, as C99's pow and torch: the magnitude is computed for
- * |x| (x = 0, inf, NaN replaced by 1 first so that every intermediate is a
- * normal double; subnormal x scaled by 2^52), then fixed by selects:
- * pow(+-0, k) = 0 for k > 0, inf for k < 0, signed for an odd integer k;
- * pow(+-inf, k) likewise inverted; pow(1, k) = 1 and pow(x, 0) = 1 even
- * for NaN; pow(-1, +-inf) = 1; a finite negative x gets the sign of the
- * parity for an integer k and NaN for any other k; NaN otherwise
- * propagates.  k's own facts (integer, odd, sign) are loop-invariant and
- * GCC hoists them.  fma() must be a real fused multiply-add: the AVX2 +
+ * Special values, as C99's pow and torch: the method runs on |x| as it
+ * is (subnormal x scaled by 2^52; the bits of 0, inf and NaN still give
+ * normal intermediates); ln|x| is then replaced by -inf, inf or NaN for
+ * |x| = 0, inf, NaN, so k ln|x| and the clamp of t to +-800 (NaN kept)
+ * give 0, inf or NaN as C99 does; selects then set pow(+-1, k) = 1 (k inf
+ * or NaN; pow(-1, NaN) is NaN again below), the sign of x for an odd
+ * integer k (-0 and -inf included), NaN for a finite negative x with a
+ * non-integer k, and pow(x, 0) = 1.  k's facts (integer, odd) are
+ * loop-invariant.  fma() must be a real fused multiply-add: the AVX2 +
  * FMA copies inline it, the baseline copies call libm's (exact, slower).
  */
 #ifndef CG_POW_H
@@ -231,16 +231,14 @@ CG_INLINE double cg_pow_split(double a, uint64_t* i, double* e) {
     return cg_from_bits(ix - (tmp & 0xfff0000000000000ULL));
 }
 
-/* The magnitude |x| ** k, fixed for the special values (see the top); mag
-   is the method's value for |x| (meaningless where |x| is 0, inf or NaN). */
+/* The value for x from mag, the method's value for |x| (which is already
+   0, inf or NaN where it must be: see the callers), fixed for x = +-1 with
+   k = +-inf or NaN, the sign of an odd integer k, a negative x with a
+   non-integer k and k = 0. */
 CG_INLINE double cg_pow_fix(double x, double k, double mag) {
-    double ax = fabs(x);
     int kint = (k == trunc(k));                           /* inf too, not NaN */
     int kodd = kint & (fabs(k) < 9007199254740992.0) & (trunc(k * 0.5) != k * 0.5);
-    mag = cg_pick_d(cg_pick_d(0.0, INFINITY, k > 0), mag, ax == 0);
-    mag = cg_pick_d(cg_pick_d(INFINITY, 0.0, k > 0), mag, ax == INFINITY);
-    mag = cg_pick_d(1.0, mag, ax == 1.0);
-    mag = cg_pick_d(NAN, mag, (ax != ax) | ((k != k) & (ax != 1.0)));
+    mag = cg_pick_d(1.0, mag, fabs(x) == 1.0);
     /* the sign of x for an odd integer k (-0 and -inf included) */
     mag = cg_from_bits(cg_bits(mag) | (cg_bits(x) & ((uint64_t)0 - (uint64_t)kodd)
                                        & 0x8000000000000000ULL));
@@ -248,12 +246,19 @@ CG_INLINE double cg_pow_fix(double x, double k, double mag) {
     return cg_pick_d(1.0, mag, k == 0);
 }
 
+/* ln|x| where |x| is 0, inf or NaN: -inf, inf, NaN (then k ln|x| gives
+   the limits: 0 or inf, NaN), in place of the method's meaningless value. */
+CG_INLINE double cg_pow_ln_special(double ax, double hi) {
+    return cg_pick_d(hi, (ax - 1.0) * INFINITY, (ax > 0) & (ax < INFINITY));
+}
+
 /* x ** k in double, within an ulp (see the top). */
 CG_INLINE double cg_powk_d(double x, double k) {
     double ax = fabs(x);
-    int sub = (ax > 0) & (ax < 0x1p-1022);
-    int ok = (ax >= 0x1p-1022) & (ax < INFINITY);
-    double a = cg_pick_d(ax * 0x1p52, cg_pick_d(ax, 1.0, ok), sub);
+    /* subnormals scaled by 2^52; 0, inf and NaN go through as bits (every
+       intermediate stays a normal double) and are fixed below */
+    int sub = ax < 0x1p-1022;
+    double a = cg_pick_d(ax * 0x1p52, ax, sub);
     uint64_t i;
     double e;
     double z = cg_pow_split(a, &i, &e);
@@ -276,11 +281,12 @@ CG_INLINE double cg_powk_d(double x, double k) {
     double p = r3 * (1.0 / 3 + r * (-0.25 + r * (0.2 + r * (-1.0 / 6 + r * (1.0 / 7
                + r * (-0.125 + r * (1.0 / 9 + r * -0.1)))))));
     double lo = lo1 + lo2 + lo3 + lo4 + p;
+    hi = cg_pow_ln_special(ax, hi);
     /* t = k ln|x| = thi + tlo */
     double thi = k * hi;
     double tlo = fma(k, hi, -thi) + k * lo;
-    /* beyond +-800 (or NaN: k NaN or inf) the result is 0, inf or fixed */
-    int big = !(fabs(thi) <= 800.0);
+    /* beyond +-800 the result is 0 or inf (NaN stays NaN) */
+    int big = fabs(thi) > 800.0;
     thi = cg_pick_d(cg_from_bits(cg_bits(800.0) | (cg_bits(thi) & 0x8000000000000000ULL)),
                     thi, big);
     tlo = cg_pick_d(0.0, tlo, big);
@@ -310,16 +316,14 @@ CG_INLINE double cg_powk_d(double x, double k) {
    a double): ~1e-12 relative before the caller's rounding to float. */
 CG_INLINE double cg_powk_fast(double x, double k) {
     double ax = fabs(x);
-    int ok = (ax > 0) & (ax < INFINITY);
-    double a = cg_pick_d(ax, 1.0, ok);
     uint64_t i;
     double e;
-    double z = cg_pow_split(a, &i, &e);
+    double z = cg_pow_split(ax, &i, &e);
     double r = fma(z, cg_pow_invc[i], -1.0);
     double lnx = e * CG_LN2 + cg_pow_logc_hi[i]
                  + r * (1.0 + r * (-0.5 + r * (1.0 / 3 + r * (-0.25 + r * 0.2))));
-    double t = k * lnx;
-    int big = !(fabs(t) <= 160.0);
+    double t = k * cg_pow_ln_special(ax, lnx);
+    int big = fabs(t) > 160.0;
     t = cg_pick_d(cg_from_bits(cg_bits(160.0) | (cg_bits(t) & 0x8000000000000000ULL)),
                   t, big);
     double kn = t * CG_POW_INV_LN2N + CG_ROUND;
