@@ -98,7 +98,8 @@ def expand_templates():
     newer.  Templates see the table's rows as ``UNARY`` and ``BINARY``."""
     table, table_path = load_optable()
     # The scalar-exponent kernels (POWERS) follow the public unary rows.
-    namespace = dict(UNARY=table.UNARY + table.POWERS, BINARY=table.BINARY,
+    namespace = dict(UNARY=table.UNARY + table.POWERS,
+                     BINARY=table.BINARY + table.POWERS_BINARY,
                      HELPERS=table.HELPERS, cost=table.cost)
     for tp in glob.glob(os.path.join(HERE, KERNELS, "*.tp")):
         out = tp[:-3]

@@ -7,6 +7,7 @@
 #ifndef CG_ROWS_H
 #define CG_ROWS_H
 #include "cg_math.h"
+#include "cg_pow.h"
 
 /* g where c holds, else 0 (torch's where(mask, grad, 0): no inf * 0). */
 CG_INLINE double cg_keep_d(double g, int c) { return cg_pick_d(g, 0.0, c); }

@@ -304,8 +304,9 @@ cdef object _power(object a, object b):
     """a ** b.  For a Python number b that torch special-cases (0, 1, 2, 3,
     -1, -2, 0.5, -0.5) a float tensor takes that exponent's own kernel, as
     torch does: x ** 3 is x * x * x, x ** 0.5 is sqrt(x) (the same values,
-    ~20x faster than pow in float64), and its backward torch's.  Other
-    exponents, and integer tensors, take pow."""
+    ~20x faster than pow in float64), and its backward torch's.  Any other
+    number takes the pow_scalar row (cg_pow.h's vectorized pow); tensor
+    exponents and integer tensors take pow."""
     cdef int typenum
     if (type(b) is int or type(b) is float) and isinstance(a, TensorBase):
         typenum = cnp.PyArray_TYPE(<cnp.ndarray>(<TensorBase>a)._arr)
@@ -313,6 +314,7 @@ cdef object _power(object a, object b):
             op = POWER_OPS.get(b)
             if op is not None:
                 return _unary(<int>op, <TensorBase>a)
+            return _binary(OP_POW_SCALAR, a, b)
     return _binary(OP_POW, a, b)
 
 

@@ -6,7 +6,7 @@
 # node and promoting dtypes read of them, as C arrays sized from the table.
 # The scalar-exponent kernels (POWERS) follow the public unary rows.
 cdef tuple UNARY_ROWS = tuple(_optable.UNARY + _optable.POWERS)
-cdef tuple BINARY_ROWS = tuple(_optable.BINARY)
+cdef tuple BINARY_ROWS = tuple(_optable.BINARY + _optable.POWERS_BINARY)
 if (_ew.UNARY_NAMES != tuple(r.name for r in UNARY_ROWS)
         or _ew.BINARY_NAMES != tuple(r.name for r in BINARY_ROWS)):
     raise ImportError(
@@ -54,6 +54,7 @@ cdef int OP_SUB = BINARY_OPS["sub"]
 cdef int OP_MUL = BINARY_OPS["mul"]
 cdef int OP_DIV = BINARY_OPS["div"]
 cdef int OP_POW = BINARY_OPS["pow"]
+cdef int OP_POW_SCALAR = BINARY_OPS["pow_scalar"]
 cdef int OP_REMAINDER = BINARY_OPS["remainder"]
 cdef int OP_FLOOR_DIVIDE = BINARY_OPS["floor_divide"]
 cdef int OP_NEG = UNARY_OPS["neg"]

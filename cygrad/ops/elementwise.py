@@ -155,7 +155,7 @@ def _graph_rules():
     """Each row's derivatives as functions over Tensors (create_graph)."""
     ns = {r.name: globals()[r.name] for r in _optable.UNARY + _optable.BINARY}
     ns.update(keep=lambda g, c: where(c, g, 0.0), fabs=ns["abs"], sign=_sign,
-              pow_grad_base=_pow_grad_base, pow_grad_exp=_pow_grad_exp)
+              pow_grad_base=_pow_grad_base, pow_grad_exp=_pow_grad_exp, powk=ns["pow"])
     ns.setdefault("erf", _Erf.apply)   # unless the table has an erf row
     ns["phi"] = lambda x: 0.5 + 0.5 * ns["erf"](x * 0.7071067811865476)
     missing = set(_optable.HELPERS) - set(ns) - {"pick"}
@@ -164,7 +164,7 @@ def _graph_rules():
     unary = {r.name: eval(f"lambda g, x, y: {r.graph[0]}", ns)
              for r in _optable.UNARY + _optable.POWERS}
     binary = {r.name: tuple(eval(f"lambda g, a, b, y: {e}", ns) for e in r.graph)
-              for r in _optable.BINARY}
+              for r in _optable.BINARY + _optable.POWERS_BINARY}
     return unary, binary
 
 
