@@ -21,6 +21,7 @@ import importlib
 import os
 
 import numpy as np
+import pytest
 
 LIBS = ("cygrad", "numpy", "torch")
 
@@ -114,6 +115,23 @@ def to_numpy(x):
     if hasattr(x, "numpy"):
         return np.asarray(x.numpy())
     return np.asarray(x)
+
+
+def libs_agree(case, op, rtol, atol):
+    """``case(lib, op)()`` of every installed library equals NumPy's
+    (each step returns its outputs and gradients)."""
+    outs = {}
+    for lib in LIBS:
+        try:
+            step = case(lib, op)
+        except pytest.skip.Exception:
+            continue
+        outs[lib] = [to_numpy(r).astype(np.float64) for r in step()]
+    ref = outs["numpy"]
+    for lib, vals in outs.items():
+        for got, want in zip(vals, ref):
+            np.testing.assert_allclose(got, want, rtol=rtol, atol=atol,
+                                       err_msg=f"{lib} {op}")
 
 
 def run(benchmark, fn, setup=None, rounds=None):

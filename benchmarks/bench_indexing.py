@@ -11,7 +11,7 @@ torch share one group per case.  ``test_agree`` checks the three agree.
 import numpy as np
 import pytest
 
-from benchmarks import LIBS, need, pick, run, tag, to_numpy
+from benchmarks import LIBS, libs_agree, need, pick, run, tag
 
 F32 = np.float32
 SCORES = pick((16, 4, 32, 32), (2, 2, 4, 4))
@@ -99,15 +99,4 @@ def test_indexing_fwd_bwd(benchmark, op, lib):
 
 @pytest.mark.parametrize("op", CASES)
 def test_agree(op):
-    outs = {}
-    for lib in LIBS:
-        try:
-            step = case(lib, op)
-        except pytest.skip.Exception:
-            continue
-        outs[lib] = [to_numpy(r).astype(np.float64) for r in step()]
-    ref = outs["numpy"]
-    for lib, vals in outs.items():
-        for got, want in zip(vals, ref):
-            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5,
-                                       err_msg=f"{lib} {op}")
+    libs_agree(case, op, rtol=1e-5, atol=1e-5)

@@ -9,7 +9,7 @@ give the same values and gradients.
 import numpy as np
 import pytest
 
-from benchmarks import LIBS, need, pick, run, tag, to_numpy
+from benchmarks import LIBS, libs_agree, need, pick, run, tag
 
 F32 = np.float32
 SHAPE = pick((1000, 1000), (8, 16))
@@ -131,15 +131,4 @@ def test_sorting_fwd_bwd(benchmark, op, lib):
 
 @pytest.mark.parametrize("op", OPS)
 def test_agree(op):
-    outs = {}
-    for lib in LIBS:
-        try:
-            step = case(lib, op)
-        except pytest.skip.Exception:
-            continue
-        outs[lib] = [to_numpy(r).astype(np.float64) for r in step()]
-    ref = outs["numpy"]
-    for lib, vals in outs.items():
-        for got, want in zip(vals, ref):
-            np.testing.assert_allclose(got, want, rtol=2e-4, atol=2e-5,
-                                       err_msg=f"{lib} {op}")
+    libs_agree(case, op, rtol=2e-4, atol=2e-5)
