@@ -339,3 +339,82 @@ def test_empty_batch_like_torch():
     for name, buf in tbn.named_buffers():  # kept, and the batch counted, as torch
         np.testing.assert_array_equal(getattr(bn, name).numpy(), buf.numpy())
     assert tuple(F.layer_norm(cygrad.zeros(0, 5), 5).shape) == (0, 5)
+
+
+# ---------------------------------------------------------------------------
+# instance norms and BatchNorm3d, against torch
+
+INSTANCE_CASES = [
+    ("InstanceNorm1d", dict(num_features=3), (4, 3, 7)),
+    ("InstanceNorm1d", dict(num_features=3, affine=True), (3, 6)),  # unbatched
+    ("InstanceNorm2d", dict(num_features=3, affine=True, track_running_stats=True),
+     (2, 3, 5, 4)),
+    ("InstanceNorm2d", dict(num_features=3, track_running_stats=True, momentum=0.3),
+     (3, 4, 4)),  # unbatched
+    ("InstanceNorm2d", dict(num_features=3, track_running_stats=True, momentum=None),
+     (2, 3, 2, 3)),
+    ("InstanceNorm3d", dict(num_features=2, affine=True, bias=False), (2, 2, 2, 3, 2)),
+    ("BatchNorm3d", dict(num_features=3), (2, 3, 2, 3, 2)),
+]
+
+
+@pytest.mark.parametrize("cls,kw,shape", INSTANCE_CASES, ids=lambda v: str(v))
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_instance_norm_modules_match_torch(cls, kw, shape, dtype):
+    torch = pytest.importorskip("torch")
+    tdt = torch.float64 if dtype == np.float64 else torch.float32
+    tmod = getattr(torch.nn, cls)(**kw).to(tdt)
+    cmod = getattr(nn, cls)(**kw).to(dtype)
+    assert repr(cmod) == repr(tmod)
+    with torch.no_grad():
+        for p in tmod.parameters():
+            p.uniform_(0.5, 1.5)
+    _load_from_torch(tmod, cmod)
+    assert list(cmod.state_dict()) == list(tmod.state_dict())
+    rng = np.random.default_rng(21)
+    for i in range(3):
+        _step(torch, tmod, cmod, (rng.standard_normal(shape) * 2 + i).astype(dtype),
+              dtype)
+        _buffers_equal(tmod, cmod, dtype)
+    tmod.eval()
+    cmod.eval()
+    _step(torch, tmod, cmod, rng.standard_normal(shape).astype(dtype), dtype)
+    _buffers_equal(tmod, cmod, dtype)
+
+
+def test_instance_norm_functional_gradcheck():
+    rng = np.random.default_rng(5)
+    x = _t(rng.standard_normal((2, 3, 4)), True)
+    w = _t(rng.uniform(0.5, 1.5, 3), True)
+    b = _t(rng.standard_normal(3), True)
+    assert gradcheck(lambda x, w, b: F.instance_norm(x, weight=w, bias=b), [x, w, b])
+    assert gradgradcheck(lambda x, w, b: F.instance_norm(x, weight=w, bias=b),
+                         [x, w, b])
+
+
+def test_instance_norm_closed_form_and_running_stats():
+    x = np.arange(12.0).reshape(2, 2, 3) ** 1.5
+    out = F.instance_norm(cygrad.tensor(x)).numpy()
+    mu = x.mean(-1, keepdims=True)
+    want = (x - mu) / np.sqrt(x.var(-1, keepdims=True) + 1e-5)
+    np.testing.assert_allclose(out, want, rtol=1e-12)
+    rm, rv = cygrad.zeros(2, dtype=cygrad.float64), cygrad.ones(2, dtype=cygrad.float64)
+    F.instance_norm(cygrad.tensor(x), rm, rv, momentum=0.5)
+    np.testing.assert_allclose(rm.numpy(), 0.5 * x.mean(-1).mean(0), rtol=1e-12)
+    np.testing.assert_allclose(rv.numpy(), 0.5 + 0.5 * x.var(-1, ddof=1).mean(0),
+                               rtol=1e-12)
+
+
+def test_instance_norm_bad_input():
+    with pytest.raises(ValueError, match="expected 3D or 4D input"):
+        nn.InstanceNorm2d(3)(cygrad.randn(2, 3))
+    with pytest.raises(ValueError, match=r"dim=1 to match num_features \(3\)"):
+        nn.InstanceNorm1d(3, affine=True)(cygrad.randn(2, 4, 5))
+    with pytest.warns(UserWarning, match="does not match num_features"):
+        nn.InstanceNorm1d(3)(cygrad.randn(2, 4, 5))
+    with pytest.raises(ValueError, match="more than 1 spatial element"):
+        F.instance_norm(cygrad.randn(2, 3, 1))
+    with pytest.raises(RuntimeError, match="running_mean should contain 3"):
+        F.instance_norm(cygrad.randn(2, 3, 4), cygrad.zeros(2), cygrad.ones(3))
+    with pytest.raises(ValueError, match="expected 5D input"):
+        nn.BatchNorm3d(3)(cygrad.randn(2, 3, 4, 4))

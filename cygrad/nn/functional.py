@@ -700,6 +700,7 @@ from ._functional_conv import (  # noqa: E402
     conv1d, conv2d, conv_transpose1d, conv_transpose2d, fold, pad, unfold,
 )
 from ._functional_norm import batch_norm, group_norm, layer_norm, rms_norm  # noqa: E402
+from ._functional_instance import instance_norm  # noqa: E402
 from ._functional_pool import (  # noqa: E402
     adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_max_pool1d, adaptive_max_pool2d,
     avg_pool1d, avg_pool2d, interpolate, max_pool1d, max_pool2d,
@@ -731,4 +732,4 @@ __all__ += (_functional_conv.__all__ + _functional_norm.__all__
             + _functional_linear.__all__ + _lossf.__all__)
 from ._functional_attention import scaled_dot_product_attention  # noqa: E402
 
-__all__ += ["scaled_dot_product_attention"]
+__all__ += ["instance_norm", "scaled_dot_product_attention"]

@@ -27,9 +27,10 @@ from .conv import (
 )
 from .flatten import Flatten, Unflatten
 from .normalization import (
-    BatchNorm1d, BatchNorm2d, GroupNorm, LayerNorm, LazyBatchNorm1d, LazyBatchNorm2d,
+    BatchNorm1d, BatchNorm2d, BatchNorm3d, GroupNorm, LayerNorm, LazyBatchNorm1d, LazyBatchNorm2d,
     RMSNorm,
 )
+from .instancenorm import InstanceNorm1d, InstanceNorm2d, InstanceNorm3d
 from .padding import (
     CircularPad1d,
     CircularPad2d,
@@ -62,9 +63,11 @@ from .upsampling import Upsample, UpsamplingBilinear2d, UpsamplingNearest2d
 
 __all__ = [
     "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d",
-    "AvgPool1d", "AvgPool2d", "BatchNorm1d", "BatchNorm2d", "CircularPad1d",
+    "AvgPool1d", "AvgPool2d", "BatchNorm1d", "BatchNorm2d", "BatchNorm3d",
+    "CircularPad1d",
     "CircularPad2d", "ConstantPad1d", "ConstantPad2d", "Conv1d", "Conv2d",
-    "ConvTranspose1d", "ConvTranspose2d", "Flatten", "GroupNorm", "LayerNorm",
+    "ConvTranspose1d", "ConvTranspose2d", "Flatten", "GroupNorm", "InstanceNorm1d",
+    "InstanceNorm2d", "InstanceNorm3d", "LayerNorm",
     "MaxPool1d", "MaxPool2d", "RMSNorm", "ReflectionPad1d", "ReflectionPad2d",
     "ReplicationPad1d", "ReplicationPad2d", "Unflatten", "Upsample",
     "UpsamplingBilinear2d", "UpsamplingNearest2d", "ZeroPad1d", "ZeroPad2d",

@@ -17,7 +17,7 @@ from ..module import Module
 from ..parameter import Parameter
 from .lazy import LazyModuleMixin
 
-__all__ = ["BatchNorm1d", "BatchNorm2d", "GroupNorm", "LayerNorm", "RMSNorm"]
+__all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "GroupNorm", "LayerNorm", "RMSNorm"]
 
 
 def _dtype(dtype):
@@ -138,6 +138,14 @@ class BatchNorm2d(_BatchNorm):
     def _check_input_dim(self, input):
         if input.ndim != 4:
             raise ValueError(f"expected 4D input (got {input.ndim}D input)")
+
+
+class BatchNorm3d(_BatchNorm):
+    """Batch norm of (N, C, D, H, W) input over N, D, H and W per channel."""
+
+    def _check_input_dim(self, input):
+        if input.ndim != 5:
+            raise ValueError(f"expected 5D input (got {input.ndim}D input)")
 
 
 def _shape(normalized_shape):
