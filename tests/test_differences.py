@@ -333,6 +333,12 @@ NODE_CASES = {
     "linear_bias": lambda y, lib: lib.nn.functional.linear(y, y, y[0]),
     "neg": lambda y, lib: -y,
     "pow": lambda y, lib: y ** 2,
+    "rsub": lambda y, lib: 1 - y,
+    "rdiv": lambda y, lib: 2 / y,
+    "rpow": lambda y, lib: 2 ** y,
+    "pow_tensor": lambda y, lib: y ** y,
+    "pow_general": lambda y, lib: y ** 2.5,
+    "sub": lambda y, lib: y - 1,
 }
 
 

@@ -58,11 +58,47 @@ def test_integer_division_keeps_torch_dtypes_and_signs(fn, dtype):
 @pytest.mark.parametrize("dtype", INT_DTYPES)
 def test_integer_with_python_numbers(fn, dtype):
     a = np.array([1, 2, 3, 5, 7, 9], dtype)
-    if dtype == "uint8" and fn.__code__.co_consts.count(-2):
-        # TODO(#17): torch wraps -2 into uint8; cygrad's scalar operand
-        # overflows (the engine's scalar path, not these ops).
-        pytest.skip("a negative Python int with a uint8 tensor")
     same(*both(fn, a))
+
+
+@pytest.mark.parametrize("fn", [
+    lambda m, a: a + 300, lambda m, a: a * -2, lambda m, a: a - 300, lambda m, a: 3 - a,
+    lambda m, a: a // -2, lambda m, a: a % 300, lambda m, a: a < 300,
+    lambda m, a: a == 257, lambda m, a: a >= -1, lambda m, a: a & -2,
+    lambda m, a: 300 | a, lambda m, a: a ^ 2 ** 40, lambda m, a: a * 2 ** 33,
+])
+@pytest.mark.parametrize("dtype", INT_DTYPES)
+def test_python_int_outside_the_dtype_wraps_as_torch(fn, dtype):
+    # torch casts the Python int to the tensor's dtype (modulo 2**bits)
+    a = np.array([0, 1, 5, 100], dtype)
+    same(*both(fn, a))
+
+
+@pytest.mark.parametrize("fn", [
+    lambda m, a: a ** -1, lambda m, a: a ** 300, lambda m, a: a ** 2 ** 40,
+    lambda m, a: a ** 2 ** 70, lambda m, a: a + 2 ** 70,
+])
+@pytest.mark.parametrize("dtype", ["uint8", "int8", "int32", "int64"])
+def test_integer_scalar_refusals_as_torch(fn, dtype):
+    torch = pytest.importorskip("torch")
+    a = np.array([1, 2], dtype)
+    try:
+        fn(torch, torch.tensor(a))
+    except Exception as e:  # noqa: BLE001 - the type is what is compared
+        with pytest.raises(type(e)):
+            fn(cygrad, cygrad.tensor(a))
+    else:
+        same(*both(fn, a))
+
+
+@pytest.mark.parametrize("fn", [
+    lambda m, a: a // 2, lambda m, a: a % 2, lambda m, a: a & 3, lambda m, a: a | 300,
+    lambda m, a: m.fmod(a, 2), lambda m, a: a // m.tensor(2),
+])
+def test_bool_tensor_with_an_int_promotes_to_int64(fn):
+    same(*both(fn, np.array([True, False, True])))
+    with pytest.raises(NotImplementedError, match="not implemented for 'Bool'"):
+        cygrad.tensor([True, False]) // True
 
 
 def test_mixed_integer_dtypes_promote_as_torch():

@@ -72,8 +72,27 @@ cdef cnp.ndarray _scalar_array(object s, int typenum):
     elif typenum == cnp.NPY_DOUBLE:
         (<double*>cnp.PyArray_DATA(out))[0] = <double>s
     else:
-        out[()] = s
+        try:
+            out[()] = s
+        except OverflowError:
+            out[()] = _wrap_int(s, out.dtype)
     return out
+
+
+cpdef object _wrap_int(object s, object dt):
+    """A Python int outside an integer dtype's range, wrapped modulo 2**bits
+    as torch's C++ cast of the scalar does (uint8 + 300 adds 44, uint8 < 300
+    compares with 44); beyond int64 torch raises OverflowError, and so does
+    this.  Any other scalar, and an int the dtype holds, is returned as it is."""
+    if type(s) is not int or dt.kind not in "iu":
+        return s
+    if not (-2**63 <= s < 2**64):
+        raise OverflowError("int too big to convert")
+    bits = dt.itemsize * 8  # a Python int: 1 << 64 must not be a C shift
+    v = s % (1 << bits)
+    if dt.kind == "i" and v >= (1 << (bits - 1)):
+        v -= 1 << bits
+    return v
 
 
 # --- broadcasting -------------------------------------------------------------------------

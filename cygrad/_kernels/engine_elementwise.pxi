@@ -8,7 +8,12 @@ cdef int _int_result(tuple rows, RowInfo* info, int op, int typenum,
     """The result dtype of row ``op`` over integer/bool (or float16) operands
     promoted to ``typenum``, by the row's policy; raises its refusals."""
     row = rows[op]
-    if has_bool and info[op].bool_error:
+    # A RuntimeError refusal (``-`` with a bool operand) holds whenever a bool
+    # takes part; a NotImplementedError one is a missing Bool kernel, so it
+    # holds only when the operands promote to bool (bool % 2 is int64).
+    if has_bool and info[op].bool_error and (
+            row.bool_error_type is not NotImplementedError
+            or typenum == cnp.NPY_BOOL):
         raise row.bool_error_type(row.bool_error)
     if typenum == cnp.NPY_FLOAT16:
         return typenum if info[op].ints == INTS_KEEP else _default_float
@@ -188,7 +193,21 @@ cdef void _make_binary_node(int op, TensorBase res, TensorBase ta, TensorBase tb
         node.ny = 0
         res._ver.saved = True
     node._has_saved = need_a or need_b or need_y
+    if op == OP_SUB or op == OP_POW or op == OP_DIV:
+        _name_by_operands(node, op, ta is None, tb is None)
     _attach(res, node)
+
+
+cdef inline void _name_by_operands(EWNode node, int op, bint scalar_a, bint scalar_b):
+    """The node names torch gives by which operand is a Python number:
+    ``1 - x`` is RsubBackward1, ``2 ** x`` PowBackward2 and ``x ** y``
+    PowBackward1 (``x ** 2.5`` stays the row's PowBackward0), ``2 / x``
+    MulBackward0 (torch multiplies by the reciprocal)."""
+    if scalar_a:
+        node._torch_name = ("RsubBackward1" if op == OP_SUB else
+                            "PowBackward2" if op == OP_POW else "MulBackward0")
+    elif op == OP_POW and not scalar_b:
+        node._torch_name = "PowBackward1"
 
 
 # float16, as torch on the CPU: storage in float16, each op computes in
@@ -315,7 +334,23 @@ cdef object _power(object a, object b):
             if op is not None:
                 return _unary(<int>op, <TensorBase>a)
             return _binary(OP_POW_SCALAR, a, b)
+        if type(b) is int and _category(typenum) < 2:
+            _check_int_exponent(b, (<TensorBase>a)._arr.dtype)
     return _binary(OP_POW, a, b)
+
+
+cdef _check_int_exponent(object b, object dt):
+    """torch's checks of an integer tensor's Python-int exponent: no
+    negative powers, and no exponent the dtype cannot hold (pow does not
+    wrap its scalar, unlike + and *)."""
+    if not (-2**63 <= b < 2**63):
+        raise OverflowError("int too big to convert")
+    if b < 0:
+        raise RuntimeError("Integers to negative integer powers are not allowed.")
+    if dt.kind in "iu" and b > np.iinfo(dt).max:
+        ctype = ("int" if dt.kind == "i" and dt.itemsize == 4
+                 else f"{'u' if dt.kind == 'u' else ''}int{dt.itemsize * 8}_t")
+        raise RuntimeError(f"value cannot be converted to type {ctype} without overflow")
 
 
 cdef object _checked(object res, str name, object a, object b):

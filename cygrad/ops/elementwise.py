@@ -7,7 +7,7 @@ import numpy as np
 from cygrad import dtypes as _dt
 from cygrad._kernels import engine as _engine
 from cygrad._kernels import optable as _optable
-from cygrad._kernels.engine import TensorBase, _wrap
+from cygrad._kernels.engine import TensorBase, _wrap, _wrap_int
 from cygrad._tensor import Tensor
 from cygrad.autograd.function import Function
 from cygrad.ops.registry import _no_grad, op
@@ -176,7 +176,7 @@ def compare(a, other, ufunc):
     if isinstance(other, TensorBase):
         y = other._arr
     elif isinstance(other, (int, float, bool, np.number)):
-        y = other
+        y = _wrap_int(other, x.dtype)
     else:
         return NotImplemented
     try:
@@ -216,6 +216,10 @@ def _bitwise(ufunc, name):
         if not isinstance(other, (TensorBase, bool, int, float, np.number)):
             return NotImplemented
         x, y = _operand(input, name, "input"), _operand(other, name, "other")
+        if isinstance(x, np.ndarray) and not isinstance(y, np.ndarray):
+            y = _wrap_int(y, x.dtype)
+        elif isinstance(y, np.ndarray) and not isinstance(x, np.ndarray):
+            x = _wrap_int(x, y.dtype)
         for v in (x, y):
             if isinstance(v, float) or np.asarray(v).dtype.kind == "f":
                 dname = _scalar_type(v.dtype) if isinstance(v, np.ndarray) else "Float"
