@@ -12,6 +12,10 @@ Groups:
                     nn.TransformerEncoderLayer(64, 4, 256, gelu, causal mask),
                     token and position embeddings, vocabulary 65, context
                     32, batch 16, AdamW (issue 19 target: <= 0.7x torch)
+``seq-gpt_handwritten`` the same GPT with hand-written blocks, as nanoGPT-style
+                    scripts write them: q/k/v Linears, ``masked_fill`` with a
+                    ``tril`` buffer, softmax, a 64 -> 256 -> 64 GELU MLP
+                    (issue 19 target: <= 0.7x torch)
 
 No NumPy column: a hand-written LSTM or transformer backward is a second
 implementation, not a baseline of autograd overhead.  Both libraries start
@@ -34,7 +38,8 @@ F32 = np.float32
 LIBS = ("cygrad", "torch")
 VOCAB, EMB, HID = 65, 32, 128
 BATCH, LENGTH = pick(16, 2), pick(32, 4)
-TARGETS = {"char_lstm": 0.5, "lstm_cell": 0.2, "gpt_encoder": 0.7}
+TARGETS = {"char_lstm": 0.5, "lstm_cell": 0.2, "gpt_encoder": 0.7,
+           "gpt_handwritten": 0.7}
 
 
 def _load_seeded(T, model, seed):
@@ -121,8 +126,65 @@ def gpt_encoder_step(lib):
     return step
 
 
+def _handwritten_block(T, nn, d, heads):
+    """One pre-norm GPT block written out by hand (the lib's own classes)."""
+    F = nn.functional
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
+            self.query, self.key, self.value = (nn.Linear(d, d) for _ in range(3))
+            self.proj = nn.Linear(d, d)
+            self.fc, self.out = nn.Linear(d, 4 * d), nn.Linear(4 * d, d)
+            self.register_buffer("tril", T.tril(T.ones(LENGTH, LENGTH)))
+
+        def attend(self, x):
+            b, t, _ = x.shape
+            hs = d // heads
+            q, k, v = (lin(x).view(b, t, heads, hs).transpose(1, 2)
+                       for lin in (self.query, self.key, self.value))
+            w = (q @ k.transpose(-2, -1)) * hs ** -0.5
+            w = F.softmax(w.masked_fill(self.tril[:t, :t] == 0, float("-inf")), dim=-1)
+            return self.proj((w @ v).transpose(1, 2).contiguous().view(b, t, d))
+
+        def forward(self, x):
+            x = x + self.attend(self.ln1(x))
+            return x + self.out(F.gelu(self.fc(self.ln2(x))))
+
+    return Block()
+
+
+def gpt_handwritten_step(lib):
+    T = need(lib, "nn.Embedding", "nn.LayerNorm", "optim.AdamW", "tril")
+    nn = importlib.import_module(f"{lib}.nn")
+    d = 64
+    tok, pos = nn.Embedding(VOCAB, d), nn.Embedding(LENGTH, d)
+    blocks = nn.ModuleList([_handwritten_block(T, nn, d, 4) for _ in range(2)])
+    norm, head = nn.LayerNorm(d), nn.Linear(d, VOCAB)
+    model = nn.ModuleList([tok, pos, blocks, norm, head])
+    _load_seeded(T, model, 6)
+    params = list(model.parameters())
+    opt = importlib.import_module(f"{lib}.optim").AdamW(params, lr=1e-3)
+    x, y = _tokens(T, 7)
+    positions = T.tensor(np.arange(LENGTH, dtype=np.int64))
+
+    def step():
+        h = tok(x) + pos(positions)
+        for b in blocks:
+            h = b(h)
+        logits = head(norm(h))
+        loss = nn.functional.cross_entropy(logits.reshape(-1, VOCAB), y.reshape(-1))
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        return [loss, *params]
+
+    return step
+
+
 CASES = {"char_lstm": char_lstm_step, "lstm_cell": lstm_cell_step,
-         "gpt_encoder": gpt_encoder_step}
+         "gpt_encoder": gpt_encoder_step, "gpt_handwritten": gpt_handwritten_step}
 
 
 @pytest.mark.parametrize("lib", LIBS)

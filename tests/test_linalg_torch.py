@@ -379,3 +379,21 @@ def test_cdist_matmul_path_matches_torch(mode):
 def test_cdist_bad_compute_mode():
     with pytest.raises(ValueError, match="compute_mode"):
         cygrad.cdist(cygrad.zeros(2, 2), cygrad.zeros(2, 2), compute_mode="fast")
+
+
+@pytest.mark.parametrize("sx,sy", [((2, 3, 4), (4, 5)), ((2, 2, 3, 4), (4, 1)),
+                                   ((1, 3, 4), (4, 5)), ((2, 0, 4), (4, 3))])
+def test_stack_times_matrix_folds_into_one_product(sx, sy):
+    # matmul and F.linear of a stack by a matrix run one GEMM each way; the
+    # values and gradients stay torch's, and the double backward holds
+    rng = np.random.default_rng(1)
+    a, b, w = (rng.standard_normal(s) for s in (sx, sy, (3, sx[-1])))
+    for fn, other in ((lambda m, x, y: x @ y, b),
+                      (lambda m, x, y: m.nn.functional.linear(x, y), w)):
+        (cv, cg), (tv, tg) = both(fn, a, other)
+        np.testing.assert_allclose(cv, tv, rtol=1e-12, atol=1e-12)
+        for got, want in zip(cg, tg, strict=True):
+            np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+        if 0 not in sx:
+            ts = [cygrad.tensor(v, requires_grad=True) for v in (a, other)]
+            assert gradgradcheck(lambda x, y, f=fn: f(cygrad, x, y), ts)

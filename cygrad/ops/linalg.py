@@ -43,7 +43,11 @@ class Matmul(Function):
                 f"mat1 and mat2 shapes cannot be multiplied ({sa} and {sb}): the "
                 f"inner sizes {k_a} and {k_b} differ")
         try:
-            out = np.matmul(x, y)
+            if x.ndim > 2 and y.ndim == 2:   # a stack times a matrix: one GEMM
+                out = np.matmul(x.reshape(-1, k_a), y).reshape(
+                    x.shape[:-1] + y.shape[1:])
+            else:
+                out = np.matmul(x, y)
         except ValueError as e:
             raise RuntimeError(f"matmul: batch dimensions do not broadcast: shapes "
                                f"{list(x.shape)} and {list(y.shape)} ({e})") from None
@@ -68,6 +72,17 @@ def _matmul_grads(xp, g, a, b, sx, sy, need_a, need_b):
     ``b`` only for grad_a.  The one matmul backward: Matmul's, and the
     compiled 2-D node's under create_graph (its fast path is this rule's
     2-D case as two BLAS calls)."""
+    if len(sx) > 2 and len(sy) == 2:
+        # a stack times a matrix, folded into one GEMM each way (as torch
+        # does), instead of one GEMM per matrix and a sum over the stack
+        g2 = xp.reshape(xp.val(g), (-1, sy[1]))
+        ga = gb = None
+        if need_a:
+            ga = xp.reshape(xp.matmul(g2, xp.swapaxes(xp.val(b), 0, 1)), sx)
+        if need_b:
+            x2 = xp.reshape(xp.val(a), (-1, sx[-1]))
+            gb = xp.matmul(xp.swapaxes(x2, 0, 1), g2)
+        return xp.out(ga), xp.out(gb)
     sx2 = (1,) + sx if len(sx) == 1 else sx
     sy2 = sy + (1,) if len(sy) == 1 else sy
     out_shape = np.broadcast_shapes(sx2[:-2], sy2[:-2]) + (sx2[-2], sy2[-1])
