@@ -1,5 +1,5 @@
-"""What this CPU runs: the AVX2 + FMA copies of the C helpers or the
-portable ones (``cg_simd.h``), and whether the ``*_avx2`` optimizer modules
+"""What this CPU runs: the AVX-512, the AVX2 + FMA or the portable copies of
+the C helpers (``cg_simd.h``), and whether the ``*_avx2`` optimizer modules
 may be imported.
 
 Both are read from the CPU (``__builtin_cpu_supports``) when a module is
@@ -22,8 +22,10 @@ def simd_disabled():
 
 
 def simd_level():
-    """1 when the AVX2 + FMA copies of the C helpers run, else 0 (the value
-    the compiled modules chose at load; they read the same environment)."""
+    """2 when the AVX-512 copies of the C helpers run, 1 for the AVX2 + FMA
+    copies, 0 for the portable ones (the value the compiled modules chose at
+    load; they read the same environment: ``CYGRAD_NO_SIMD=1`` gives 0,
+    ``CYGRAD_SIMD=avx2`` at most 1)."""
     return cg_simd_level()
 
 
