@@ -312,28 +312,38 @@ CG_INLINE double cg_powk_d(double x, double k) {
     return cg_pow_fix(x, k, mag);
 }
 
-/* x ** k for float32 operands, in double (x a float, so never subnormal as
-   a double): ~1e-12 relative before the caller's rounding to float. */
+/* x ** k for float32 operands, in double, with no table (a gather per
+   lookup cost more than the arithmetic it saved): x = 2^e m with m in
+   [sqrt(1/2), sqrt(2)), ln m = 2 atanh(u), u = (m - 1) / (m + 1), |u| <
+   0.172, by its odd series to u^15; exp(t) = 2^n exp(s), |s| <= ln2 / 2,
+   by Taylor to s^11.  Both truncations are below 1e-12 relative, far under
+   half a float ulp before the caller's one rounding to float.  x a float,
+   so never subnormal as a double; 0, inf and NaN are fixed as in double. */
+#define CG_POWF_OFF 0x3fe6a09e667f3bcdULL       /* bits of sqrt(1/2) */
 CG_INLINE double cg_powk_fast(double x, double k) {
     double ax = fabs(x);
-    uint64_t i;
-    double e;
-    double z = cg_pow_split(ax, &i, &e);
-    double r = fma(z, cg_pow_invc[i], -1.0);
-    double lnx = e * CG_LN2 + cg_pow_logc_hi[i]
-                 + r * (1.0 + r * (-0.5 + r * (1.0 / 3 + r * (-0.25 + r * 0.2))));
+    uint64_t ix = cg_bits(ax);
+    uint64_t tmp = ix - CG_POWF_OFF;
+    double e = cg_from_bits(0x4330000000000000ULL | ((tmp >> 52) ^ 0x800))
+               - (4503599627370496.0 + 2048.0);
+    double m = cg_from_bits(ix - (tmp & 0xfff0000000000000ULL));
+    double u = (m - 1.0) / (m + 1.0);
+    double u2 = u * u;
+    double series = 1.0 + u2 * (1.0 / 3 + u2 * (1.0 / 5 + u2 * (1.0 / 7 + u2 * (
+        1.0 / 9 + u2 * (1.0 / 11 + u2 * (1.0 / 13 + u2 * (1.0 / 15)))))));
+    double lnx = e * CG_LN2 + 2.0 * u * series;
     double t = k * cg_pow_ln_special(ax, lnx);
     int big = fabs(t) > 160.0;
     t = cg_pick_d(cg_from_bits(cg_bits(160.0) | (cg_bits(t) & 0x8000000000000000ULL)),
                   t, big);
-    double kn = t * CG_POW_INV_LN2N + CG_ROUND;
+    double kn = t * CG_INV_LN2 + CG_ROUND;
     double kd = kn - CG_ROUND;
-    uint64_t ki = cg_bits(kn);
-    double s = t - kd * (CG_POW_LN2N_HI + CG_POW_LN2N_LO);
-    uint64_t j = ki & 127;
-    double q = 1.0 + s * (1.0 + s * (0.5 + s * (1.0 / 6 + s * (1.0 / 24))));
-    /* 2^(j/128) 2^n: n = ki >> 7 added into the exponent (|n| < 240) */
-    double sc = cg_from_bits(cg_pow_exp_bits[j] + (((ki >> 7) + 0) << 52));
+    double sr = (t - kd * 0x1.62e42fefa3800p-1) - kd * 0x1.ef35793c76730p-45;
+    double q = 1.0 + sr * (1.0 + sr * (0.5 + sr * (1.0 / 6 + sr * (1.0 / 24 + sr * (
+        1.0 / 120 + sr * (1.0 / 720 + sr * (1.0 / 5040 + sr * (1.0 / 40320 + sr * (
+        1.0 / 362880 + sr * (1.0 / 3628800 + sr * (1.0 / 39916800)))))))))));
+    /* 2^n from the low bits of kn (|n| <= 231: a normal double) */
+    double sc = cg_from_bits((cg_bits(kn) + 1023) << 52);
     return cg_pow_fix(x, k, sc * q);
 }
 
