@@ -3,7 +3,8 @@ permute (views where torch's are), so their gradients come from those ops."""
 
 from cygrad import ops
 
-__all__ = ["bilinear", "pixel_shuffle", "pixel_unshuffle"]
+__all__ = ["bilinear", "channel_shuffle", "native_channel_shuffle", "pixel_shuffle",
+           "pixel_unshuffle"]
 
 
 def bilinear(input1, input2, weight, bias=None):
@@ -66,6 +67,28 @@ def pixel_shuffle(input, upscale_factor):
     x = input.reshape(lead + (c // (r * r), r, r, h, w))
     perm = tuple(range(k)) + (k, k + 3, k + 1, k + 4, k + 2)
     return x.permute(*perm).reshape(lead + (c // (r * r), h * r, w * r))
+
+
+def channel_shuffle(input, groups):
+    """(N, C, *) with C = g k: the channels read as a (g, k) grid, transposed
+    to (k, g) (ShuffleNet's shuffle); a view chain, so gradients flow back."""
+    g = int(groups)
+    if input.ndim <= 2:
+        raise RuntimeError(f"channel_shuffle expects input with > 2 dims, but got "
+                           f"input with sizes {list(input.shape)}")
+    if g <= 0:
+        raise RuntimeError("Number of groups to divide channels in must be positive. "
+                           f"Value of groups:{g}")
+    n, c, *rest = input.shape
+    if c % g:
+        raise RuntimeError("Number of channels must be divisible by groups. Got "
+                           f"{c} channels and {g} groups.")
+    rest = tuple(rest)
+    x = input.reshape((n, g, c // g) + rest).transpose(1, 2)
+    return x.reshape((n, c) + rest)
+
+
+native_channel_shuffle = channel_shuffle
 
 
 def pixel_unshuffle(input, downscale_factor):

@@ -734,7 +734,9 @@ from ._functional_loss import (  # noqa: E402
     pairwise_distance, poisson_nll_loss, smooth_l1_loss, soft_margin_loss,
     triplet_margin_loss,
 )
-from ._functional_linear import bilinear, pixel_shuffle, pixel_unshuffle  # noqa: E402
+from ._functional_linear import (  # noqa: E402
+    bilinear, channel_shuffle, native_channel_shuffle, pixel_shuffle, pixel_unshuffle,
+)
 from . import _functional_dropout, _functional_linear, _functional_sparse  # noqa: E402
 
 __all__ += (_functional_conv.__all__ + _functional_norm.__all__

@@ -16,7 +16,7 @@ from .linear import (
     Bilinear, Identity, LazyLinear, Linear, NonDynamicallyQuantizableLinear,
 )
 from .loss import *  # noqa: F401,F403  (loss.__all__)
-from .pixelshuffle import PixelShuffle, PixelUnshuffle
+from .pixelshuffle import ChannelShuffle, PixelShuffle, PixelUnshuffle
 from . import linear, loss, pixelshuffle
 from .dropout import (
     AlphaDropout, Dropout, Dropout1d, Dropout2d, Dropout3d, FeatureAlphaDropout,
@@ -26,6 +26,7 @@ from .conv import (
     Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d, LazyConv1d, LazyConv2d,
 )
 from .flatten import Flatten, Unflatten
+from .fold import CosineSimilarity, Fold, PairwiseDistance, Unfold
 from .normalization import (
     BatchNorm1d, BatchNorm2d, BatchNorm3d, GroupNorm, LayerNorm, LazyBatchNorm1d, LazyBatchNorm2d,
     RMSNorm,
@@ -77,6 +78,7 @@ __all__ += [
     "EmbeddingBag", "FeatureAlphaDropout",
 ]
 __all__ += activation.__all__ + container.__all__ + linear.__all__ + loss.__all__
+__all__ += ["CosineSimilarity", "Fold", "PairwiseDistance", "Unfold"]
 __all__ += pixelshuffle.__all__ + ["LazyBatchNorm1d", "LazyBatchNorm2d", "LazyConv1d",
                                "LazyConv2d"]
 __all__ += ["GRU", "GRUCell", "LSTM", "LSTMCell", "RNN", "RNNBase", "RNNCell",

@@ -1,9 +1,10 @@
-"""``PixelShuffle`` / ``PixelUnshuffle``: channels to space and back."""
+"""``PixelShuffle`` / ``PixelUnshuffle``: channels to space and back;
+``ChannelShuffle``: channels regrouped."""
 
 from .. import _functional_linear as F
 from ..module import Module
 
-__all__ = ["PixelShuffle", "PixelUnshuffle"]
+__all__ = ["ChannelShuffle", "PixelShuffle", "PixelUnshuffle"]
 
 
 class PixelShuffle(Module):
@@ -32,3 +33,17 @@ class PixelUnshuffle(Module):
 
     def extra_repr(self):
         return f"downscale_factor={self.downscale_factor}"
+
+
+class ChannelShuffle(Module):
+    """(N, g k, *) channels read as (g, k) and transposed (``F.channel_shuffle``)."""
+
+    def __init__(self, groups):
+        super().__init__()
+        self.groups = groups
+
+    def forward(self, input):
+        return F.channel_shuffle(input, self.groups)
+
+    def extra_repr(self):
+        return f"groups={self.groups}"
