@@ -71,11 +71,11 @@ cdef cnp.ndarray _scalar_array(object s, int typenum):
         (<float*>cnp.PyArray_DATA(out))[0] = <float>(<double>s)
     elif typenum == cnp.NPY_DOUBLE:
         (<double*>cnp.PyArray_DATA(out))[0] = <double>s
+    elif type(s) is int:
+        # wrapped first: NumPy 2 refuses an out-of-range int, 1.26 warns
+        out[()] = _wrap_int(s, out.dtype)
     else:
-        try:
-            out[()] = s
-        except OverflowError:
-            out[()] = _wrap_int(s, out.dtype)
+        out[()] = s
     return out
 
 
