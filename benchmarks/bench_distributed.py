@@ -12,12 +12,17 @@ The rank job (``python benchmarks/bench_distributed.py --worker`` under
 
 - ``compute``: the plain step on each rank at once, no communication;
 - ``allreduce``: one raw ``mpi4py`` ``Allreduce`` of the gradients' bytes;
+- ``serial``: the plain step followed by that allreduce, every step: the sum
+  measured as one (it meets the other rank every step, as DDP does);
 - ``ddp``: the step with ``DistributedDataParallel`` (default buckets), and
   ``ddp_view`` with ``gradient_as_bucket_view=True``, ``ddp_small`` with
   small buckets (so that the last layer's allreduce overlaps the first
   layer's backward);
 - ``wait``: the part of the allreduce still running when backward ended
-  (DDP's own measure); ``hidden = allreduce - wait``;
+  (DDP's own measure); ``hidden = allreduce - wait``; ``hidden_bytes``: the
+  bytes per step whose allreduce had finished before backward ended;
+- per-round ratios (DDP and the sum from the same round), whose median and
+  best are reported beside the ratios of the medians;
 - a sweep of allreduce times over message sizes, for the model.
 
 Step time model for N ranks (weak scaling, batch 128 per rank)::
@@ -154,6 +159,16 @@ def _worker(steps, rounds, out_path):
         variants[name] = _stepper(cygrad, ddps[name], x, y)
     buf = np.ones(nbytes // 4, np.float32)
     variants["allreduce"] = lambda: comm.Allreduce(MPI.IN_PLACE, buf)
+    # the sum measured as one: the plain step, then the raw allreduce of the
+    # same bytes, every step (so it meets the other rank every step, as DDP)
+    plain2, _, _ = _problem(cygrad, rank)
+    step2 = _stepper(cygrad, plain2, x, y)
+    buf2 = np.ones(nbytes // 4, np.float32)
+
+    def serial():
+        step2()
+        comm.Allreduce(MPI.IN_PLACE, buf2)
+    variants["serial"] = serial
     variants.update(_torch_variants(comm, rank, n))
 
     def timed(fn, k):
@@ -169,22 +184,35 @@ def _worker(steps, rounds, out_path):
             fn()
     samples = {name: [] for name in variants}
     waits = {name: [] for name in ddps}
+    hidden = {name: [] for name in ddps}
     for _ in range(rounds):
         for name, fn in variants.items():
             if name in ddps:
                 ddps[name]._st.wait_s, ddps[name]._st.n_syncs = 0.0, 0
+                ddps[name]._st.hidden_bytes = 0
             samples[name].append(timed(fn, steps))
             if name in ddps:
                 d = ddps[name]
                 waits[name].append(comm.allreduce(d._st.wait_s / d._st.n_syncs,
                                                   op=MPI.MAX))
+                hidden[name].append(comm.allreduce(d._st.hidden_bytes
+                                                   / d._st.n_syncs, op=MPI.MIN))
     # medians, and the best round (the machine's other load left out)
     result = {name: float(np.median(v)) for name, v in samples.items()}
     result.update({f"{name}_best": float(np.min(v)) for name, v in samples.items()})
     result["wait"] = float(np.median(waits["ddp"]))
     result["wait_best"] = float(np.min(waits["ddp"]))
     result["wait_small"] = float(np.median(waits["ddp_small"]))
+    result["buckets"] = len(ddps["ddp"]._buckets)
     result["buckets_small"] = len(ddps["ddp_small"]._buckets)
+    # bytes per step whose allreduce had finished on every rank when backward
+    # ended (mean over the steps of the median round)
+    result["hidden_bytes"] = float(np.median(hidden["ddp"]))
+    result["hidden_bytes_small"] = float(np.median(hidden["ddp_small"]))
+    result["ratio_rounds"] = [float(d / (c + a)) for d, c, a in zip(
+        samples["ddp"], samples["compute"], samples["allreduce"])]
+    result["serial_ratio_rounds"] = [float(d / s) for d, s in zip(
+        samples["ddp"], samples["serial"])]
     # bytes whose allreduce can start before backward's last gradient: every
     # bucket but the last one launched
     result["hideable_bytes_small"] = int(sum(b.flat.nbytes for b in
@@ -297,6 +325,16 @@ def report(two, four):
         f"hidden: {max(two['allreduce'] - two['wait'], 0) * ms:.3f} ms / "
         f"{max(two['allreduce'] - two['wait_small'], 0) * ms:.3f} ms of "
         f"{two['allreduce'] * ms:.3f}"),
+        (f"  per-round ratio DDP / (compute + allreduce), same round: median "
+        f"{np.median(two['ratio_rounds']):.3f}, best {min(two['ratio_rounds']):.3f}"
+        f", worst {max(two['ratio_rounds']):.3f}"),
+        (f"  step then raw allreduce, every step (no overlap) {two['serial'] * ms:.3f} ms;"
+        f" DDP / that, same round: median "
+        f"{np.median(two['serial_ratio_rounds']):.3f}, best "
+        f"{min(two['serial_ratio_rounds']):.3f}"),
+        (f"  reduced entirely during backward (finished before its end): "
+        f"{two['hidden_bytes']:.0f} B per step ({two['buckets']} buckets), "
+        f"{two['hidden_bytes_small']:.0f} B ({two['buckets_small']} small buckets)"),
         (f"  with small buckets {two['hideable_bytes_small']} of {two['bytes']} bytes "
         f"can be reduced while backward still runs (the first layer's gradient, "
         f"computed last, is the rest)"),

@@ -254,6 +254,35 @@ def overlap_case():
     assert len(ddp._buckets) >= 2 and log.count("allreduce") == len(ddp._buckets), log
 
 
+def direct_case():
+    """Every gradient reduced in place in its own .grad (the path large
+    parameters take): training, no_sync, unused parameters as above, and
+    .grad kept (same tensor, averaged) under zero_grad(set_to_none=False)."""
+    import cygrad.nn.parallel.distributed as ddp_mod
+    ddp_mod._DIRECT_BYTES = 0
+    for dtype_name in ("float64", "float32"):
+        for opt_name in ("sgd", "adam"):
+            train("mlp", dtype_name, opt_name)
+    no_sync_case()
+    unused_case()
+    rank, n = dist.get_rank(), dist.get_world_size()
+    ref = build("mlp", cygrad.float64, 0)
+    ddp = DDP(build("mlp", cygrad.float64, 3 * rank))
+    assert all(b.direct for b in ddp._buckets)
+    x, y = data(cygrad.float64)
+    loss_fn(ddp(x[rank::n]), y[rank::n], n / N).backward()
+    grads = [p.grad for p in ddp.module.parameters()]
+    for p in ddp.module.parameters():
+        p.grad.zero_()
+    loss_fn(ddp(x[rank::n]), y[rank::n], n / N).backward()
+    loss_fn(ref(x), y, 1.0 / N).backward()
+    for g, p, q in zip(grads, ddp.module.parameters(), ref.parameters()):
+        assert p.grad is g
+        np.testing.assert_allclose(g.numpy(), q.grad.numpy(), rtol=1e-12,
+                                   atol=1e-12)
+    check_replicas_identical(ddp.module)
+
+
 def main(case):
     dist.init_process_group()
     rank = dist.get_rank()
@@ -264,7 +293,8 @@ def main(case):
                     train(kind, dtype_name, opt_name)
     else:
         {"no_sync": no_sync_case, "unused": unused_case, "mismatch": mismatch_case,
-         "checkpoint": checkpoint_case, "overlap": overlap_case}[case]()
+         "checkpoint": checkpoint_case, "overlap": overlap_case,
+         "direct": direct_case}[case]()
     dist.barrier()
     dist.destroy_process_group()
     print(f"rank {rank} ok {case}", flush=True)

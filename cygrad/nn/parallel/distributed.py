@@ -10,6 +10,9 @@ How a step runs
   ``module.parameters()`` (roughly the order in which backward produces their
   gradients), one dtype per bucket, the first bucket at most 1 MiB and the
   others at most ``bucket_cap_mb``.  Each bucket owns one contiguous array.
+  A parameter of at least 256 KiB has a bucket of its own: unless
+  ``gradient_as_bucket_view``, its gradient is reduced in place in its own
+  ``.grad`` (divided by the world size first), with no copy in or out.
 * A post-accumulate-grad hook on each parameter (called by the engine as soon
   as that gradient is final) copies the gradient into its bucket; when a
   bucket is complete its non-blocking ``MPI_Iallreduce`` starts at once (in
@@ -38,15 +41,19 @@ from cygrad.nn.module import Module
 __all__ = ["DistributedDataParallel"]
 
 _FIRST_BUCKET_BYTES = 1 << 20
+# a gradient at least this large gets a bucket of its own, reduced in place in
+# its own ``.grad`` (gradient_as_bucket_view=False): no copy in, no copy out
+_DIRECT_BYTES = 1 << 18
 # torch keywords that change nothing on CPU here
 _ACCEPTED = {"delay_all_reduce_named_params", "param_to_hook_all_reduce",
              "mixed_precision", "device_mesh", "skip_all_reduce_unused_params"}
 
 
 class _Bucket:
-    __slots__ = ("flat", "index", "offsets", "params", "pending", "request")
+    __slots__ = ("direct", "flat", "index", "offsets", "params", "pending",
+                 "request", "target")
 
-    def __init__(self, index, params, dtype):
+    def __init__(self, index, params, dtype, direct=False):
         self.index = index
         self.params = params
         self.offsets = []
@@ -57,6 +64,10 @@ class _Bucket:
         self.flat = np.zeros(n, dtype)
         self.pending = len(params)
         self.request = None
+        # direct: one parameter, whose .grad can be reduced where it lies;
+        # target: the array this step reduces (the bucket's, or that .grad)
+        self.direct = direct
+        self.target = self.flat
 
     def slot(self, i):
         p = self.params[i]
@@ -107,6 +118,8 @@ class _Step:
         self.n_ready = 0
         self.next_bucket = 0
         self.ready = np.zeros(n_params, np.int8)  # 0 no grad yet, 1 unused, 2 ready
+        self.claimed = set()    # ids of the .grad arrays reduced in place
+        self.hidden_bytes = 0   # summed over steps, see _finalize
         self.wait_s = 0.0       # time waited for allreduces after backward
         self.n_syncs = 0
 
@@ -241,6 +254,13 @@ class DistributedDataParallel(Module):
         cap = min(_FIRST_BUCKET_BYTES, self.bucket_bytes_cap)
         for _, p in reversed(self._named_params):
             dt = p._arr.dtype
+            if not self.gradient_as_bucket_view and p._arr.nbytes >= _DIRECT_BYTES:
+                # the gradients before it go first (backward made them first)
+                if dt in open_:
+                    buckets.append(_Bucket(len(buckets), open_.pop(dt)[0], dt))
+                buckets.append(_Bucket(len(buckets), [p], dt, direct=True))
+                cap = self.bucket_bytes_cap
+                continue
             cur = open_.setdefault(dt, [[], 0])
             cur[0].append(p)
             cur[1] += p._arr.nbytes
@@ -286,9 +306,11 @@ class DistributedDataParallel(Module):
         st.n_ready = 0
         st.next_bucket = 0
         st.ready[:] = 0
+        st.claimed.clear()
         for b in self._buckets:
             b.pending = len(b.params)
             b.request = None
+            b.target = b.flat
         if self.find_unused_parameters:
             used = _leaves_reached(out)
             for _, p in self._named_params:
@@ -305,8 +327,21 @@ class DistributedDataParallel(Module):
         k, bucket, slot = self._slot_of[id(p)]
         if st.ready[k]:
             return
-        g = p._grad._arr
+        gt = p._grad
+        g = gt._arr
         n = self._pg.size()
+        if (bucket.direct and not gt._requires_grad and g.flags.owndata
+                and g.flags.c_contiguous and g.flags.writeable
+                and g.dtype == bucket.flat.dtype and id(g) not in st.claimed):
+            st.claimed.add(id(g))    # (two parameters could share one .grad)
+            # reduced in place in .grad (which backward has finished with);
+            # divided first, as torch does, so the sum is the mean
+            if n > 1:
+                np.divide(g, n, out=g)
+            bucket.target = g
+            st.ready[k] = 2
+            self._mark(bucket)
+            return
         # divided on the way in (as torch does), so the bucket's sum is the mean
         if g.base is bucket.flat:       # .grad is our view: already in place
             if n > 1:
@@ -327,7 +362,7 @@ class DistributedDataParallel(Module):
         buckets = self._buckets
         while st.next_bucket < len(buckets) and buckets[st.next_bucket].pending == 0:
             nb = buckets[st.next_bucket]
-            nb.request = self._pg.comm.Iallreduce(MPI.IN_PLACE, nb.flat, MPI.SUM)
+            nb.request = self._pg.comm.Iallreduce(MPI.IN_PLACE, nb.target, MPI.SUM)
             st.next_bucket += 1
         if st.n_ready == len(self._named_params):
             self._finalize()
@@ -341,6 +376,11 @@ class DistributedDataParallel(Module):
         st = self._st
         st.prepared = False
         start = time.perf_counter()
+        # bytes whose allreduce already finished while backward ran (the
+        # communication the overlap hid entirely)
+        for b in self._buckets[:-1]:
+            if b.request.Test():
+                st.hidden_bytes += b.flat.nbytes
         MPI.Request.Waitall([b.request for b in self._buckets])
         # communication left to wait for once backward is done (the part the
         # overlap did not hide), for the benchmark and for users' profiling
@@ -352,6 +392,10 @@ class DistributedDataParallel(Module):
             self._pg.comm.Allreduce(MPI.IN_PLACE, used, MPI.MAX)
         for b in self._buckets:
             b.request = None
+            if b.target is not b.flat:      # reduced in its own .grad
+                b.params[0]._grad._ver.v += 1
+                b.target = b.flat
+                continue
             for p in b.params:
                 k, _, slot = self._slot_of[id(p)]
                 if used is not None and not used[k]:
