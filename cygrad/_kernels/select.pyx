@@ -431,3 +431,70 @@ def add_rows(real_t[::1] out,           # in/out (n, inner)
         return
     with nogil:
         _add_rows(&out[0], &idx[0], &src[0], k, inner)
+
+
+# ---------------------------------------------------------------------------
+# topk of a small k along the last dim: one pass per row keeping the k best
+# (value, index) pairs sorted in a buffer.  An element enters only when it is
+# strictly ahead of the buffer's last, and is inserted after the entries it
+# ties with, so of equal values the first in index order wins (the order of
+# a stable sort).  NaN counts as the largest value (torch): ahead of every
+# number when largest, behind every number when not.  O(n) per row for
+# random data, O(n k) at worst (input already in the opposite order), so the
+# caller keeps it to small k.  Serial.
+
+cdef inline bint _ahead(real_t a, real_t b, bint largest) noexcept nogil:
+    # a comes strictly before b in the topk order.
+    if largest:
+        return a > b or (a != a and b == b)
+    return a < b or (b != b and a == a)
+
+
+cdef void _topk_rows(const real_t* x, Py_ssize_t rows, Py_ssize_t n, Py_ssize_t k,
+                     bint largest, real_t* vals, int64_t* idx) noexcept nogil:
+    cdef Py_ssize_t r, j, p
+    cdef const real_t* row
+    cdef real_t* bv
+    cdef int64_t* bi
+    cdef real_t v
+    for r in range(rows):
+        row = x + r * n
+        bv = vals + r * k
+        bi = idx + r * k
+        for j in range(k):                 # the first k, insertion-sorted
+            v = row[j]
+            p = j
+            while p > 0 and _ahead(v, bv[p - 1], largest):
+                bv[p] = bv[p - 1]
+                bi[p] = bi[p - 1]
+                p -= 1
+            bv[p] = v
+            bi[p] = j
+        for j in range(k, n):
+            v = row[j]
+            if not _ahead(v, bv[k - 1], largest):
+                continue
+            p = k - 1
+            while p > 0 and _ahead(v, bv[p - 1], largest):
+                bv[p] = bv[p - 1]
+                bi[p] = bi[p - 1]
+                p -= 1
+            bv[p] = v
+            bi[p] = j
+
+
+def topk_rows(const real_t[:, ::1] x,     # in  (rows, n), C-contiguous
+              real_t[:, ::1] vals,        # out (rows, k): the k best, in order
+              int64_t[:, ::1] idx,        # out (rows, k): their column indices
+              bint largest):
+    """Per row the ``k`` largest (``largest``) or smallest values of ``x`` and
+    their indices, best first, ties in index order, NaN the largest value;
+    1 <= k <= n."""
+    cdef Py_ssize_t rows = x.shape[0], n = x.shape[1], k = vals.shape[1]
+    if (vals.shape[0] != rows or idx.shape[0] != rows or idx.shape[1] != k
+            or not 1 <= k <= n):
+        raise ValueError("topk_rows: shapes do not match")
+    if rows == 0:
+        return
+    with nogil:
+        _topk_rows(&x[0, 0], rows, n, k, largest, &vals[0, 0], &idx[0, 0])

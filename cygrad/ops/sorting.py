@@ -13,7 +13,8 @@ import collections
 import numpy as np
 
 from cygrad import dtypes as _dt
-from cygrad._kernels.engine import TensorBase, _wrap
+from cygrad._kernels import select as _S
+from cygrad._kernels.engine import TensorBase, _wrap, is_grad_enabled
 from cygrad._tensor import _canon_dim
 from cygrad.ops.reductions import _TakeAlong
 from cygrad.ops.registry import np_aliases, op
@@ -35,6 +36,22 @@ class _SortValues(_TakeAlong):
 
 class _TopkValues(_TakeAlong):
     _node_name = "TopkBackward0"
+
+
+class _TopkKernel(_TakeAlong):
+    """topk's values as ``select.topk_rows`` found them (with the indices);
+    the backward is _TakeAlong's scatter at the indices."""
+
+    _node_name = "TopkBackward0"
+
+    @staticmethod
+    def forward(ctx, x, idx, dim, vals):
+        ctx.idx, ctx.dim, ctx.shape = idx, dim, x._arr.shape
+        return _wrap(vals)
+
+    @staticmethod
+    def backward(ctx, g):
+        return _TakeAlong.backward(ctx, g)[0], None, None, None
 
 
 class _KthValues(_TakeAlong):
@@ -120,8 +137,38 @@ def topk(input, k, dim=-1, largest=True, sorted=True):
     if arr.ndim == 0:
         return _Topk(input.clone() if k else input.reshape(0)[:0],
                      _wrap(np.zeros((), np.int64)))
+    if 0 < k <= _KERNEL_K and arr.dtype.type in _KERNEL_FLOATS:
+        return _topk_kernel(input, arr, k, d, bool(largest))
     idx = _topk_indices(arr, k, d, bool(largest))
     return _Topk(_gather(_TopkValues, input, idx, d), _wrap(idx))
+
+
+# topk_rows keeps the k best in a sorted buffer: one pass for random data,
+# up to k shifts per element at worst, so only a small k takes it.
+_KERNEL_K = 32
+_KERNEL_FLOATS = (np.float32, np.float64)
+
+
+def _topk_kernel(input, arr, k, d, largest):
+    """topk by ``select.topk_rows`` over the rows of ``dim`` (moved last)."""
+    last = d == arr.ndim - 1
+    work = arr if last else np.moveaxis(arr, d, -1)
+    n = work.shape[-1]
+    rows = work if work.ndim == 2 and work.flags.c_contiguous else \
+        np.ascontiguousarray(work).reshape(-1, n)
+    m = rows.shape[0]
+    vals = np.empty((m, k), arr.dtype)
+    idx = np.empty((m, k), np.int64)
+    _S.topk_rows(rows, vals, idx, largest)
+    if work.ndim != 2:
+        shape = work.shape[:-1] + (k,)
+        vals, idx = vals.reshape(shape), idx.reshape(shape)
+    if not last:
+        vals = np.ascontiguousarray(np.moveaxis(vals, -1, d))
+        idx = np.ascontiguousarray(np.moveaxis(idx, -1, d))
+    if input._requires_grad and is_grad_enabled():
+        return _Topk(_TopkKernel.apply(input, idx, d, vals), _wrap(idx))
+    return _Topk(_wrap(vals), _wrap(idx))
 
 
 def _topk_indices(arr, k, d, largest):
