@@ -94,28 +94,24 @@ def lstm_cell_step(lib):
     return step
 
 
-def gpt_encoder_step(lib):
-    T = need(lib, "nn.Embedding", "nn.TransformerEncoderLayer", "optim.AdamW")
-    nn = importlib.import_module(f"{lib}.nn")
+def _gpt_step(T, nn, lib, blocks, run_block, seed):
+    """A 2-block GPT training step around ``blocks``: token and position
+    embeddings, ``run_block(block, h)`` per block, final LayerNorm, head,
+    cross-entropy, AdamW (the lib's own classes, seeded weights)."""
     d = 64
     tok, pos = nn.Embedding(VOCAB, d), nn.Embedding(LENGTH, d)
-    blocks = nn.ModuleList([
-        nn.TransformerEncoderLayer(d, 4, 4 * d, dropout=0.0, activation="gelu",
-                                   batch_first=True, norm_first=True)
-        for _ in range(2)])
     norm, head = nn.LayerNorm(d), nn.Linear(d, VOCAB)
     model = nn.ModuleList([tok, pos, blocks, norm, head])
-    _load_seeded(T, model, 4)
+    _load_seeded(T, model, seed)
     params = list(model.parameters())
     opt = importlib.import_module(f"{lib}.optim").AdamW(params, lr=1e-3)
-    x, y = _tokens(T, 5)
+    x, y = _tokens(T, seed + 1)
     positions = T.tensor(np.arange(LENGTH, dtype=np.int64))
-    mask = T.tensor(np.triu(np.full((LENGTH, LENGTH), -np.inf, F32), 1))
 
     def step():
         h = tok(x) + pos(positions)
         for b in blocks:
-            h = b(h, src_mask=mask, is_causal=True)
+            h = run_block(b, h)
         logits = head(norm(h))
         loss = nn.functional.cross_entropy(logits.reshape(-1, VOCAB), y.reshape(-1))
         opt.zero_grad()
@@ -124,6 +120,18 @@ def gpt_encoder_step(lib):
         return [loss, *params]
 
     return step
+
+
+def gpt_encoder_step(lib):
+    T = need(lib, "nn.Embedding", "nn.TransformerEncoderLayer", "optim.AdamW")
+    nn = importlib.import_module(f"{lib}.nn")
+    blocks = nn.ModuleList([
+        nn.TransformerEncoderLayer(64, 4, 256, dropout=0.0, activation="gelu",
+                                   batch_first=True, norm_first=True)
+        for _ in range(2)])
+    mask = T.tensor(np.triu(np.full((LENGTH, LENGTH), -np.inf, F32), 1))
+    return _gpt_step(T, nn, lib, blocks,
+                     lambda b, h: b(h, src_mask=mask, is_causal=True), 4)
 
 
 def _handwritten_block(T, nn, d, heads):
@@ -158,29 +166,8 @@ def _handwritten_block(T, nn, d, heads):
 def gpt_handwritten_step(lib):
     T = need(lib, "nn.Embedding", "nn.LayerNorm", "optim.AdamW", "tril")
     nn = importlib.import_module(f"{lib}.nn")
-    d = 64
-    tok, pos = nn.Embedding(VOCAB, d), nn.Embedding(LENGTH, d)
-    blocks = nn.ModuleList([_handwritten_block(T, nn, d, 4) for _ in range(2)])
-    norm, head = nn.LayerNorm(d), nn.Linear(d, VOCAB)
-    model = nn.ModuleList([tok, pos, blocks, norm, head])
-    _load_seeded(T, model, 6)
-    params = list(model.parameters())
-    opt = importlib.import_module(f"{lib}.optim").AdamW(params, lr=1e-3)
-    x, y = _tokens(T, 7)
-    positions = T.tensor(np.arange(LENGTH, dtype=np.int64))
-
-    def step():
-        h = tok(x) + pos(positions)
-        for b in blocks:
-            h = b(h)
-        logits = head(norm(h))
-        loss = nn.functional.cross_entropy(logits.reshape(-1, VOCAB), y.reshape(-1))
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        return [loss, *params]
-
-    return step
+    blocks = nn.ModuleList([_handwritten_block(T, nn, 64, 4) for _ in range(2)])
+    return _gpt_step(T, nn, lib, blocks, lambda b, h: b(h), 6)
 
 
 CASES = {"char_lstm": char_lstm_step, "lstm_cell": lstm_cell_step,
