@@ -86,3 +86,11 @@ __all__ += ["GRU", "GRUCell", "LSTM", "LSTMCell", "RNN", "RNNBase", "RNNCell",
 __all__ += ["MultiheadAttention", "NonDynamicallyQuantizableLinear"]
 __all__ += ["Transformer", "TransformerDecoder", "TransformerDecoderLayer",
             "TransformerEncoder", "TransformerEncoderLayer"]
+from .more import (  # noqa: E402
+    ChannelShuffle, CosineSimilarity, Fold, LPPool1d, LPPool2d, LazyBatchNorm3d,
+    LazyConvTranspose1d, LazyConvTranspose2d, LazyInstanceNorm1d, LazyInstanceNorm2d,
+    LazyInstanceNorm3d, LocalResponseNorm, PairwiseDistance, Unfold,
+)
+from . import more  # noqa: E402
+
+__all__ += more.__all__
