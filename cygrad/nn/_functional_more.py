@@ -1,6 +1,6 @@
 """More stateless layers of ``torch.nn.functional``, composed of cygrad's
-differentiable pieces (pooling, padding, interpolate, indexing): channel
-shuffling, the ``*_with_indices`` pooling forms, the deprecated ``upsample``
+differentiable pieces (pooling, padding, interpolate, indexing): the
+``*_with_indices`` pooling forms, the deprecated ``upsample``
 aliases, ``pdist``, power-average pooling and local response normalisation.
 """
 
@@ -16,36 +16,9 @@ from ._functional_conv import pad
 
 __all__ = [
     "adaptive_max_pool1d_with_indices", "adaptive_max_pool2d_with_indices",
-    "channel_shuffle", "local_response_norm", "lp_pool1d", "lp_pool2d",
-    "max_pool1d_with_indices", "max_pool2d_with_indices", "native_channel_shuffle",
-    "pdist", "upsample", "upsample_bilinear", "upsample_nearest",
+    "local_response_norm", "lp_pool1d", "lp_pool2d", "max_pool1d_with_indices",
+    "max_pool2d_with_indices", "pdist", "upsample", "upsample_bilinear", "upsample_nearest",
 ]
-
-
-# ---------------------------------------------------------------------------
-# channel shuffle
-
-
-def channel_shuffle(input, groups):
-    """(N, C, *) with channels seen as (groups, C / groups), transposed to
-    (C / groups, groups): channel ``g * (C/g) + j`` moves to ``j * groups + g``."""
-    groups = int(groups)
-    if groups <= 0:
-        raise RuntimeError("Number of groups to divide channels in must be positive. "
-                           f"Value of groups:{groups}")
-    if input.ndim < 3:
-        raise RuntimeError("channel_shuffle expects input to have at least 3 "
-                           f"dimensions, but got input with sizes {list(input.shape)}")
-    n, c = int(input.shape[0]), int(input.shape[1])
-    if c % groups:
-        raise RuntimeError("Number of channels must be divisible by groups. "
-                           f"Got {c} channels and {groups} groups.")
-    rest = tuple(int(s) for s in input.shape[2:])
-    y = input.reshape((n, groups, c // groups) + rest).transpose(1, 2)
-    return y.reshape((n, c) + rest)
-
-
-native_channel_shuffle = channel_shuffle
 
 
 # ---------------------------------------------------------------------------

@@ -748,10 +748,9 @@ from ._functional_attention import scaled_dot_product_attention  # noqa: E402
 __all__ += ["instance_norm", "scaled_dot_product_attention"]
 
 from ._functional_more import (  # noqa: E402
-    adaptive_max_pool1d_with_indices, adaptive_max_pool2d_with_indices, channel_shuffle,
+    adaptive_max_pool1d_with_indices, adaptive_max_pool2d_with_indices,
     local_response_norm, lp_pool1d, lp_pool2d, max_pool1d_with_indices,
-    max_pool2d_with_indices, native_channel_shuffle, pdist, upsample, upsample_bilinear,
-    upsample_nearest,
+    max_pool2d_with_indices, pdist, upsample, upsample_bilinear, upsample_nearest,
 )
 from . import _functional_more  # noqa: E402
 

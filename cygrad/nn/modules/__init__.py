@@ -87,9 +87,8 @@ __all__ += ["MultiheadAttention", "NonDynamicallyQuantizableLinear"]
 __all__ += ["Transformer", "TransformerDecoder", "TransformerDecoderLayer",
             "TransformerEncoder", "TransformerEncoderLayer"]
 from .more import (  # noqa: E402
-    ChannelShuffle, CosineSimilarity, Fold, LPPool1d, LPPool2d, LazyBatchNorm3d,
-    LazyConvTranspose1d, LazyConvTranspose2d, LazyInstanceNorm1d, LazyInstanceNorm2d,
-    LazyInstanceNorm3d, LocalResponseNorm, PairwiseDistance, Unfold,
+    LPPool1d, LPPool2d, LazyBatchNorm3d, LazyConvTranspose1d, LazyConvTranspose2d,
+    LazyInstanceNorm1d, LazyInstanceNorm2d, LazyInstanceNorm3d, LocalResponseNorm,
 )
 from . import more  # noqa: E402
 

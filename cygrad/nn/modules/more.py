@@ -1,9 +1,8 @@
-"""Layers over existing functionals: ``Fold``/``Unfold``, the distance
-layers, ``ChannelShuffle``, ``LPPool1d/2d``, ``LocalResponseNorm``, and the
-lazy transposed convolutions and instance/3-d batch norms."""
+"""Layers over existing functionals: ``LPPool1d/2d``, ``LocalResponseNorm``,
+and the lazy transposed convolutions and instance/3-d batch norms (``Fold``,
+``Unfold``, the distance layers and ``ChannelShuffle`` are in fold.py and
+pixelshuffle.py)."""
 
-from .. import _functional_conv as _conv
-from .. import _functional_loss as _loss
 from .. import _functional_more as _more
 from ..module import Module
 from .conv import ConvTranspose1d, ConvTranspose2d
@@ -12,90 +11,10 @@ from .lazy import LazyModuleMixin
 from .normalization import BatchNorm3d, _lazy_bn
 
 __all__ = [
-    "ChannelShuffle", "CosineSimilarity", "Fold", "LPPool1d", "LPPool2d",
-    "LazyBatchNorm3d", "LazyConvTranspose1d", "LazyConvTranspose2d",
-    "LazyInstanceNorm1d", "LazyInstanceNorm2d", "LazyInstanceNorm3d",
-    "LocalResponseNorm", "PairwiseDistance", "Unfold",
+    "LPPool1d", "LPPool2d", "LazyBatchNorm3d", "LazyConvTranspose1d",
+    "LazyConvTranspose2d", "LazyInstanceNorm1d", "LazyInstanceNorm2d",
+    "LazyInstanceNorm3d", "LocalResponseNorm",
 ]
-
-
-class Fold(Module):
-    """Sum (N, C*prod(kernel_size), L) columns into (N, C, *output_size)."""
-
-    def __init__(self, output_size, kernel_size, dilation=1, padding=0, stride=1):
-        super().__init__()
-        self.output_size = output_size
-        self.kernel_size = kernel_size
-        self.dilation = dilation
-        self.padding = padding
-        self.stride = stride
-
-    def forward(self, input):
-        return _conv.fold(input, self.output_size, self.kernel_size, self.dilation,
-                          self.padding, self.stride)
-
-    def extra_repr(self):
-        return ("output_size={output_size}, kernel_size={kernel_size}, "
-                "dilation={dilation}, padding={padding}, stride={stride}"
-                .format(**self.__dict__))
-
-
-class Unfold(Module):
-    """Sliding blocks of (N, C, H, W) as (N, C*prod(kernel_size), L) columns."""
-
-    def __init__(self, kernel_size, dilation=1, padding=0, stride=1):
-        super().__init__()
-        self.kernel_size = kernel_size
-        self.dilation = dilation
-        self.padding = padding
-        self.stride = stride
-
-    def forward(self, input):
-        return _conv.unfold(input, self.kernel_size, self.dilation, self.padding,
-                            self.stride)
-
-    def extra_repr(self):
-        return ("kernel_size={kernel_size}, dilation={dilation}, padding={padding},"
-                " stride={stride}".format(**self.__dict__))
-
-
-class PairwiseDistance(Module):
-    """``||x1 - x2 + eps||_p`` along the last dimension (``norm`` is p)."""
-
-    def __init__(self, p=2.0, eps=1e-6, keepdim=False):
-        super().__init__()
-        self.norm = p
-        self.eps = eps
-        self.keepdim = keepdim
-
-    def forward(self, x1, x2):
-        return _loss.pairwise_distance(x1, x2, self.norm, self.eps, self.keepdim)
-
-
-class CosineSimilarity(Module):
-    """Cosine of the angle between ``x1`` and ``x2`` along ``dim``."""
-
-    def __init__(self, dim=1, eps=1e-8):
-        super().__init__()
-        self.dim = dim
-        self.eps = eps
-
-    def forward(self, x1, x2):
-        return _loss.cosine_similarity(x1, x2, self.dim, self.eps)
-
-
-class ChannelShuffle(Module):
-    """Interleave the channels of ``groups`` groups (``F.channel_shuffle``)."""
-
-    def __init__(self, groups):
-        super().__init__()
-        self.groups = groups
-
-    def forward(self, input):
-        return _more.channel_shuffle(input, self.groups)
-
-    def extra_repr(self):
-        return f"groups={self.groups}"
 
 
 class _LPPoolNd(Module):
