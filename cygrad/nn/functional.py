@@ -755,3 +755,7 @@ from ._functional_more import (  # noqa: E402
 from . import _functional_more  # noqa: E402
 
 __all__ += _functional_more.__all__
+
+# the 3-d layers (their names are in _functional_conv.__all__ and
+# _functional_pool3d.__all__)
+from ._functional_conv import conv3d, conv_transpose3d  # noqa: E402
