@@ -1,7 +1,9 @@
-"""Pooling layers: max, average and adaptive pooling in 1-d and 2-d, with
-torch's constructor arguments and ``extra_repr``."""
+"""Pooling layers: max, average and adaptive pooling in 1-d, 2-d and 3-d, and
+max unpooling, with torch's constructor arguments and ``extra_repr``."""
 
 from .. import _functional_pool as Fp
+from .. import _functional_pool3d as Fp3
+from .._functional_conv import _tuple
 from ..module import Module
 
 __all__ = [
@@ -149,3 +151,82 @@ class AdaptiveMaxPool1d(_AdaptiveMaxNd):
 
     def forward(self, input):
         return Fp.adaptive_max_pool1d(input, self.output_size, self.return_indices)
+
+
+class MaxPool3d(_MaxPoolNd):
+    """Max over ``kernel_size`` windows of (N, C, D, H, W) or (C, D, H, W) input
+    (see ``nn.functional.max_pool3d``)."""
+
+    def forward(self, input):
+        return Fp3.max_pool3d(input, self.kernel_size, self.stride, self.padding,
+                              self.dilation, ceil_mode=self.ceil_mode,
+                              return_indices=self.return_indices)
+
+
+class AvgPool3d(AvgPool2d):
+    """Mean over ``kernel_size`` windows of (N, C, D, H, W) or (C, D, H, W)
+    input (see AvgPool2d)."""
+
+    def forward(self, input):
+        return Fp3.avg_pool3d(input, self.kernel_size, self.stride, self.padding,
+                              self.ceil_mode, self.count_include_pad,
+                              self.divisor_override)
+
+
+class AdaptiveAvgPool3d(_AdaptiveNd):
+    """Average to a fixed ``output_size`` (an int, or (D, H, W) with None
+    meaning the input's size)."""
+
+    def forward(self, input):
+        return Fp3.adaptive_avg_pool3d(input, self.output_size)
+
+
+class AdaptiveMaxPool3d(_AdaptiveMaxNd):
+    """Max to a fixed 3-d ``output_size`` (optionally with the indices)."""
+
+    def forward(self, input):
+        return Fp3.adaptive_max_pool3d(input, self.output_size, self.return_indices)
+
+
+class _MaxUnpoolNd(Module):
+    _nd = 2
+
+    def __init__(self, kernel_size, stride=None, padding=0):
+        super().__init__()
+        nd = self._nd
+        self.kernel_size = _tuple(kernel_size, nd, "kernel_size")
+        self.stride = _tuple(stride if stride is not None else kernel_size, nd,
+                             "stride")
+        self.padding = _tuple(padding, nd, "padding")
+
+    def extra_repr(self):
+        return (f"kernel_size={self.kernel_size}, stride={self.stride}, "
+                f"padding={self.padding}")
+
+    def forward(self, input, indices, output_size=None):
+        fn = (Fp3.max_unpool1d, Fp3.max_unpool2d, Fp3.max_unpool3d)[self._nd - 1]
+        return fn(input, indices, self.kernel_size, self.stride, self.padding,
+                  output_size)
+
+
+class MaxUnpool1d(_MaxUnpoolNd):
+    """Inverse of MaxPool1d: ``forward(input, indices, output_size=None)``
+    puts each value at its index, zeros elsewhere."""
+
+    _nd = 1
+
+
+class MaxUnpool2d(_MaxUnpoolNd):
+    """Inverse of MaxPool2d (indices flat in each (H, W) plane)."""
+
+    _nd = 2
+
+
+class MaxUnpool3d(_MaxUnpoolNd):
+    """Inverse of MaxPool3d (indices flat in each (D, H, W) volume)."""
+
+    _nd = 3
+
+
+__all__ += ["AdaptiveAvgPool3d", "AdaptiveMaxPool3d", "AvgPool3d", "MaxPool3d",
+            "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d"]
