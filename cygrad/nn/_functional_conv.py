@@ -576,7 +576,7 @@ def _conv(input, weight, bias, stride, padding, dilation, groups, nd, name):
             padding = 0
         elif padding == "same":
             if any(s != 1 for s in _tuple(stride, nd, "stride")):
-                raise ValueError(
+                raise RuntimeError(
                     "padding='same' is not supported for strided convolutions"
                 )
             dils = _tuple(dilation, nd, "dilation")
@@ -587,9 +587,9 @@ def _conv(input, weight, bias, stride, padding, dilation, groups, nd, name):
                     spec += [0, e]
                 input = pad(input, spec)
         else:
-            raise ValueError(
-                f"Invalid padding string {padding!r}, should be one of "
-                "{'valid', 'same'}"
+            raise RuntimeError(
+                f"Invalid padding string: {padding!r} (should be one of 'valid' or "
+                "'same')"
             )
     geo = _geo(nd, stride, padding, dilation, groups)
     _check_conv(input, weight, bias, nd, geo)
@@ -936,8 +936,8 @@ def pad(input, pad, mode="constant", value=None):
         if k not in (1, 2, 3) or input.ndim not in (k + 1, k + 2):
             raise NotImplementedError(
                 f"Padding size {len(spec)} is not supported for {input.ndim}D input "
-                "tensor (non-constant modes pad the last 1, 2 or 3 dimensions of a "
-                "2D-3D, 3D-4D or 4D-5D input)"
+                "tensor. Non-constant modes pad the last 1, 2 or 3 dimensions of a "
+                "2D-3D, 3D-4D or 4D-5D input."
             )
     _check_real(input)
     if k == 0:

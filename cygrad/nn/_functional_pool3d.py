@@ -85,6 +85,13 @@ def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1,
                ceil_mode=False, return_indices=False):
     """3-d max pooling of (N, C, D, H, W) or (C, D, H, W) input (see
     ``max_pool2d``); indices are flat ``d * H * W + h * W + w``."""
+    if input.ndim in (4, 5) and 0 in tuple(input.shape[-4:]):
+        dim = tuple(input.shape[-4:]).index(0)
+        raise RuntimeError(
+            "max_pool3d_with_indices_out_cpu_template(): Expected input's non-batch "
+            f"dimensions to have positive length, but input has a shape of "
+            f"{_size_str(input.shape)} and non-batch dimension {dim} has length zero!"
+        )
     _check_pool_input(input, 3, "max_pool3d")
     ks, st, pd, dl, outs = _pool_geometry(input, 3, kernel_size, stride, padding,
                                           dilation, ceil_mode, "max_pool3d")
@@ -157,9 +164,8 @@ def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
     ``divisor_override``."""
     _check_pool_input(input, 3, "avg_pool3d")
     ks = _tuple(kernel_size, 3, "kernel_size")
-    pads = _tuple(padding, 3, "padding")
     spatial = tuple(input.shape[-3:])
-    if min(ks) > 0 and any(s + 2 * p < k for s, p, k in zip(spatial, pads, ks)):
+    if min(ks) > 0 and any(s < k for s, k in zip(spatial, ks)):
         raise RuntimeError(
             f"input image (T: {spatial[0]} H: {spatial[1]} W: {spatial[2]}) smaller "
             f"than kernel size (kT: {ks[0]} kH: {ks[1]} kW: {ks[2]})"
