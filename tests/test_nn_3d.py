@@ -564,3 +564,95 @@ def test_top_level_aliases():
            + TF.max_pool3d(torch.tensor(_ties((1, 2, 4, 4, 4)) * 0), 2) * 0
            + cygrad.max_pool3d(cygrad.tensor(_ties((1, 2, 4, 4, 4))), 2).numpy() * 0
            + 0, np.float64) if False else None
+
+
+# ---------------------------------------------------------------------------
+# fractional max pooling
+
+
+@pytest.mark.parametrize("dt", [np.float64, np.float32])
+@pytest.mark.parametrize("nd, shape, k, size, ratio", [
+    (2, (2, 3, 11, 13), 2, (5, 6), None),
+    (2, (2, 3, 11, 13), (3, 2), (4, 9), None),
+    (2, (3, 11, 13), (3, 2), None, (0.5, 0.7)),          # unbatched
+    (3, (2, 3, 7, 9, 8), 2, (3, 4, 5), None),
+    (3, (3, 7, 9, 8), (2, 3, 1), None, 0.6),
+])
+def test_fractional_max_pool_matches_torch_given_samples(nd, shape, k, size, ratio, dt):
+    x = _ties(shape, dt)
+    x.reshape(-1)[::11] = np.nan
+    n = shape[0] if len(shape) == nd + 2 else 1
+    s = RNG.random((n, shape[-nd - 1], nd)).astype(dt)
+    name = f"fractional_max_pool{nd}d"
+    kw = dict(output_size=size, output_ratio=ratio)
+    ty, ti = getattr(TF, name)(torch.tensor(x), k, return_indices=True,
+                               _random_samples=torch.tensor(s), **kw)
+    cy, ci = getattr(F, name)(cygrad.tensor(x), k, return_indices=True,
+                              _random_samples=cygrad.tensor(s), **kw)
+    np.testing.assert_array_equal(cy.numpy(), ty.numpy())
+    np.testing.assert_array_equal(ci.numpy(), ti.numpy())
+    wi = getattr(F, name + "_with_indices")(cygrad.tensor(x), k, _random_samples=cygrad.tensor(s),
+                                            **kw)[1]
+    np.testing.assert_array_equal(wi.numpy(), ti.numpy())
+    x = _arr(shape, dt)
+    _run_both(lambda a: getattr(F, name)(a, k, _random_samples=cygrad.tensor(s), **kw),
+              lambda a: getattr(TF, name)(a, k, _random_samples=torch.tensor(s), **kw),
+              [x], dt)
+
+
+def test_fractional_max_pool_modules_and_generator():
+    s = RNG.random((2, 3, 2))
+    cm = nn.FractionalMaxPool2d(3, output_ratio=0.5, return_indices=True,
+                                _random_samples=cygrad.tensor(s))
+    tm = torch.nn.FractionalMaxPool2d(3, output_ratio=0.5, return_indices=True,
+                                      _random_samples=torch.tensor(s))
+    assert repr(cm) == repr(tm) and list(cm.state_dict()) == list(tm.state_dict())
+    x = _ties((2, 3, 10, 12))
+    (cy, ci), (ty, ti) = cm(cygrad.tensor(x)), tm(torch.tensor(x))
+    np.testing.assert_array_equal(ci.numpy(), ti.numpy())
+    _close(cy, ty, np.float64)
+    # without samples: cygrad's generator, reproducible under manual_seed
+    m3 = nn.FractionalMaxPool3d((2, 2, 2), output_size=(3, 4, 4))
+    assert repr(m3) == repr(torch.nn.FractionalMaxPool3d(2, output_size=3))
+    v = cygrad.tensor(_arr((2, 3, 6, 7, 8)))
+    cygrad.manual_seed(5)
+    a = m3(v).numpy()
+    cygrad.manual_seed(5)
+    np.testing.assert_array_equal(m3(v).numpy(), a)
+    assert a.shape == (2, 3, 3, 4, 4)
+    # every output is the max of some window of its plane's input
+    assert np.isin(a, v.numpy()).all()
+
+
+def test_fractional_max_pool_gradcheck():
+    s = cygrad.tensor(RNG.random((1, 2, 3)))
+    x = cygrad.tensor(_arr((1, 2, 5, 6, 5)), requires_grad=True)
+    fn = lambda a: F.fractional_max_pool3d(a, 2, (3, 3, 3),  # noqa: E731
+                                           _random_samples=s)
+    assert gradcheck(fn, (x,))
+    assert gradgradcheck(fn, (x,))
+
+
+def test_fractional_max_pool_bad_input():
+    x = _arr((2, 3, 7, 8))
+    cases = [
+        lambda lib, F_, a: F_.fractional_max_pool2d(a, 2),
+        lambda lib, F_, a: F_.fractional_max_pool2d(a, 9, output_size=3),
+        lambda lib, F_, a: F_.fractional_max_pool2d(a, 2, output_size=8),
+        lambda lib, F_, a: F_.fractional_max_pool2d(a[0, 0], 2, output_size=3),
+        lambda lib, F_, a: F_.fractional_max_pool2d(
+            a, 2, output_size=3, _random_samples=lib.rand(2, 3, 3, dtype=lib.float64)),
+        lambda lib, F_, a: F_.fractional_max_pool2d(
+            a, 2, output_size=3, _random_samples=lib.rand(1, 3, 2, dtype=lib.float64)),
+        lambda lib, F_, a: F_.fractional_max_pool2d(a, 2, output_ratio=0.5),
+        lambda lib, F_, a: F_.fractional_max_pool3d(a[None], 6, output_size=2),
+        lambda lib, F_, a: F_.fractional_max_pool3d(a[None], 2, output_size=(2, 2, 2)),
+        lambda lib, F_, a: F_.fractional_max_pool3d(a[None], 2, output_size=(1, 2, 7)),
+        lambda lib, F_, a: lib.nn.FractionalMaxPool2d(2),
+        lambda lib, F_, a: lib.nn.FractionalMaxPool2d(2, output_size=3, output_ratio=0.5),
+        lambda lib, F_, a: lib.nn.FractionalMaxPool3d(2, output_ratio=1.5),
+    ]
+    for fn in cases:
+        t_msg, c_msg = _same_error(lambda: fn(cygrad, F, cygrad.tensor(x)),
+                                   lambda: fn(torch, TF, torch.tensor(x)))
+        assert c_msg.split("(expected")[0] == t_msg.split("(expected")[0]

