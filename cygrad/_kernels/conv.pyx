@@ -12,6 +12,12 @@ matrix's transpose (large K; see ``_functional_conv``).  ``col2im`` is
 its adjoint: it adds each column entry back into the pixel it came from (the
 gradient of im2col), so it overwrites ``out`` and then accumulates.
 
+``vol2col`` / ``col2vol`` are the same pair for volumes ``(N, C, D, H, W)``
+(rows ``((c * kd + a) * kh + i) * kw + j``, columns ``OD * OH * OW``): the
+one loop nest of ``_im2col`` with the depth taps outside the rows, so a 3-d
+convolution is one BLAS product as well (a depth tap in the padding is a
+zeroed block of ``OH * OW`` columns).
+
 ``gather2d`` / ``scatter2d`` move ``(B, H, W)`` planes through two index
 maps, one per axis (``-1``: the constant ``value``): constant, reflect,
 replicate and circular padding and nearest interpolation are all such maps;
