@@ -74,7 +74,8 @@ def _tuple(value, n, name):
 
 
 def _geo(nd, stride, padding, dilation, groups):
-    """Normalised geometry: 2-d tuples and the group count."""
+    """Normalised geometry: (stride, padding, dilation) tuples of 2 entries
+    (1-d and 2-d; a 1-d signal is one row) or 3 (3-d), and the group count."""
     s = _tuple(stride, nd, "stride")
     p = _tuple(padding, nd, "padding")
     d = _tuple(dilation, nd, "dilation")
