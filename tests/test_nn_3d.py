@@ -156,6 +156,23 @@ def test_conv3d_hypothesis(n, c, o, size, k, s, p, d):
               lambda a, e, f: TF.conv3d(a, e, f, **kw), [x, w, b], np.float64)
 
 
+@settings(max_examples=25, deadline=None)
+@given(n=st.integers(1, 2), c=st.integers(1, 3), o=st.integers(1, 3),
+       size=st.tuples(st.integers(1, 4), st.integers(1, 4), st.integers(1, 4)),
+       k=st.tuples(st.integers(1, 3), st.integers(1, 3), st.integers(1, 3)),
+       s=st.integers(1, 3), p=st.integers(0, 1), d=st.integers(1, 2),
+       op=st.integers(0, 2))
+def test_conv_transpose3d_hypothesis(n, c, o, size, k, s, p, d, op):
+    op = min(op, max(s, d) - 1)
+    out = [(sz - 1) * s - 2 * p + d * (kk - 1) + op + 1 for sz, kk in zip(size, k)]
+    if min(out) < 1:
+        return
+    x, w, b = _arr((n, c) + size), _arr((c, o) + k), _arr(o)
+    kw = dict(stride=s, padding=p, dilation=d, output_padding=op)
+    _run_both(lambda a, e, f: F.conv_transpose3d(a, e, f, **kw),
+              lambda a, e, f: TF.conv_transpose3d(a, e, f, **kw), [x, w, b], np.float64)
+
+
 # ---------------------------------------------------------------------------
 # modules
 
