@@ -3,7 +3,8 @@ LANES): accuracy against float64 over every float magnitude (a sample of all bit
 patterns: subnormals, huge values, inf, NaN), forward and backward, at every SIMD
 level the CPU has (each level runs in its own process: the level is chosen when a
 module loads), the same bits at every level, and strided loops (portable build)
-equal to the unit-stride ones.
+equal to the unit-stride ones.  Also layer norm's row helpers (cg_norm.h) at
+every level against a float64 NumPy layer norm, forward and all gradients.
 """
 
 import os
@@ -73,7 +74,40 @@ def _outputs():
         for name in DERIV:
             out[name + "_bwd1"] = _grad(name, x, np.ones_like(x))
             out[name + "_bwdg"] = _grad(name, x, g)
+    for dt in (np.float32, np.float64):
+        out.update({f"ln_{np.dtype(dt).name}_{k}": v for k, v in _layer_norm(dt).items()})
     return out
+
+
+def _ln_inputs(dtype):
+    # row lengths around the 16-lane blocks (tails), an offset mean
+    rng = np.random.default_rng(4)
+    return [tuple(a.astype(dtype) for a in (rng.standard_normal((9, d)) * 3 + 5,
+                                              rng.standard_normal((9, d)),
+                                              rng.standard_normal(d), rng.standard_normal(d)))
+            for d in (1, 15, 16, 37, 203)]
+
+
+def _layer_norm(dtype):
+    """layer_norm (cg_norm.h's row helpers) forward and gradients."""
+    out = {}
+    for i, arrays in enumerate(_ln_inputs(dtype)):
+        x, g, w, b = (cygrad.tensor(a, requires_grad=True) for a in arrays)
+        y = F.layer_norm(x, (x.shape[1],), w, b, 1e-5)
+        y.backward(g.detach())
+        out.update({f"{i}_y": y.detach().numpy(), f"{i}_dx": x.grad.numpy(),
+                    f"{i}_dw": w.grad.numpy(), f"{i}_db": b.grad.numpy()})
+    return out
+
+
+def _layer_norm_ref(x, g, w, b):
+    x, g, w, b = (a.astype(np.float64) for a in (x, g, w, b))
+    m = x.mean(1, keepdims=True)
+    rs = 1 / np.sqrt(((x - m) ** 2).mean(1, keepdims=True) + 1e-5)
+    xh = (x - m) * rs
+    gw = g * w
+    dx = rs * (gw - gw.mean(1, keepdims=True) - xh * (gw * xh).mean(1, keepdims=True))
+    return {"y": xh * w + b, "dx": dx, "dw": (g * xh).sum(0), "db": g.sum(0)}
 
 
 def _level_outputs(level, tmp):
@@ -153,9 +187,10 @@ def test_backward_within_a_few_ulps_of_float64(levels, level, name):
 
 
 def test_every_level_gives_the_same_bits(levels):
-    # the lane kernels are compiled without FMA contraction
+    # the lane kernels are compiled without FMA contraction (layer norm's
+    # helpers are not: their sums may differ in the last bits)
     for key in levels["portable"]:
-        if key == "level":
+        if key == "level" or key.startswith("ln_"):
             continue
         for level in ("avx2", "default"):
             np.testing.assert_array_equal(levels[level][key].view(np.int32),
@@ -207,3 +242,18 @@ def test_float32_matches_torch_forward_and_grad():
         yt.backward(torch.tensor(g0))
         np.testing.assert_allclose(xc.grad.numpy(), xt.grad.numpy(), rtol=1e-5,
                                    atol=1e-6, err_msg=name)
+
+
+@pytest.mark.parametrize("level", list(LEVELS))
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_layer_norm_rows_at_every_level(levels, level, dtype):
+    tol = dict(rtol=2e-5, atol=2e-5) if dtype == np.float32 else dict(rtol=1e-10,
+                                                                       atol=1e-10)
+    name = np.dtype(dtype).name
+    for i, arrays in enumerate(_ln_inputs(dtype)):
+        want = _layer_norm_ref(*arrays)
+        for k, v in want.items():
+            got = levels[level][f"ln_{name}_{i}_{k}"]
+            assert got.dtype == dtype
+            np.testing.assert_allclose(got, v, err_msg=f"{level} {name} row {i} {k}",
+                                       **tol)

@@ -22,6 +22,10 @@
  * predicate over a block and fall back to libm for the blocks that need it
  * (see elementwise.pyx.tp).
  *
+ * The float-lane section at the end (cg_*f_fast) computes in float instead,
+ * twice as wide, a few ULPs from the correctly rounded value: the float32
+ * activations (exp, sigmoid, tanh, silu, gelu) use it.
+ *
  * Method: exp, log, tanh and sigmoid are built on pow's exp2 and log2
  * below (tanh near 0 by its own series).  sin/cos reduce x by multiples of
  * pi/2 in double (pi/2 split in a 33-bit head, whose products with the
