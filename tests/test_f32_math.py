@@ -75,17 +75,20 @@ def _outputs():
             out[name + "_bwd1"] = _grad(name, x, np.ones_like(x))
             out[name + "_bwdg"] = _grad(name, x, g)
     for dt in (np.float32, np.float64):
-        out.update({f"ln_{np.dtype(dt).name}_{k}": v for k, v in _layer_norm(dt).items()})
+        name = np.dtype(dt).name
+        out.update({f"ln_{name}_{k}": v for k, v in _layer_norm(dt).items()})
     return out
 
 
 def _ln_inputs(dtype):
     # row lengths around the 16-lane blocks (tails), an offset mean
     rng = np.random.default_rng(4)
-    return [tuple(a.astype(dtype) for a in (rng.standard_normal((9, d)) * 3 + 5,
-                                              rng.standard_normal((9, d)),
-                                              rng.standard_normal(d), rng.standard_normal(d)))
-            for d in (1, 15, 16, 37, 203)]
+    cases = []
+    for d in (1, 15, 16, 37, 203):
+        arrays = (rng.standard_normal((9, d)) * 3 + 5, rng.standard_normal((9, d)),
+                  rng.standard_normal(d), rng.standard_normal(d))
+        cases.append(tuple(a.astype(dtype) for a in arrays))
+    return cases
 
 
 def _layer_norm(dtype):
@@ -116,12 +119,12 @@ def _level_outputs(level, tmp):
     env = {k: v for k, v in os.environ.items()
            if k not in ("CYGRAD_NO_SIMD", "CYGRAD_SIMD")}
     env.update(LEVELS[level])
-    code = ("import numpy as np, sys; sys.path.insert(0, %r); import test_f32_math as t; "
-            "from cygrad._kernels import cpu; o = t._outputs(); "
-            "np.savez(%r, level=cpu.simd_level(), **o)"
-            % (os.path.dirname(__file__), path))
-    subprocess.run([sys.executable, "-c", code], check=True, env=env,
-                   cwd=os.path.dirname(os.path.dirname(os.path.abspath(cygrad.__file__))))
+    here = os.path.dirname(__file__)
+    code = (f"import numpy as np, sys; sys.path.insert(0, {here!r}); "
+            "import test_f32_math as t; from cygrad._kernels import cpu; "
+            f"o = t._outputs(); np.savez({path!r}, level=cpu.simd_level(), **o)")
+    root = os.path.dirname(os.path.dirname(os.path.abspath(cygrad.__file__)))
+    subprocess.run([sys.executable, "-c", code], check=True, env=env, cwd=root)
     with np.load(path) as data:
         return {k: data[k] for k in data.files}
 
@@ -169,9 +172,9 @@ def test_forward_within_a_few_ulps_of_float64(levels, level, name):
 def test_backward_within_a_few_ulps_of_float64(levels, level, name):
     x = _inputs()
     g = np.random.default_rng(1).standard_normal(x.size).astype(F32)
-    x64 = x.astype(np.float64)
     fin = np.abs(x) < 1e30            # (inf * 0 and friends: NaN both ways)
     with np.errstate(all="ignore"):
+        x64 = x.astype(np.float64)
         for tag, gg in (("_bwd1", np.ones_like(x)), ("_bwdg", g)):
             got = levels[level][name + tag].astype(np.float64)
             want = gg * DERIV[name](x64)
@@ -182,8 +185,8 @@ def test_backward_within_a_few_ulps_of_float64(levels, level, name):
             bad = err > tol
             assert not bad.any(), (name, tag, x[fin][bad][:5], got[fin][bad][:5],
                                    want[fin][bad][:5])
-    np.testing.assert_array_equal(np.isnan(levels[level][name + "_bwd1"]),
-                                  np.isnan(DERIV[name](x64)))
+        want_nan = np.isnan(DERIV[name](x64))
+    np.testing.assert_array_equal(np.isnan(levels[level][name + "_bwd1"]), want_nan)
 
 
 def test_every_level_gives_the_same_bits(levels):
@@ -247,13 +250,12 @@ def test_float32_matches_torch_forward_and_grad():
 @pytest.mark.parametrize("level", list(LEVELS))
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_layer_norm_rows_at_every_level(levels, level, dtype):
-    tol = dict(rtol=2e-5, atol=2e-5) if dtype == np.float32 else dict(rtol=1e-10,
-                                                                       atol=1e-10)
+    tol = 2e-5 if dtype == np.float32 else 1e-10
     name = np.dtype(dtype).name
     for i, arrays in enumerate(_ln_inputs(dtype)):
         want = _layer_norm_ref(*arrays)
         for k, v in want.items():
             got = levels[level][f"ln_{name}_{i}_{k}"]
             assert got.dtype == dtype
-            np.testing.assert_allclose(got, v, err_msg=f"{level} {name} row {i} {k}",
-                                       **tol)
+            np.testing.assert_allclose(got, v, rtol=tol, atol=tol,
+                                       err_msg=f"{level} {name} row {i} {k}")
