@@ -93,3 +93,4 @@ from .more import (  # noqa: E402
 from . import more  # noqa: E402
 
 __all__ += more.__all__
+from .activation import RReLU  # noqa: E402,F401  (in activation.__all__)

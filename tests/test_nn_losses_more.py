@@ -1,0 +1,323 @@
+"""The remaining losses and layers of issue 18 against torch 2.13: CTC,
+RReLU, the multi-label margin and distance-triplet losses, the adaptive
+log-softmax, and the small names (buffers, fusions, deprecated aliases)."""
+
+import warnings
+
+import numpy as np
+import pytest
+
+import cygrad
+import cygrad.nn as nn
+import cygrad.nn.functional as F
+
+torch = pytest.importorskip("torch")
+
+TOL = {np.float64: 1e-10, np.float32: 1e-5}
+
+
+def _pair(arr, dtype=np.float64, grad=True):
+    a = np.asarray(arr, dtype=dtype)
+    return (cygrad.tensor(a, requires_grad=grad), torch.tensor(a, requires_grad=grad))
+
+
+def _close(c, t, tol, nan=False):
+    np.testing.assert_allclose(np.asarray(c.detach().numpy()), t.detach().numpy(),
+                               rtol=tol, atol=tol, equal_nan=nan)
+
+
+def _check(fc, ft, arrays, dtype=np.float64, seed=0):
+    """Forward values and input gradients of fc (cygrad) and ft (torch)."""
+    tol = TOL[dtype]
+    pairs = [_pair(a, dtype) for a in arrays]
+    yc = fc(*[p[0] for p in pairs])
+    yt = ft(*[p[1] for p in pairs])
+    _close(yc, yt, tol)
+    g = np.random.default_rng(seed).standard_normal(tuple(yt.shape)).astype(dtype)
+    (yc * cygrad.tensor(g)).sum().backward()
+    (yt * torch.tensor(g)).sum().backward()
+    for c, t in pairs:
+        _close(c.grad, t.grad, tol)
+
+
+def _rand(*shape, seed=0):
+    return np.random.default_rng(seed).standard_normal(shape)
+
+
+def _raises(fc, ft, exc=None):
+    """Both raise the same exception type with the same message."""
+    with pytest.raises(Exception) as et:
+        ft()
+    with pytest.raises(type(et.value) if exc is None else exc) as ec:
+        fc()
+    assert str(ec.value) == str(et.value)
+
+
+# ---------------------------------------------------------------------------
+# CTC
+
+
+def _ctc_case(rng):
+    t_max, n, c, s = (int(rng.integers(1, 9)), int(rng.integers(1, 4)),
+                      int(rng.integers(2, 6)), int(rng.integers(0, 5)))
+    blank = int(rng.integers(0, c))
+    tl = rng.integers(0, s + 1, n)
+    il = rng.integers(0, t_max + 1, n)
+    # few classes: repeated labels are common
+    tg = rng.integers(0, c - 1, (n, max(s, 1)))
+    tg = np.where(tg >= blank, tg + 1, tg)
+    return rng.standard_normal((t_max, n, c)), tg, il, tl, blank
+
+
+def _ctc_both(x, tg, il, tl, blank, reduction, zero_inf, dtype=np.float64,
+              concat=False, as_tuple=False, seed=0):
+    lpt = torch.tensor(x.astype(dtype)).log_softmax(-1).detach().requires_grad_()
+    lpc = cygrad.tensor(lpt.detach().numpy(), requires_grad=True)
+    if concat:
+        tg = np.concatenate([tg[i, :tl[i]] for i in range(len(tl))]).astype(np.int64)
+    lens = (tuple(int(v) for v in il), tuple(int(v) for v in tl)) if as_tuple else None
+    ilt, tlt = lens if as_tuple else (torch.tensor(il), torch.tensor(tl))
+    ilc, tlc = lens if as_tuple else (cygrad.tensor(il), cygrad.tensor(tl))
+    lt = torch.nn.functional.ctc_loss(lpt, torch.tensor(tg), ilt, tlt, blank,
+                                      reduction, zero_inf)
+    lc = F.ctc_loss(lpc, cygrad.tensor(tg), ilc, tlc, blank, reduction, zero_inf)
+    tol = TOL[dtype]
+    _close(lc, lt, tol, nan=True)
+    g = np.random.default_rng(seed).standard_normal(tuple(lt.shape)).astype(dtype)
+    lt.backward(torch.tensor(g))
+    lc.backward(cygrad.tensor(g))
+    _close(lpc.grad, lpt.grad, tol, nan=True)
+    return lc, lt
+
+
+@pytest.mark.parametrize("reduction", ["none", "mean", "sum"])
+@pytest.mark.parametrize("zero_inf", [False, True])
+def test_ctc_random_cases_match_torch(reduction, zero_inf):
+    # includes repeated labels, zero-length targets and inputs, and targets too
+    # long for their input (infinite loss, NaN gradient or 0 with zero_infinity)
+    rng = np.random.default_rng(1)
+    for _ in range(60):
+        _ctc_both(*_ctc_case(rng), reduction, zero_inf)
+
+
+def test_ctc_infeasible_alignment_and_zero_infinity():
+    x = _rand(3, 2, 4)
+    tg = np.array([[1, 1, 2], [3, 1, 0]])          # 1, 1, 2 needs 4 steps
+    il, tl = np.array([3, 3]), np.array([3, 0])
+    lc, _ = _ctc_both(x, tg, il, tl, 0, "none", False)
+    assert np.isinf(lc.detach().numpy()[0])
+    lc, _ = _ctc_both(x, tg, il, tl, 0, "none", True)
+    assert lc.detach().numpy()[0] == 0
+    _ctc_both(x, tg, il, tl, 0, "mean", True)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_ctc_concatenated_targets_tuples_and_float32(dtype):
+    rng = np.random.default_rng(2)
+    for _ in range(10):
+        x, tg, il, tl, blank = _ctc_case(rng)
+        _ctc_both(x, tg, il, tl, blank, "mean", True, dtype, concat=True)
+        _ctc_both(x, tg, il, tl, blank, "sum", True, dtype, as_tuple=True)
+
+
+def test_ctc_unbatched():
+    x = _rand(5, 4)
+    for reduction in ("none", "mean", "sum"):
+        lpt = torch.tensor(x).log_softmax(-1).requires_grad_()
+        lpc = cygrad.tensor(lpt.detach().numpy(), requires_grad=True)
+        lt = torch.nn.functional.ctc_loss(lpt, torch.tensor([1, 2, 2]),
+                                          torch.tensor(5), torch.tensor(3),
+                                          reduction=reduction)
+        lc = F.ctc_loss(lpc, cygrad.tensor([1, 2, 2]), cygrad.tensor(5),
+                        cygrad.tensor(3), reduction=reduction)
+        assert tuple(lc.shape) == tuple(lt.shape) == ()
+        _close(lc, lt, 1e-10)
+        lt.backward()
+        lc.backward()
+        _close(lpc.grad, lpt.grad, 1e-10)
+
+
+def test_ctc_module_and_gradcheck():
+    m, mt = nn.CTCLoss(blank=2, zero_infinity=True), torch.nn.CTCLoss(blank=2,
+                                                                     zero_infinity=True)
+    assert repr(m) == repr(mt) == "CTCLoss()"
+    assert (m.blank, m.reduction, m.zero_infinity) == (2, "mean", True)
+    x = _rand(6, 2, 4)
+    tg = np.array([[1, 1, 3], [0, 3, 0]])
+    il, tl = np.array([6, 5]), np.array([3, 2])
+    lt = mt(torch.tensor(x).log_softmax(2), torch.tensor(tg), torch.tensor(il),
+            torch.tensor(tl))
+    lc = m(F.log_softmax(cygrad.tensor(x), 2), cygrad.tensor(tg), cygrad.tensor(il),
+           cygrad.tensor(tl))
+    _close(lc, lt, 1e-10)
+    # through log_softmax torch's gradient is the exact one
+    xc = cygrad.tensor(x, requires_grad=True)
+    assert cygrad.autograd.gradcheck(
+        lambda a: F.ctc_loss(F.log_softmax(a, 2), cygrad.tensor(tg), cygrad.tensor(il),
+                             cygrad.tensor(tl), reduction="none"), (xc,))
+
+
+def test_ctc_bad_input():
+    lp = np.log(np.full((3, 2, 4), 0.25))
+    tg = np.array([[1, 1, 2], [3, 1, 0]])
+    cases = [
+        dict(il=[4, 3], tl=[3, 0]), dict(il=[3, 3], tl=[4, 0]),
+        dict(il=[3, 3], tl=[3, 0], blank=4), dict(il=[3, 3, 3], tl=[3, 0]),
+        dict(il=[3, 3], tl=[3, 0, 1]), dict(il=[3, 3], tl=[3, 0], reduction="foo"),
+        dict(il=[3, -1], tl=[3, 0]), dict(il=[3, 3], tl=[3, -1]),
+        dict(il=[3, 3], tl=[3, 1], tg=np.array([1, 2, 3])),
+        dict(il=[3, 3], tl=[3, 0], tg=tg[:, :1]),
+        dict(il=[3.0, 3.0], tl=[3, 0]),
+        dict(il=[3, 3], tl=[3, 0], lp=lp[0, 0]),
+    ]
+    for case in cases:
+        x = case.get("lp", lp)
+        t = case.get("tg", tg)
+        kw = dict(blank=case.get("blank", 0), reduction=case.get("reduction", "mean"))
+        _raises(lambda: F.ctc_loss(cygrad.tensor(x), cygrad.tensor(t),
+                                   cygrad.tensor(case["il"]),
+                                   cygrad.tensor(case["tl"]), **kw),
+                lambda: torch.nn.functional.ctc_loss(
+                    torch.tensor(x), torch.tensor(t), torch.tensor(case["il"]),
+                    torch.tensor(case["tl"]), **kw))
+    _raises(lambda: F.ctc_loss(cygrad.tensor(tg), cygrad.tensor(tg), (3, 3), (3, 0)),
+            lambda: torch.nn.functional.ctc_loss(torch.tensor(tg), torch.tensor(tg),
+                                                 (3, 3), (3, 0)))
+
+
+# ---------------------------------------------------------------------------
+# RReLU
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_rrelu_eval_is_the_mean_slope(dtype):
+    x = _rand(4, 5)
+    x[0, 0] = 0.0
+    _check(lambda a: F.rrelu(a), lambda a: torch.nn.functional.rrelu(a), [x], dtype)
+    _check(lambda a: F.rrelu(a, 0.1, 0.5), lambda a: torch.nn.functional.rrelu(
+        a, 0.1, 0.5), [x], dtype)
+    _check(lambda a: nn.RReLU(0.2, 0.4).eval()(a),
+           lambda a: torch.nn.RReLU(0.2, 0.4).eval()(a), [x], dtype)
+
+
+def test_rrelu_training_draws_slopes_in_range_with_matching_gradient():
+    x = np.concatenate([-np.abs(_rand(20000)), np.abs(_rand(100)), [0.0]])
+    cygrad.manual_seed(0)
+    xc = cygrad.tensor(x, requires_grad=True)
+    y = F.rrelu(xc, 0.1, 0.3, training=True)
+    y.backward(cygrad.ones_like(y))
+    out, g = y.detach().numpy(), xc.grad.numpy()
+    neg = x <= 0
+    np.testing.assert_array_equal(out[~neg], x[~neg])
+    np.testing.assert_array_equal(g[~neg], 1.0)
+    slope = out[x < 0] / x[x < 0]
+    np.testing.assert_allclose(slope, g[x < 0], rtol=1e-12)   # grad is the slope
+    assert 0.1 <= slope.min() and slope.max() <= 0.3
+    assert abs(slope.mean() - 0.2) < 3e-3                       # U(0.1, 0.3)
+    assert abs(slope.var() - 0.2 ** 2 / 12) < 2e-4
+    assert 0.1 <= g[-1] <= 0.3                                  # x = 0 draws too
+    cygrad.manual_seed(0)
+    again = F.rrelu(cygrad.tensor(x), 0.1, 0.3, training=True)
+    np.testing.assert_array_equal(again.numpy(), out)
+    m = nn.RReLU(0.1, 0.3)
+    assert m.training and repr(m) == repr(torch.nn.RReLU(0.1, 0.3))
+    assert repr(nn.RReLU(inplace=True)) == repr(torch.nn.RReLU(inplace=True))
+
+
+def test_rrelu_inplace_and_errors():
+    x = cygrad.tensor(_rand(6))
+    ref = F.rrelu(x)
+    y = F.rrelu_(x)
+    assert y is x
+    np.testing.assert_array_equal(x.numpy(), ref.numpy())
+    _raises(lambda: F.rrelu(cygrad.randn(3), 0.5, 0.2),
+            lambda: torch.nn.functional.rrelu(torch.randn(3), 0.5, 0.2))
+    _raises(lambda: F.rrelu(cygrad.tensor([1, 2]), training=True),
+            lambda: torch.nn.functional.rrelu(torch.tensor([1, 2]), training=True))
+
+
+# ---------------------------------------------------------------------------
+# multi-label margin and triplet with a distance
+
+
+def _mlm_target(rng, n, c):
+    t = np.full((n, c), -1, np.int64)
+    for i in range(n):
+        k = int(rng.integers(0, c + 1))
+        t[i, :k] = rng.choice(c, k, replace=False)
+        if k < c and rng.random() < 0.5:          # labels after the -1 are ignored
+            t[i, k + 1:] = rng.integers(0, c, c - k - 1)
+    return t
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("reduction", ["none", "mean", "sum"])
+def test_multilabel_margin_loss(dtype, reduction):
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((5, 6)) * 0.5
+    t = _mlm_target(rng, 5, 6)
+    t[0, :3] = [2, 2, -1]                          # a repeated label counts twice
+    _check(lambda a: F.multilabel_margin_loss(a, cygrad.tensor(t), reduction=reduction),
+           lambda a: torch.nn.functional.multilabel_margin_loss(
+               a, torch.tensor(t), reduction=reduction), [x], dtype)
+    _check(lambda a: nn.MultiLabelMarginLoss(reduction=reduction)(a, cygrad.tensor(t[1])),
+           lambda a: torch.nn.MultiLabelMarginLoss(reduction=reduction)(
+               a, torch.tensor(t[1])), [x[1]], dtype)
+
+
+def test_multilabel_margin_gradcheck_and_errors():
+    rng = np.random.default_rng(4)
+    t = cygrad.tensor(_mlm_target(rng, 3, 5))
+    x = cygrad.tensor(rng.standard_normal((3, 5)), requires_grad=True)
+    assert cygrad.autograd.gradcheck(lambda a: F.multilabel_margin_loss(a, t), (x,))
+    assert repr(nn.MultiLabelMarginLoss()) == "MultiLabelMarginLoss()"
+    x, y = _rand(2, 4), np.array([[3, 0, -1, 1], [1, 2, 3, 0]])
+    for xa, ya in [(x, y[:, :3]), (x, y[0]), (x, y.astype(np.float32)),
+                   (x, np.array([[4, 0, -1, 1], [1, 2, 3, 0]])),
+                   (_rand(2, 3, 4), np.zeros((2, 3, 4), np.int64))]:
+        _raises(lambda: F.multilabel_margin_loss(cygrad.tensor(xa), cygrad.tensor(ya)),
+                lambda: torch.nn.functional.multilabel_margin_loss(torch.tensor(xa),
+                                                                   torch.tensor(ya)))
+
+
+@pytest.mark.parametrize("swap", [False, True])
+@pytest.mark.parametrize("reduction", ["none", "mean", "sum"])
+def test_triplet_margin_with_distance_loss(swap, reduction):
+    a, p, n = _rand(6, 4, seed=1), _rand(6, 4, seed=2), _rand(6, 4, seed=3)
+    _check(lambda x, y, z: F.triplet_margin_with_distance_loss(
+               x, y, z, swap=swap, reduction=reduction, margin=1.5),
+           lambda x, y, z: torch.nn.functional.triplet_margin_with_distance_loss(
+               x, y, z, swap=swap, reduction=reduction, margin=1.5), [a, p, n])
+
+    def cos_c(x, y):
+        return 1.0 - F.cosine_similarity(x, y)
+
+    def cos_t(x, y):
+        return 1.0 - torch.nn.functional.cosine_similarity(x, y)
+    mc = nn.TripletMarginWithDistanceLoss(distance_function=cos_c, swap=swap,
+                                          reduction=reduction, margin=0.5)
+    mt = torch.nn.TripletMarginWithDistanceLoss(distance_function=cos_t, swap=swap,
+                                                reduction=reduction, margin=0.5)
+    _check(mc, mt, [a, p, n])
+    xs = [cygrad.tensor(v, requires_grad=True) for v in (a, p, n)]
+    assert cygrad.autograd.gradcheck(
+        lambda x, y, z: F.triplet_margin_with_distance_loss(x, y, z, swap=swap), xs)
+
+
+def test_triplet_margin_with_distance_repr_and_errors():
+    assert repr(nn.TripletMarginWithDistanceLoss()) == repr(
+        torch.nn.TripletMarginWithDistanceLoss())
+    m = nn.TripletMarginWithDistanceLoss()
+    assert isinstance(m.distance_function, nn.PairwiseDistance)
+    _raises(lambda: nn.TripletMarginWithDistanceLoss(margin=0),
+            lambda: torch.nn.TripletMarginWithDistanceLoss(margin=0))
+    a = _rand(3, 4)
+    for kw in (dict(margin=-1.0), dict(reduction="avg")):
+        _raises(lambda: F.triplet_margin_with_distance_loss(
+                    cygrad.tensor(a), cygrad.tensor(a), cygrad.tensor(a), **kw),
+                lambda: torch.nn.functional.triplet_margin_with_distance_loss(
+                    torch.tensor(a), torch.tensor(a), torch.tensor(a), **kw))
+    _raises(lambda: F.triplet_margin_with_distance_loss(
+                cygrad.tensor(a), cygrad.tensor(a[0]), cygrad.tensor(a)),
+            lambda: torch.nn.functional.triplet_margin_with_distance_loss(
+                torch.tensor(a), torch.tensor(a[0]), torch.tensor(a)))
