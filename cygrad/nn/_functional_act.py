@@ -334,6 +334,12 @@ def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
     torch's); in evaluation ``a = (lower + upper) / 2``.  The gradient is
     the slope used (the drawn one at 0, as torch's ``input <= 0`` rule).
     """
+    return rrelu_with_generator(input, lower, upper, training, inplace, None)
+
+
+def rrelu_with_generator(input, lower, upper, training, inplace, generator):
+    """``rrelu`` drawing from ``generator`` (None: cygrad's default one), for
+    ``cygrad.rrelu``'s ``generator=`` argument."""
     if lower > upper:
         raise RuntimeError("Lower bound should be less than or equal to the upper "
                            "bound")
@@ -345,7 +351,7 @@ def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
     if not training:
         return leaky_relu(input, (lower + upper) / 2, inplace)
     x = input._arr
-    drawn = _rng(None).uniform(lower, upper, size=x.shape).astype(x.dtype)
+    drawn = _rng(generator).uniform(lower, upper, size=x.shape).astype(x.dtype)
     slope = np.where(x > 0, x.dtype.type(1), drawn)
     return _piecewise(input, x * slope, slope, "RreluWithNoiseBackward0", inplace)
 
