@@ -321,3 +321,79 @@ def test_triplet_margin_with_distance_repr_and_errors():
                 cygrad.tensor(a), cygrad.tensor(a[0]), cygrad.tensor(a)),
             lambda: torch.nn.functional.triplet_margin_with_distance_loss(
                 torch.tensor(a), torch.tensor(a[0]), torch.tensor(a)))
+
+
+# ---------------------------------------------------------------------------
+# adaptive log-softmax
+
+
+def _asm_pair(dtype=torch.float64, **kw):
+    args = dict(in_features=8, n_classes=10, cutoffs=[3, 6], div_value=2.0)
+    args.update(kw)
+    torch.manual_seed(0)
+    mt = torch.nn.AdaptiveLogSoftmaxWithLoss(**args).to(dtype)
+    mc = nn.AdaptiveLogSoftmaxWithLoss(**args).to(
+        cygrad.float64 if dtype == torch.float64 else cygrad.float32)
+    assert list(mc.state_dict()) == list(mt.state_dict())
+    mc.load_state_dict({k: cygrad.tensor(v.detach().numpy())
+                        for k, v in mt.state_dict().items()})
+    return mc, mt
+
+
+@pytest.mark.parametrize("head_bias", [False, True])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_adaptive_log_softmax_forward_and_gradients(head_bias, dtype):
+    tdt = torch.float64 if dtype == np.float64 else torch.float32
+    mc, mt = _asm_pair(tdt, head_bias=head_bias)
+    assert repr(mc) == repr(mt)
+    tol = TOL[dtype]
+    x = _rand(7, 8)
+    target = np.array([0, 4, 9, 2, 6, 5, 9])       # shortlist and both clusters
+    xc, xt = _pair(x, dtype)
+    oc = mc(xc, cygrad.tensor(target))
+    ot = mt(xt, torch.tensor(target))
+    assert type(oc).__name__ == "_ASMoutput" and oc._fields == ("output", "loss")
+    _close(oc.output, ot.output, tol)
+    _close(oc.loss, ot.loss, tol)
+    (oc.loss + oc.output.sum() * 0.3).backward()
+    (ot.loss + ot.output.sum() * 0.3).backward()
+    _close(xc.grad, xt.grad, tol)
+    for (name, pc), (_, pt) in zip(mc.named_parameters(), mt.named_parameters()):
+        _close(pc.grad, pt.grad, tol)
+    _close(mc.log_prob(cygrad.tensor(x.astype(dtype))),
+           mt.log_prob(torch.tensor(x.astype(dtype))), tol)
+    # unbatched
+    u = mc(cygrad.tensor(x[0].astype(dtype)), cygrad.tensor(7))
+    v = mt(torch.tensor(x[0].astype(dtype)), torch.tensor(7))
+    assert tuple(u.output.shape) == tuple(v.output.shape) == ()
+    _close(u.output, v.output, tol)
+    # torch's log_prob fails on an unbatched input (its log_softmax uses dim 1);
+    # cygrad's gives the batched row
+    _close(mc.log_prob(cygrad.tensor(x[0].astype(dtype))),
+           mt.log_prob(torch.tensor(x[:1].astype(dtype)))[0], tol)
+
+
+def test_adaptive_log_softmax_predict_and_gradcheck():
+    mc, mt = _asm_pair(cutoffs=[2, 4, 7], div_value=1.5, head_bias=True)
+    x = _rand(40, 8, seed=5) * 3
+    np.testing.assert_array_equal(mc.predict(cygrad.tensor(x)).numpy(),
+                                  mt.predict(torch.tensor(x)).numpy())
+    # torch's predict needs a batch; cygrad's also takes one row
+    assert int(mc.predict(cygrad.tensor(x[3]))) == int(mt.predict(torch.tensor(x[3:4])))
+    np.testing.assert_allclose(mc.log_prob(cygrad.tensor(x)).exp().sum(1).detach().numpy(), 1.0,
+                               rtol=1e-12)
+    t = cygrad.tensor(np.array([0, 3, 5, 8, 9]))
+    xc = cygrad.tensor(_rand(5, 8, seed=6), requires_grad=True)
+    assert cygrad.autograd.gradcheck(lambda a: mc(a, t).loss, (xc,))
+
+
+def test_adaptive_log_softmax_errors():
+    for cutoffs in ([], [3, 3], [0, 3], [3, 10], [5, 3], [2.5]):
+        _raises(lambda: nn.AdaptiveLogSoftmaxWithLoss(8, 10, cutoffs),
+                lambda: torch.nn.AdaptiveLogSoftmaxWithLoss(8, 10, cutoffs))
+    mc, mt = _asm_pair()
+    cases = [(_rand(3), [1, 2, 3]), (_rand(3, 8), 1), (_rand(3, 8), [[1], [1], [1]]),
+             (_rand(2, 8), [1, 2, 3]), (_rand(2, 8), [1, 12])]
+    for x, t in cases:
+        _raises(lambda: mc(cygrad.tensor(x), cygrad.tensor(t)),
+                lambda: mt(torch.tensor(x), torch.tensor(t)))

@@ -94,3 +94,7 @@ from . import more  # noqa: E402
 
 __all__ += more.__all__
 from .activation import RReLU  # noqa: E402,F401  (in activation.__all__)
+from .adaptive import AdaptiveLogSoftmaxWithLoss  # noqa: E402,F401
+from . import adaptive  # noqa: E402
+
+__all__ += adaptive.__all__
