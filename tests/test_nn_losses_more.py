@@ -397,3 +397,218 @@ def test_adaptive_log_softmax_errors():
     for x, t in cases:
         _raises(lambda: mc(cygrad.tensor(x), cygrad.tensor(t)),
                 lambda: mt(torch.tensor(x), torch.tensor(t)))
+
+
+# ---------------------------------------------------------------------------
+# small names: legacy layers, Buffer, SyncBatchNorm, fusion, skip_init, init
+
+
+@pytest.mark.parametrize("size", [2, 3, 4, 5, 7])
+@pytest.mark.parametrize("channels", [1, 2, 3, 6])
+def test_cross_map_lrn2d_matches_torch(size, channels):
+    x = _rand(2, channels, 3, 3)
+    args = (size, 0.3, 0.7, 1.5)
+    _check(nn.CrossMapLRN2d(*args), torch.nn.CrossMapLRN2d(*args), [x])
+    _check(nn.CrossMapLRN2d(size), torch.nn.CrossMapLRN2d(size), [x], np.float32)
+
+
+def test_cross_map_lrn2d_repr_and_errors():
+    for args in ((3,), (4, 1e-3, 0.5, 2)):
+        assert repr(nn.CrossMapLRN2d(*args)) == repr(torch.nn.CrossMapLRN2d(*args))
+    _raises(lambda: nn.CrossMapLRN2d(3)(cygrad.randn(2, 3, 4)),
+            lambda: torch.nn.CrossMapLRN2d(3)(torch.randn(2, 3, 4)))
+
+
+def test_container_and_nllloss2d_are_deprecated_aliases():
+    with pytest.warns(FutureWarning, match="`nn.Container` is deprecated"):
+        c = nn.Container(a=nn.Linear(2, 2), b=nn.ReLU())
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ct = torch.nn.Container(a=torch.nn.Linear(2, 2), b=torch.nn.ReLU())
+    assert repr(c) == repr(ct)
+    assert [n for n, _ in c.named_children()] == ["a", "b"]
+    with pytest.warns(FutureWarning, match="`NLLLoss2d` has been deprecated"):
+        m = nn.NLLLoss2d(ignore_index=1)
+    assert isinstance(m, nn.NLLLoss) and repr(m) == "NLLLoss2d()"
+    x = F.log_softmax(cygrad.tensor(_rand(2, 3, 4, 4)), 1)
+    t = cygrad.tensor(np.random.default_rng(0).integers(0, 3, (2, 4, 4)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        mt = torch.nn.NLLLoss2d(ignore_index=1)
+    _close(m(x, t), mt(torch.tensor(x.numpy()), torch.tensor(t.numpy())), 1e-12)
+
+
+def test_buffer_registers_on_assignment():
+    for lib in (cygrad, torch):
+        m = lib.nn.Module()
+        m.a = lib.nn.Buffer(lib.ones(2))
+        m.b = lib.nn.Buffer(lib.zeros(3), persistent=False)
+        assert [n for n, _ in m.named_buffers()] == ["a", "b"]
+        assert list(m.state_dict()) == ["a"]
+        assert isinstance(m.a, lib.nn.Buffer) and not isinstance(lib.ones(1),
+                                                                 lib.nn.Buffer)
+        assert tuple(lib.nn.Buffer().shape) == (0,)
+        assert lib.nn.Buffer(lib.ones(2, requires_grad=True)).requires_grad
+        m.b = lib.nn.Buffer(lib.ones(3))           # now persistent
+        assert list(m.state_dict()) == ["a", "b"]
+    src = cygrad.ones(2)
+    b = nn.Buffer(src)
+    b.add_(1)
+    assert src.tolist() == [2.0, 2.0]              # shares storage
+
+
+@pytest.mark.parametrize("shape", [(6, 3), (4, 3, 5), (2, 3, 2, 2), (2, 3, 2, 1, 2)])
+def test_sync_batch_norm_on_one_process_is_batch_norm(shape):
+    x = _rand(*shape)
+    torch.manual_seed(0)
+    mt = torch.nn.SyncBatchNorm(3, momentum=0.3).double()
+    mc = nn.SyncBatchNorm(3, momentum=0.3).double()
+    assert repr(mc) == repr(mt)
+    with torch.no_grad():
+        mt.weight.copy_(torch.tensor([0.5, 2.0, -1.0]))
+        mt.bias.copy_(torch.tensor([0.1, 0.2, 0.3]))
+    mc.load_state_dict({k: cygrad.tensor(v.numpy()) for k, v in mt.state_dict().items()})
+    for train in (True, False):
+        mt.train(train)
+        mc.train(train)
+        _check(mc, mt, [x])
+        for name in ("running_mean", "running_var", "num_batches_tracked"):
+            np.testing.assert_allclose(getattr(mc, name).numpy(),
+                                       getattr(mt, name).numpy(), rtol=1e-12)
+
+
+def test_sync_batch_norm_errors_and_conversion():
+    for x in (torch.randn(3), torch.randn(2, 0, 4)):
+        c = x.shape[1] if x.ndim > 1 else 3
+        _raises(lambda: nn.SyncBatchNorm(c)(cygrad.tensor(x.numpy())),
+                lambda: torch.nn.SyncBatchNorm(c)(x))
+    net = nn.Sequential(nn.Conv1d(2, 3, 1), nn.BatchNorm1d(3),
+                        nn.Sequential(nn.BatchNorm2d(3, affine=False)))
+    net[1].eval()
+    weight, running = net[1].weight, net[1].running_mean
+    out = nn.SyncBatchNorm.convert_sync_batchnorm(net)
+    assert type(out[1]) is nn.SyncBatchNorm and type(out[2][0]) is nn.SyncBatchNorm
+    assert out[1].weight is weight and out[1].running_mean is running
+    assert not out[1].training and out[2][0].training and out[2][0].weight is None
+    assert type(out[0]) is nn.Conv1d
+    nt = torch.nn.Sequential(torch.nn.Conv1d(2, 3, 1), torch.nn.BatchNorm1d(3),
+                             torch.nn.Sequential(torch.nn.BatchNorm2d(3, affine=False)))
+    assert repr(out) == repr(torch.nn.SyncBatchNorm.convert_sync_batchnorm(nt))
+
+
+def test_sync_batch_norm_across_two_processes():
+    import sys
+    sys.path.insert(0, str(__import__("pathlib").Path(__file__).parent))
+    from dist_scripts import harness
+    harness.require_mpi()
+    res = harness.run_ranks(2, "syncbn.py")
+    harness.check_ok(res, 2)
+
+
+def _bn_eval(torch_bn, cls, **kw):
+    torch_bn.eval()
+    with torch.no_grad():
+        n = torch_bn.num_features
+        torch_bn.running_mean.copy_(torch.tensor(_rand(n, seed=11)))
+        torch_bn.running_var.copy_(torch.tensor(np.abs(_rand(n, seed=12)) + 0.5))
+        if torch_bn.affine:
+            torch_bn.weight.copy_(torch.tensor(_rand(n, seed=13)))
+            torch_bn.bias.copy_(torch.tensor(_rand(n, seed=14)))
+    mc = cls(n, **kw).double().eval()
+    mc.load_state_dict({k: cygrad.tensor(v.numpy()) for k, v in
+                        torch_bn.state_dict().items()})
+    return mc
+
+
+def _copy(mc, mt):
+    mc.load_state_dict({k: cygrad.tensor(v.detach().numpy())
+                        for k, v in mt.state_dict().items()})
+    return mc
+
+
+@pytest.mark.parametrize("bias", [True, False])
+@pytest.mark.parametrize("affine", [True, False])
+def test_fuse_conv_and_linear_with_batch_norm(bias, affine):
+    from cygrad.nn import utils as U
+    torch.manual_seed(0)
+    ct = torch.nn.Conv2d(3, 4, 3, bias=bias).double().eval()
+    cc = _copy(nn.Conv2d(3, 4, 3, bias=bias).double().eval(), ct)
+    bt = torch.nn.BatchNorm2d(4, affine=affine).double()
+    bc = _bn_eval(bt, nn.BatchNorm2d, affine=affine)
+    x = _rand(2, 3, 5, 5)
+    ft = torch.nn.utils.fuse_conv_bn_eval(ct, bt)
+    fc = U.fuse_conv_bn_eval(cc, bc)
+    assert fc is not cc and isinstance(fc.weight, nn.Parameter)
+    _close(fc(cygrad.tensor(x)), ft(torch.tensor(x)), 1e-10)
+    _close(fc(cygrad.tensor(x)), bc(cc(cygrad.tensor(x))), 1e-10)
+    lt = torch.nn.Linear(5, 4, bias=bias).double().eval()
+    lc = _copy(nn.Linear(5, 4, bias=bias).double().eval(), lt)
+    bt = torch.nn.BatchNorm1d(4).double()
+    bc = _bn_eval(bt, nn.BatchNorm1d)
+    x = _rand(3, 5)
+    _close(U.fuse_linear_bn_eval(lc, bc)(cygrad.tensor(x)),
+           torch.nn.utils.fuse_linear_bn_eval(lt, bt)(torch.tensor(x)), 1e-10)
+    w, b = U.fuse_linear_bn_weights(lc.weight, lc.bias, bc.running_mean,
+                                    bc.running_var, bc.eps, bc.weight, bc.bias)
+    wt, bt2 = torch.nn.utils.fuse_linear_bn_weights(
+        lt.weight, lt.bias, bt.running_mean, bt.running_var, bt.eps, bt.weight, bt.bias)
+    _close(w, wt, 1e-12)
+    _close(b, bt2, 1e-12)
+    assert w.requires_grad and w.is_leaf
+
+
+def test_fuse_transposed_conv_and_training_refused():
+    from cygrad.nn import utils as U
+    torch.manual_seed(0)
+    ct = torch.nn.ConvTranspose2d(3, 4, 2).double().eval()
+    cc = _copy(nn.ConvTranspose2d(3, 4, 2).double().eval(), ct)
+    bt = torch.nn.BatchNorm2d(4).double()
+    bc = _bn_eval(bt, nn.BatchNorm2d)
+    x = _rand(2, 3, 4, 4)
+    _close(U.fuse_conv_bn_eval(cc, bc, transpose=True)(cygrad.tensor(x)),
+           torch.nn.utils.fuse_conv_bn_eval(ct, bt, transpose=True)(torch.tensor(x)),
+           1e-10)
+    with pytest.raises(AssertionError, match="Fusion only for eval!"):
+        U.fuse_conv_bn_eval(cc.train(), bc)
+    with pytest.raises(AssertionError, match="linear.out_features == bn.num_features"):
+        U.fuse_linear_bn_eval(nn.Linear(2, 3).eval(), nn.BatchNorm1d(4).eval())
+
+
+def test_skip_init_draws_no_random_numbers():
+    from cygrad.nn import utils as U
+    cygrad.manual_seed(5)
+    m = U.skip_init(nn.Linear, 6, 3, bias=False, dtype=cygrad.float64)
+    assert tuple(m.weight.shape) == (3, 6) and m.weight.dtype == cygrad.float64
+    after = cygrad.rand(4).numpy()
+    cygrad.manual_seed(5)
+    np.testing.assert_array_equal(after, cygrad.rand(4).numpy())
+
+    class NoDevice(nn.Module):
+        def __init__(self, n):
+            super().__init__()
+
+    for cls in (NoDevice, int):
+        _raises(lambda: U.skip_init(cls, 2),
+                lambda: torch.nn.utils.skip_init(cls, 2) if cls is int
+                else torch.nn.utils.skip_init(type("NoDevice", (torch.nn.Module,), {
+                    "__init__": lambda self, n: torch.nn.Module.__init__(self)}), 2))
+
+
+@pytest.mark.parametrize("name, args", [
+    ("normal", (0.5, 2.0)), ("uniform", (-1.0, 3.0)), ("constant", (0.25,)),
+    ("xavier_uniform", ()), ("xavier_normal", ()), ("kaiming_uniform", ()),
+    ("kaiming_normal", ()), ("orthogonal", ()), ("sparse", (0.5,)), ("eye", ()),
+    ("dirac", ())])
+def test_deprecated_init_aliases_warn_as_torch(name, args):
+    shape = (4, 4, 3) if name == "dirac" else (4, 6)
+    for lib in (cygrad, torch):
+        w = lib.empty(*shape)
+        with pytest.warns(FutureWarning) as rec:
+            out = getattr(lib.nn.init, name)(w, *args)
+        assert str(rec[0].message) == (f"`nn.init.{name}` is now deprecated in favor "
+                                       f"of `nn.init.{name}_`.")
+        assert rec[0].filename == __file__
+        assert out is w
+    if name in ("constant", "eye", "dirac"):
+        assert np.array_equal(out.numpy(), getattr(cygrad.nn.init, name + "_")(
+            cygrad.empty(*shape), *args).numpy())

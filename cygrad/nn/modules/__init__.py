@@ -98,3 +98,8 @@ from .adaptive import AdaptiveLogSoftmaxWithLoss  # noqa: E402,F401
 from . import adaptive  # noqa: E402
 
 __all__ += adaptive.__all__
+from .legacy import Container, CrossMapLRN2d  # noqa: E402,F401
+from .syncbatchnorm import SyncBatchNorm  # noqa: E402,F401
+from . import legacy, syncbatchnorm  # noqa: E402
+
+__all__ += legacy.__all__ + syncbatchnorm.__all__
