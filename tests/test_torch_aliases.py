@@ -88,6 +88,23 @@ CASES = {
                   [np.array([[0, 2], [3, 3]])]),
     "embedding_padding": (lambda T, w, i: T.embedding(w, i, 2), [X],
                           [np.array([[0, 2], [3, 2]])]),
+    "embedding_bag_sum": (lambda T, w, i, o: T.embedding_bag(w, i, o), [X],
+                          [np.array([1, 2, 3, 3, 0, 1]), np.array([0, 2, 2, 5])]),
+    "embedding_bag_mean": (
+        lambda T, w, i, o: T.embedding_bag(w, i, o, False, 1), [X],
+        [np.array([1, 2, 3, 3, 0, 1]), np.array([0, 2, 2, 5])]),
+    "embedding_bag_max": (
+        lambda T, w, i, o: T.embedding_bag(w, i, o, False, 2), [X],
+        [np.array([1, 2, 3, 3, 0, 1]), np.array([0, 2, 2, 5])]),
+    "embedding_bag_padding": (
+        lambda T, w, i, o: T.embedding_bag(w, i, o, False, 2, False, None, False, 3),
+        [X], [np.array([1, 2, 3, 3, 0, 1]), np.array([0, 2, 2, 5])]),
+    "embedding_bag_mean_padding": (
+        lambda T, w, i, o: T.embedding_bag(w, i, o, False, 1, False, None, True, 3),
+        [X], [np.array([1, 2, 3, 3, 0, 1]), np.array([0, 2, 2, 6])]),
+    "embedding_bag_weights": (
+        lambda T, w, i, o, p: T.embedding_bag(w, i, o, False, 0, False, p), [X],
+        [np.array([1, 2, 3, 3, 0, 1]), np.array([0, 2, 2, 5]), PROB[0]]),
     "bilinear": (lambda T, a, b, w, c: T.bilinear(a, b, w, c),
                  [_rand(3, 4), _rand(3, 5, seed=1), _rand(2, 4, 5, seed=2),
                   _rand(2, seed=3)], []),
@@ -182,6 +199,7 @@ def test_alias_matches_torch(name):
 
 
 @pytest.mark.parametrize("name", ["layer_norm", "group_norm", "native_layer_norm",
+                                  "embedding_bag_sum", "embedding_bag_max",
                                   "kl_div_mean", "triplet_margin_loss", "celu"])
 def test_alias_matches_torch_float32(name):
     fn, arrays, consts = CASES[name]

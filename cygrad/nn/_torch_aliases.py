@@ -36,7 +36,7 @@ __all__ = [
     "alpha_dropout", "alpha_dropout_", "batch_norm", "bilinear",
     "binary_cross_entropy_with_logits", "celu", "celu_", "channel_shuffle",
     "constant_pad_nd", "cosine_embedding_loss", "cosine_similarity", "ctc_loss",
-    "dropout", "dropout_", "embedding", "feature_alpha_dropout",
+    "dropout", "dropout_", "embedding", "embedding_bag", "feature_alpha_dropout",
     "feature_alpha_dropout_", "feature_dropout", "feature_dropout_", "group_norm",
     "hardshrink", "hinge_embedding_loss", "instance_norm", "kl_div", "layer_norm",
     "margin_ranking_loss", "native_batch_norm", "native_channel_shuffle",
@@ -229,6 +229,53 @@ def embedding(weight, indices, padding_idx=-1, scale_grad_by_freq=False,
     pad = None if padding_idx is None or padding_idx < 0 else int(padding_idx)
     return _sparse.embedding(indices, weight, padding_idx=pad,
                              scale_grad_by_freq=scale_grad_by_freq, sparse=sparse)
+
+
+_BAG_MODES = ("sum", "mean", "max")
+
+
+def embedding_bag(weight, indices, offsets, scale_grad_by_freq=False, mode=0,
+                  sparse=False, per_sample_weights=None, include_last_offset=False,
+                  padding_idx=None):
+    """``(output, offset2bag, bag_size, max_indices)`` of 1-d ``indices`` cut
+    into bags at ``offsets``; ``mode`` 0 sum, 1 mean, 2 max.
+
+    ``output`` is ``F.embedding_bag``'s.  The other three are torch's CPU
+    bookkeeping: each index's bag; the bag sizes (non-padding indices) and,
+    for max, the weight row chosen per bag and feature (for mean, the bag
+    sizes again).  In sum mode torch fills neither (zeros of
+    ``len(offsets)``) and, on its float32 fast path (no ``padding_idx``),
+    leaves ``offset2bag`` empty; cygrad follows."""
+    if mode not in (0, 1, 2):
+        raise ValueError(f"embedding_bag: mode must be 0 (sum), 1 (mean) or 2 (max), "
+                         f"got {mode}")
+    out = _sparse.embedding_bag(indices, weight, offsets,
+                                scale_grad_by_freq=scale_grad_by_freq,
+                                mode=_BAG_MODES[mode], sparse=sparse,
+                                per_sample_weights=per_sample_weights,
+                                include_last_offset=include_last_offset,
+                                padding_idx=padding_idx)
+    idx = np.asarray(indices._arr).reshape(-1).astype(np.int64)
+    off = np.asarray(offsets._arr).reshape(-1).astype(np.int64)
+    n_bags = len(off) - 1 if include_last_offset else len(off)
+    bag = np.searchsorted(off, np.arange(idx.size), side="right") - 1
+    bag = np.minimum(bag, n_bags - 1)
+    if mode == 0:
+        fast = padding_idx is None and weight._arr.dtype == np.float32
+        offset2bag = np.zeros(0, np.int64) if fast else bag
+        zeros = np.zeros(len(off), np.int64)
+        return out, from_numpy(offset2bag), from_numpy(zeros), from_numpy(zeros.copy())
+    keep = np.ones(idx.size, bool) if padding_idx is None else idx != padding_idx
+    sizes = np.bincount(bag[keep], minlength=n_bags).astype(np.int64)
+    if mode == 1:
+        return out, from_numpy(bag), from_numpy(sizes), from_numpy(sizes.copy())
+    w = np.asarray(weight._arr)
+    chosen = np.zeros((n_bags, w.shape[1]), np.int64)
+    for b in range(n_bags):
+        rows = idx[(bag == b) & keep]
+        if rows.size:
+            chosen[b] = rows[np.argmax(w[rows], axis=0)]
+    return out, from_numpy(bag), from_numpy(sizes), from_numpy(chosen)
 
 
 def bilinear(input1, input2, weight, bias=None):
