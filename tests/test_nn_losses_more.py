@@ -180,6 +180,10 @@ def test_ctc_bad_input():
                 lambda: torch.nn.functional.ctc_loss(
                     torch.tensor(x), torch.tensor(t), torch.tensor(case["il"]),
                     torch.tensor(case["tl"]), **kw))
+    # torch reads out-of-range labels out of bounds; cygrad refuses them
+    with pytest.raises(RuntimeError, match="target label 4 is out of range for 4"):
+        F.ctc_loss(cygrad.tensor(lp), cygrad.tensor([[1, 4, 2], [3, 1, 0]]), (3, 3),
+                   (3, 2))
     _raises(lambda: F.ctc_loss(cygrad.tensor(tg), cygrad.tensor(tg), (3, 3), (3, 0)),
             lambda: torch.nn.functional.ctc_loss(torch.tensor(tg), torch.tensor(tg),
                                                  (3, 3), (3, 0)))
@@ -260,7 +264,8 @@ def test_multilabel_margin_loss(dtype, reduction):
     _check(lambda a: F.multilabel_margin_loss(a, cygrad.tensor(t), reduction=reduction),
            lambda a: torch.nn.functional.multilabel_margin_loss(
                a, torch.tensor(t), reduction=reduction), [x], dtype)
-    _check(lambda a: nn.MultiLabelMarginLoss(reduction=reduction)(a, cygrad.tensor(t[1])),
+    _check(lambda a: nn.MultiLabelMarginLoss(reduction=reduction)(
+               a, cygrad.tensor(t[1])),
            lambda a: torch.nn.MultiLabelMarginLoss(reduction=reduction)(
                a, torch.tensor(t[1])), [x[1]], dtype)
 
@@ -380,8 +385,8 @@ def test_adaptive_log_softmax_predict_and_gradcheck():
                                   mt.predict(torch.tensor(x)).numpy())
     # torch's predict needs a batch; cygrad's also takes one row
     assert int(mc.predict(cygrad.tensor(x[3]))) == int(mt.predict(torch.tensor(x[3:4])))
-    np.testing.assert_allclose(mc.log_prob(cygrad.tensor(x)).exp().sum(1).detach().numpy(), 1.0,
-                               rtol=1e-12)
+    total = mc.log_prob(cygrad.tensor(x)).exp().sum(1).detach().numpy()
+    np.testing.assert_allclose(total, 1.0, rtol=1e-12)
     t = cygrad.tensor(np.array([0, 3, 5, 8, 9]))
     xc = cygrad.tensor(_rand(5, 8, seed=6), requires_grad=True)
     assert cygrad.autograd.gradcheck(lambda a: mc(a, t).loss, (xc,))
@@ -467,7 +472,8 @@ def test_sync_batch_norm_on_one_process_is_batch_norm(shape):
     with torch.no_grad():
         mt.weight.copy_(torch.tensor([0.5, 2.0, -1.0]))
         mt.bias.copy_(torch.tensor([0.1, 0.2, 0.3]))
-    mc.load_state_dict({k: cygrad.tensor(v.numpy()) for k, v in mt.state_dict().items()})
+    mc.load_state_dict({k: cygrad.tensor(v.numpy())
+                        for k, v in mt.state_dict().items()})
     for train in (True, False):
         mt.train(train)
         mc.train(train)

@@ -2,11 +2,12 @@
 
 The loss of one sequence is ``-log p(target | log_probs)``, summed over
 every alignment of the target (blanks between and around its labels,
-repeats collapsed).  The forward runs the alpha recursion in log space and
-the backward the beta recursion: both loop over time and are vectorised
-over the batch and the extended label positions (2 S + 1 of them: blank,
-label, blank, ...), in float64 whatever the input dtype, so float32 inputs
-lose nothing to the many log-sum-exps.
+repeats collapsed).  The alpha recursion (forward) and the beta recursion
+(for the gradient, computed with the forward when ``log_probs`` requires
+grad) run in log space in one compiled loop over sequences, time and the
+2 S + 1 extended label positions (``_kernels/loss.pyx``: ``ctc_fwd_bwd``),
+in float64 whatever the input dtype, so float32 inputs lose nothing to the
+many log-sum-exps.
 
 The gradient is torch's: ``exp(lp) - exp(log(sum alpha beta) + nll - lp)``
 at the steps before each sequence's input length, 0 after it.  That is the
@@ -22,29 +23,19 @@ none either).
 
 import numpy as np
 
+from cygrad._kernels import loss as _k
 from cygrad._tensor import Tensor
 from cygrad.autograd.function import Function
 from cygrad.creation import from_numpy
 
 __all__ = ["ctc_loss"]
 
-_NEG = -np.inf
 _REDUCTION_CODES = {0: "none", 1: "mean", 2: "sum"}
 
 
-def _lse(*xs):
-    """Elementwise log(sum(exp(x))) of equal-shaped arrays, -inf safe."""
-    m = xs[0]
-    for x in xs[1:]:
-        m = np.maximum(m, x)
-    safe = np.where(np.isfinite(m), m, 0.0)
-    total = sum(np.exp(x - safe) for x in xs)
-    with np.errstate(divide="ignore"):
-        return np.log(total) + safe
-
-
 def _allocate_error(msg):
-    return RuntimeError(f"{msg} (while checking arguments for ctc_loss_allocate_outputs)")
+    return RuntimeError(
+        f"{msg} (while checking arguments for ctc_loss_allocate_outputs)")
 
 
 def _lengths(value, name, n):
@@ -77,64 +68,16 @@ def _padded_targets(targets, tl, n, concatenated):
     return out
 
 
-def _extended(tg, tl, blank):
-    """Blank-interleaved labels (N, 2 S + 1), where each position may also
+def _extended(tg, blank):
+    """Blank-interleaved labels (N, 2 S + 1), and where a position may also
     come from two positions back (a label differing from the one before)."""
     n, s = tg.shape
     ext = np.full((n, 2 * s + 1), blank, np.int64)
     ext[:, 1::2] = tg
-    skip = np.zeros(ext.shape, bool)
+    skip = np.zeros(ext.shape, np.uint8)
     if s > 1:
         skip[:, 3::2] = tg[:, 1:] != tg[:, :-1]
-    valid = np.arange(2 * s + 1)[None, :] < (2 * tl + 1)[:, None]
-    return ext, skip, valid
-
-
-def _alpha_beta(lp, ext, skip, valid, il, tl, need_beta):
-    """log alpha, log beta (T, N, L) and the negative log-likelihood (N,)."""
-    t_max, n, _ = lp.shape
-    width = ext.shape[1]
-    rows = np.arange(n)[:, None]
-    emit = lp[:, rows, ext]                        # (T, N, L)
-    emit = np.where(valid[None], emit, _NEG)
-    neg = np.full((n, width), _NEG)
-    alpha = np.full((t_max, n, width), _NEG)
-    if t_max:
-        alpha[0, :, :2] = emit[0, :, :2]
-        if width > 1:
-            alpha[0, tl == 0, 1] = _NEG
-    for t in range(1, t_max):
-        prev = alpha[t - 1]
-        one = np.concatenate([neg[:, :1], prev[:, :-1]], axis=1)
-        two = np.concatenate([neg[:, :2], prev[:, :-2]], axis=1)
-        alpha[t] = _lse(prev, one, np.where(skip, two, _NEG)) + emit[t]
-    last = np.clip(il - 1, 0, None)
-    at_end = alpha[last, np.arange(n)]             # (N, L)
-    end_blank = at_end[np.arange(n), 2 * tl]
-    end_label = np.where(tl > 0, at_end[np.arange(n), np.maximum(2 * tl - 1, 0)],
-                         _NEG)
-    nll = -_lse(end_blank, end_label)
-    nll = np.where(il == 0, np.where(tl == 0, 0.0, np.inf), nll)
-    if not need_beta:
-        return alpha, None, nll
-    beta = np.full((t_max, n, width), _NEG)
-    skip_next = np.zeros_like(skip)               # position s may jump to s + 2
-    skip_next[:, :-2] = skip[:, 2:]
-    final = np.zeros((n, width), bool)
-    final[np.arange(n), 2 * tl] = True
-    final[np.arange(n)[tl > 0], (2 * tl - 1)[tl > 0]] = True
-    for t in range(t_max - 1, -1, -1):
-        if t + 1 < t_max:
-            nxt = beta[t + 1]
-            one = np.concatenate([nxt[:, 1:], neg[:, :1]], axis=1)
-            two = np.concatenate([nxt[:, 2:], neg[:, :2]], axis=1)
-            inner = _lse(nxt, one, np.where(skip_next, two, _NEG)) + emit[t]
-        else:
-            inner = neg
-        start = np.where(final, emit[t], _NEG)
-        here = np.where((t == il - 1)[:, None], start, inner)
-        beta[t] = np.where((t < il)[:, None], here, _NEG)
-    return alpha, beta, nll
+    return ext, skip
 
 
 class _CTC(Function):
@@ -144,15 +87,19 @@ class _CTC(Function):
 
     @staticmethod
     def forward(ctx, log_probs, tg, il, tl, blank, zero_infinity):
-        lp = np.asarray(log_probs._arr, dtype=np.float64)
-        ext, skip, valid = _extended(tg, tl, blank)
+        lp = np.ascontiguousarray(log_probs._arr, dtype=np.float64)
+        ext, skip = _extended(tg, blank)
+        nll = np.empty(lp.shape[1])
         need = log_probs.requires_grad
-        alpha, beta, nll = _alpha_beta(lp, ext, skip, valid, il, tl, need)
-        if need:
-            ctx.grad_lp = _gradient(lp, alpha, beta, nll, ext, valid, il, blank,
-                                    zero_infinity).astype(log_probs._arr.dtype)
+        grad = np.empty(lp.shape if need else (0, 0, 0))
+        _k.ctc_fwd_bwd(lp, ext, skip, il, tl, nll, grad)
         if zero_infinity:
-            nll = np.where(np.isinf(nll), 0.0, nll)
+            inf = np.isinf(nll)
+            nll[inf] = 0.0
+            if need:
+                grad[:, inf] = 0.0
+        if need:
+            ctx.grad_lp = grad.astype(log_probs._arr.dtype)
         return from_numpy(nll.astype(log_probs._arr.dtype))
 
     @staticmethod
@@ -161,23 +108,6 @@ class _CTC(Function):
             return (None,) * 6
         g = grad.reshape((1, -1, 1)) * from_numpy(ctx.grad_lp)
         return g, None, None, None, None, None
-
-
-def _gradient(lp, alpha, beta, nll, ext, valid, il, blank, zero_infinity):
-    t_max, n, c = lp.shape
-    ab = alpha + beta                              # (T, N, L)
-    m = ab.max(axis=2, keepdims=True)
-    m = np.where(np.isfinite(m), m, 0.0)
-    onehot = np.zeros((n, ext.shape[1], c))
-    onehot[np.arange(n)[:, None], np.arange(ext.shape[1])[None, :], ext] = valid
-    acc = np.einsum("tns,nsc->tnc", np.exp(ab - m), onehot)
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        lcab = np.log(acc) + m
-        grad = np.exp(lp) - np.exp(lcab + nll[None, :, None] - lp)
-    grad = np.where((np.arange(t_max)[:, None] < il[None, :])[:, :, None], grad, 0.0)
-    if zero_infinity:
-        grad = np.where(np.isinf(nll)[None, :, None], 0.0, grad)
-    return grad
 
 
 def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0,
@@ -246,6 +176,11 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0,
             f"Expected tensor to have size at least {int(tl.max())} at dimension 1, "
             f"but got size {tg.shape[1]} for argument #2 'targets'")
     tg = _padded_targets(tg, tl, n, tg_concat)
+    used = np.arange(tg.shape[1])[None, :] < tl[:, None]
+    if ((tg < 0) | (tg >= c))[used].any():
+        bad = int(tg[used & ((tg < 0) | (tg >= c))][0])
+        raise RuntimeError(f"ctc_loss: target label {bad} is out of range for "
+                           f"{c} classes")
     nll = _CTC.apply(log_probs, tg, il, tl, int(blank), bool(zero_infinity))
     if reduction == "mean":
         div = from_numpy(np.maximum(tl, 1).astype(log_probs._arr.dtype))
