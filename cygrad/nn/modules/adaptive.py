@@ -15,8 +15,8 @@ from collections import namedtuple
 
 import numpy as np
 
-from cygrad import ops
 from cygrad.creation import from_numpy
+from cygrad.ops import cat
 
 from .. import functional as F
 from ..module import Module
@@ -132,7 +132,7 @@ class AdaptiveLogSoftmaxWithLoss(Module):
             cluster_lp = F.log_softmax(self.tail[i](input), dim=1)
             col = self.shortlist_size + i
             parts.append(cluster_lp + head_lp[:, col:col + 1])
-        return ops.cat(parts, dim=1)
+        return cat(parts, dim=1)
 
     def log_prob(self, input):
         """Log-probabilities of every class, (N, n_classes) or (n_classes,)."""

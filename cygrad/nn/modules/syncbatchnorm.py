@@ -15,10 +15,15 @@ unbiased variance.
 
 import numpy as np
 
-from cygrad import distributed as dist
 from cygrad.autograd.function import Function
 from cygrad.autograd.grad_mode import no_grad
 from cygrad.creation import from_numpy
+from cygrad.distributed import (
+    all_reduce,
+    get_world_size,
+    is_available,
+    is_initialized,
+)
 
 from .normalization import _BatchNorm
 
@@ -27,7 +32,7 @@ __all__ = ["SyncBatchNorm"]
 
 def _all_reduce(arr, group):
     t = from_numpy(np.ascontiguousarray(arr))
-    dist.all_reduce(t, group=group)
+    all_reduce(t, group=group)
     return np.asarray(t._arr)
 
 
@@ -114,9 +119,9 @@ class SyncBatchNorm(_BatchNorm):
                              "non-zero")
 
     def _group_size(self):
-        if not (dist.is_available() and dist.is_initialized()):
+        if not (is_available() and is_initialized()):
             return 1
-        return dist.get_world_size(self.process_group)
+        return get_world_size(self.process_group)
 
     def forward(self, input):
         self._check_input_dim(input)
