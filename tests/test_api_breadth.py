@@ -18,8 +18,8 @@ from cygrad.autograd import gradcheck, gradgradcheck
 
 torch = pytest.importorskip("torch")
 
-TOL = {np.float64: dict(rtol=1e-10, atol=1e-12), np.float32: dict(rtol=1e-5,
-                                                                    atol=1e-6)}
+TOL = {np.float64: {"rtol": 1e-10, "atol": 1e-12},
+       np.float32: {"rtol": 1e-5, "atol": 1e-6}}
 
 
 def U(*shape, lo=-2.0, hi=2.0, seed=0):
@@ -62,8 +62,8 @@ def _run(m, fn, arrays, dtype, grad):
 
 def same(fn, arrays, dtype=np.float64, grad=True, check_grad=True, tol=None):
     """fn(torch, ...) and fn(cygrad, ...) agree: values, dtypes, gradients."""
-    tv, tg, touts = _run(torch, fn, arrays, dtype, grad)
-    cv, cg, couts = _run(cygrad, fn, arrays, dtype, grad)
+    tv, tg, _ = _run(torch, fn, arrays, dtype, grad)
+    cv, cg, _ = _run(cygrad, fn, arrays, dtype, grad)
     assert len(tv) == len(cv)
     tol = tol or TOL[dtype]
     for a, b in zip(tv, cv):
@@ -100,8 +100,8 @@ def check_grads(fn, arrays, second=True):
 
 # --- differentiable elementwise and special functions --------------------------------------
 
-POS = dict(lo=0.3, hi=4.0)
-UNIT = dict(lo=0.05, hi=0.95)
+POS = {"lo": 0.3, "hi": 4.0}
+UNIT = {"lo": 0.05, "hi": 0.95}
 
 DIFF = {
     "lgamma": (lambda m, x: m.lgamma(x), [U(3, 4, lo=-4.5, hi=6)]),
@@ -338,7 +338,7 @@ def test_matches_torch_float64(name):
 @pytest.mark.parametrize("name", sorted(DIFF))
 def test_matches_torch_float32(name):
     fn, arrays = DIFF[name]
-    tol = dict(rtol=2e-4, atol=1e-5) if name in LOOSE32 else None
+    tol = {"rtol": 2e-4, "atol": 1e-5} if name in LOOSE32 else None
     same(fn, arrays, np.float32, grad=name not in NO_TORCH_GRAD, tol=tol)
 
 
@@ -533,21 +533,26 @@ def test_quantile_interpolations_and_q_tensors():
     for mode in ("linear", "lower", "higher", "midpoint", "nearest"):
         for q in (0.0, 0.25, 0.5, 0.9, 1.0):
             for dim, keep in ((None, False), (1, False), (0, True), (None, True)):
-                same(lambda m, t: m.nanquantile(t, q, dim, keep, interpolation=mode),
+                same(lambda m, t, q=q, dim=dim, keep=keep, mode=mode: m.nanquantile(
+                    t, q, dim, keep, interpolation=mode),
                      [x], check_grad=mode != "nearest")
-                same(lambda m, t: m.quantile(t, q, dim, keep, interpolation=mode),
+                same(lambda m, t, q=q, dim=dim, keep=keep, mode=mode: m.quantile(
+                    t, q, dim, keep, interpolation=mode),
                      [x], check_grad=mode != "nearest")
-        same(lambda m, t: t.quantile(m.tensor([0.1, 0.5, 0.8], dtype=m.float64), 1,
-                                     interpolation=mode), [x[[0, 2, 3]]])
-        same(lambda m, t: m.nanquantile(t, m.tensor([0.3, 1.0], dtype=m.float64),
-                                        keepdim=True, interpolation=mode), [x])
+        same(lambda m, t, mode=mode: t.quantile(
+            m.tensor([0.1, 0.5, 0.8], dtype=m.float64), 1, interpolation=mode),
+            [x[[0, 2, 3]]])
+        same(lambda m, t, mode=mode: m.nanquantile(
+            t, m.tensor([0.3, 1.0], dtype=m.float64), keepdim=True,
+            interpolation=mode), [x])
 
 
 def test_tie_and_half_rank_cases_of_quantile():
     # ranks landing on .5 (nearest rounds half to even), repeated values
     x = np.array([[1.0, 2.0, 2.0, 3.0, 7.0], [5.0, 5.0, 5.0, 5.0, 5.0]])
     for q in (0.125, 0.375, 0.625, 0.875):
-        same(lambda m, t: t.quantile(q, 1, interpolation="nearest"), [x], grad=False)
+        same(lambda m, t, q=q: t.quantile(q, 1, interpolation="nearest"), [x],
+             grad=False)
 
 
 def test_special_module_has_torch_special_names():
@@ -671,10 +676,10 @@ def test_lgamma_and_digamma_accuracy_over_a_wide_range():
     same(lambda m, t: m.lgamma(t), [x], grad=False)
     same(lambda m, t: m.digamma(t), [x], grad=False)
     for n in (1, 2, 4):
-        same(lambda m, t: m.polygamma(n, t), [x[x > -5.0]], grad=False)
+        same(lambda m, t, n=n: m.polygamma(n, t), [x[x > -5.0]], grad=False)
     b = np.linspace(-60.0, 60.0, 241)
     for fn in ("i0e", "i1", "i1e"):
-        same(lambda m, t: getattr(m.special, fn)(t), [b], grad=False)
+        same(lambda m, t, fn=fn: getattr(m.special, fn)(t), [b], grad=False)
 
 
 # --- errors: torch's exception types and phrases ------------------------------------------------

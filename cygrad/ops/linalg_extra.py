@@ -17,8 +17,8 @@ from cygrad._tensor import Tensor
 from cygrad.autograd.function import Function
 from cygrad.ops.decomp import slogdet, solve
 from cygrad.ops.inplace import _inplace_apply
-from cygrad.ops.out import _torch_name
 from cygrad.ops.linalg import addbmm, addmm, addmv, baddbmm, matmul, outer
+from cygrad.ops.out import _torch_name
 from cygrad.ops.registry import op
 from cygrad.ops.select import where
 from cygrad.ops.shape import cat

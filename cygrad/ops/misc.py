@@ -13,7 +13,12 @@ from cygrad._kernels.engine import TensorBase, _wrap
 from cygrad._tensor import Tensor
 from cygrad._typeinfo import is_complex, is_nonzero
 from cygrad.creation import (
-    arange, as_tensor, empty_strided, full_like, get_default_dtype, tensor,
+    arange,
+    as_tensor,
+    empty_strided,
+    full_like,
+    get_default_dtype,
+    tensor,
 )
 from cygrad.ops.registry import op
 from cygrad.ops.select import where
@@ -106,7 +111,7 @@ def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=False):
     else:
         if copy is False and isinstance(obj, (list, tuple, int, float)):
             raise ValueError("can't alias arbitrary sequence into a tensor.")
-        if isinstance(obj, np.ndarray) or isinstance(obj, TensorBase):
+        if isinstance(obj, (np.ndarray, TensorBase)):
             t = as_tensor(obj, dtype=dtype)
         else:
             t = tensor(obj, dtype=dtype)

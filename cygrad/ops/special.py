@@ -200,7 +200,7 @@ def _np_polygamma(n, x):
 
 
 def _int_n(n, fname):
-    if isinstance(n, TensorBase) or isinstance(n, bool) or not isinstance(n, int):
+    if isinstance(n, (TensorBase, bool)) or not isinstance(n, int):
         raise TypeError(f"{fname}(): argument 'n' must be int, not {type(n).__name__}")
     if n < 0:
         raise RuntimeError("polygamma(n, x) does not support negative n.")

@@ -9,7 +9,6 @@ the element chosen, as torch's does.
 """
 
 import collections
-import math
 import warnings
 
 import numpy as np
