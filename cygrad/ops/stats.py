@@ -48,7 +48,7 @@ def nansum(input, dim=None, keepdim=False, *, dtype=None):
     """out = the sum treating NaN as 0; grad = g where x is not NaN, else 0."""
     _tensor_arg(input, "nansum")
     x = input
-    if x._arr.dtype.kind == "f":
+    if x._arr.dtype.kind == "f" and bool(np.isnan(x._arr).any()):
         x = where(x.isnan(), 0.0, x)
     if dim is None and not keepdim:
         return x.sum(dtype=dtype)
@@ -225,10 +225,26 @@ def _cum_extreme(fname, input, dim, accumulate):
     else:
         hit = arr == vals
     idx = np.maximum.accumulate(np.where(hit, pos, 0), axis=d).astype(np.int64)
-    # gather (not _TakeAlong): a running extreme repeats indices, whose
-    # gradients must add up
     index = _wrap(idx)
-    return _pair(fname)(input.gather(d, index), index)
+    return _pair(fname)(CumExtreme.apply(input, _wrap(vals), index, d), index)
+
+
+class CumExtreme(Function):
+    """out = the running extreme (computed by the caller); grad = g summed
+    into the positions ``idx`` it came from (a running extreme repeats
+    indices, whose gradients add up)."""
+
+    _node_name = "CummaxBackward0"
+
+    @staticmethod
+    def forward(ctx, x, vals, idx, dim):
+        ctx.idx, ctx.dim, ctx.shape = idx, dim, x._arr.shape
+        return vals
+
+    @staticmethod
+    def backward(ctx, g):
+        zeros = g.new_zeros(ctx.shape)
+        return zeros.scatter_add(ctx.dim, ctx.idx, g), None, None, None
 
 
 def _nan_max(a, axis):
