@@ -91,6 +91,9 @@ from cygrad.ops.misc import (  # noqa: E402, F401  (range shadows the builtin he
     set_num_interop_threads, typename,
 )
 from cygrad.ops.misc import get_device, is_signed  # noqa: E402, F401
+from cygrad.ops.misc import (  # noqa: E402, F401
+    conj, conj_physical, imag, real, resolve_conj, resolve_neg,
+)
 from cygrad.dtypes import int16 as short, int32 as int  # noqa: E402, F401, A001
 newaxis = None
 

@@ -3,8 +3,9 @@ linalg_extra, misc, window): tested in test_api_breadth.py, listed here so
 that reference.py can name them without importing torch."""
 
 NAMES = (
-    "addr", "adjoint", "alias_copy", "aminmax", "as_strided", "as_strided_copy",
-    "atleast_1d", "atleast_2d", "atleast_3d", "bartlett_window", "blackman_window",
+    "addr", "adjoint", "alias_copy", "aminmax", "angle", "as_strided",
+    "as_strided_copy", "atleast_1d", "atleast_2d", "atleast_3d", "bartlett_window",
+    "bitwise_left_shift", "bitwise_not", "bitwise_right_shift", "blackman_window",
     "block_diag", "cartesian_prod", "chain_matmul", "cholesky_inverse",
     "cholesky_solve", "column_stack", "combinations", "copysign", "corrcoef", "cov",
     "cummax", "cummin", "cumulative_trapezoid", "deg2rad", "detach", "detach_copy",

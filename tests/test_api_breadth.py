@@ -307,12 +307,18 @@ DIFF = {
     "rsub_scalar": (lambda m, a: m.rsub(a, 3), [U(3, 4)]),
     "fill": (lambda m, x, v: m.fill(x, v), [U(3, 4), U()]),
     "detach": (lambda m, x: m.detach(x) * 2 + x, [U(3)]),
+    "angle": (lambda m, x: m.angle(x) + x, [U(3, 4)]),
+    "fill_diagonal_": (lambda m, x: (x * 1).fill_diagonal_(2.5), [U(3, 4)]),
+    "fill_diagonal_wrap": (lambda m, x: (x * 1).fill_diagonal_(-1, wrap=True),
+                           [U(7, 3)]),
+    "conj": (lambda m, x: (m.conj(x), x.conj_physical(), x.resolve_conj(),
+                           x.resolve_neg(), x.real), [U(3)]),
 }
 
 # Ops whose torch gradient is not the derivative of a smooth function at the
 # sampled points, or that gradcheck cannot take (integer arguments inside).
 NO_GRADCHECK = {"logit_eps", "hardshrink", "hardshrink_method", "special.logit",
-                "renorm_p1", "dist_inf", "fill", "detach",
+                "renorm_p1", "dist_inf", "fill", "detach", "angle", "conj",
                 # NaN outputs: central differences are NaN there
                 "cummax_nan", "nanmedian_allnan", "quantile_nan",
                 # empty outputs, which gradcheck does not take
@@ -430,6 +436,20 @@ VALUES = {
     "cartesian_one": lambda m: m.cartesian_prod(m.tensor([1, 2])),
     "block_diag_int": lambda m: m.block_diag(m.tensor([[1, 2]]), m.tensor([[3.0]])),
     "detach_copy": lambda m: m.detach_copy(m.tensor([1.0, 2.0])),
+    "angle_values": lambda m: m.angle(m.tensor([-1.5, 0.0, -0.0, np.inf, -np.inf,
+                                                np.nan])),
+    "angle_int": lambda m: m.tensor([-2, 0, 3]).angle(),
+    "bitwise_not": lambda m: (m.bitwise_not(m.tensor(I)), m.tensor([True]).bitwise_not()),
+    "bitwise_left_shift": lambda m: (m.tensor(I).bitwise_left_shift(2),
+                                     m.tensor([1, 2]) << m.tensor([3, 1])),
+    "bitwise_right_shift": lambda m: (m.bitwise_right_shift(m.tensor(I), 1),
+                                      m.tensor([-8, 9]) >> 2),
+    "bitwise_shift_": lambda m: (m.tensor([1, 2]).bitwise_left_shift_(1),
+                                 m.tensor([8, 2]).bitwise_right_shift_(1),
+                                 m.tensor([8, 2]).bitwise_not_()),
+    "fill_diagonal_3d": lambda m: m.zeros(3, 3, 3).fill_diagonal_(1),
+    "fill_diagonal_tall": lambda m: m.zeros(5, 2).fill_diagonal_(1),
+    "fill_diagonal_wide": lambda m: m.zeros(2, 5).fill_diagonal_(3, wrap=True),
     "scalar_tensor": lambda m: m.scalar_tensor(3),
     "scalar_tensor_dtype": lambda m: m.scalar_tensor(3, dtype=m.int64),
     "range": lambda m: m.range(1, 4),
@@ -595,6 +615,8 @@ def test_queries_and_small_methods():
         assert s.stride() == (1, 2) and s.dtype == x.dtype
         assert m.typename(x) == "torch.FloatTensor" and m.typename(3) == "int"
         assert m.short is m.int16 and m.int is m.int32
+        assert not x.is_conj() and not x.is_neg() and not x.is_inference()
+        assert m.conj(x) is x and m.real(x) is x and x.real is x
         prev = m.get_num_interop_threads()
         assert prev >= 1
     with pytest.raises(RuntimeError, match="more than one value is ambiguous"):
@@ -750,6 +772,10 @@ ERRORS = {
                                                           m.ones(1), "sum"),
     "fill_value": lambda m: m.fill(m.ones(2), m.ones(2)),
     "lgamma_type": lambda m: m.lgamma(3.0),
+    "imag": lambda m: m.ones(2).imag,
+    "bitwise_not_float": lambda m: m.ones(2).bitwise_not(),
+    "fill_diagonal_dims": lambda m: m.zeros(2, 3, 4).fill_diagonal_(1),
+    "shift_float": lambda m: m.ones(2).bitwise_left_shift(1),
 }
 
 

@@ -2,8 +2,10 @@
 queries (is_same_size, is_signed, is_complex, is_nonzero, ndimension,
 get_device), new_empty_strided, Tensor.where, and the torch-level
 detach, fill, rsub, scalar_tensor, asarray, range, frombuffer, typename and
-the interop-thread settings."""
+the interop-thread settings; the complex-number API on real tensors (angle,
+conj, real, imag...), bitwise_not and the shifts, fill_diagonal_."""
 
+import math
 import warnings
 
 import numpy as np
@@ -11,7 +13,8 @@ import numpy as np
 from cygrad import dtypes as _dt
 from cygrad._kernels.engine import TensorBase, _wrap
 from cygrad._tensor import Tensor
-from cygrad._typeinfo import is_complex, is_nonzero
+from cygrad._typeinfo import is_complex, is_nonzero, result_type
+from cygrad.autograd.function import Function
 from cygrad.creation import (
     arange,
     as_tensor,
@@ -20,6 +23,8 @@ from cygrad.creation import (
     get_default_dtype,
     tensor,
 )
+from cygrad.ops.inplace import _inplace_apply, _shaped_inplace
+from cygrad.ops.out import _torch_name
 from cygrad.ops.registry import op
 from cygrad.ops.select import where
 
@@ -175,7 +180,142 @@ def set_num_interop_threads(n):
     _INTEROP[0] = int(n)
 
 
+# --- the complex-number API on real tensors ------------------------------------------------
+
+class Angle(Function):
+    """out = the argument of x: pi where x < 0, else 0 (nan for nan); grad = 0."""
+
+    _node_name = "AngleBackward0"
+
+    @staticmethod
+    def forward(ctx, x):
+        a = x._arr
+        return _wrap(np.where(a < 0, math.pi, np.where(np.isnan(a), a, 0.0))
+                     .astype(a.dtype))
+
+    @staticmethod
+    def backward(ctx, g):
+        return g.new_zeros(tuple(g.shape))
+
+
+@op("angle", methods=("angle",), kind="special")
+def angle(input):
+    """out = the argument of x: pi where x < 0, 0 where x >= 0, nan for nan
+    (float results); grad = 0."""
+    x = input if input._arr.dtype.kind == "f" else input.to(get_default_dtype())
+    return Angle.apply(x)
+
+
+def _itself(name, doc):
+    def fn(input):
+        return input
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = doc
+    return fn
+
+
+conj = _itself("conj", "The complex conjugate: the tensor itself for real tensors.")
+conj_physical = _itself("conj_physical", "``conj`` materialized: the tensor itself "
+                        "for real tensors.")
+resolve_conj = _itself("resolve_conj", "The tensor itself (real tensors carry no "
+                       "conjugate bit).")
+resolve_neg = _itself("resolve_neg", "The tensor itself (real tensors carry no "
+                      "negative bit).")
+
+
+def real(input):
+    """The real part: the tensor itself for real tensors."""
+    return input
+
+
+def imag(input):
+    """The imaginary part: refused for real tensors, as torch."""
+    raise RuntimeError("imag is not implemented for tensors with non-complex dtypes.")
+
+
+def _false(self):
+    return False
+
+
+# --- bitwise not and shifts ------------------------------------------------------------------
+
+def _int_only(kernel, x):
+    if x._arr.dtype.kind not in "iub":
+        raise NotImplementedError(f'"{kernel}" not implemented for '
+                                  f"'{_torch_name(x._arr.dtype)}'")
+
+
+@op("bitwise_not", methods=("bitwise_not",), kind="compare")
+def bitwise_not(input):
+    """out = ~x for integer and bool tensors (no gradient)."""
+    _int_only("bitwise_not_cpu", input)
+    return _wrap(np.invert(input._arr))
+
+
+def _shift(name, ufunc, input, other):
+    if not isinstance(input, TensorBase):
+        input = _wrap(np.asarray(input))
+    dt = result_type(input, other)
+    _int_only(f"{name}_cpu", _wrap(np.zeros(0, dt)))
+    b = other._arr if isinstance(other, TensorBase) else np.asarray(other)
+    return _wrap(ufunc(input._arr.astype(dt), b.astype(dt)).astype(dt))
+
+
+@op("bitwise_left_shift", methods=("bitwise_left_shift", "__lshift__"),
+    kind="compare")
+def bitwise_left_shift(input, other):
+    """out = x << other for integer tensors (no gradient)."""
+    return _shift("lshift", np.left_shift, input, other)
+
+
+@op("bitwise_right_shift", methods=("bitwise_right_shift", "__rshift__"),
+    kind="compare")
+def bitwise_right_shift(input, other):
+    """out = x >> other (arithmetic) for integer tensors (no gradient)."""
+    return _shift("rshift", np.right_shift, input, other)
+
+
+# --- fill_diagonal_ ----------------------------------------------------------------------------
+
+def _fill_diagonal_(self, fill_value, wrap=False):
+    """Write ``fill_value`` on the main diagonal (in place); for a tall matrix
+    with ``wrap`` the diagonal starts again after a blank row, as torch."""
+    shape = self._arr.shape
+    if len(shape) < 2:
+        raise RuntimeError("dimensions must larger than 1")
+    if len(shape) > 2 and len(set(shape)) != 1:
+        raise RuntimeError("all dimensions of input must be of equal length")
+    mask = np.zeros(self._arr.size, bool)
+    strides = np.cumprod((1,) + shape[::-1])[:-1][::-1]
+    step = int(strides.sum())
+    n = min(shape)
+    if wrap and len(shape) == 2 and shape[0] > shape[1]:
+        mask[::step] = True
+    else:
+        mask[:step * n:step] = True
+    keep = _wrap(mask.reshape(shape))
+    return _inplace_apply(self, lambda t: where(keep, fill_value, t).to(t.dtype),
+                          "fill_diagonal_")
+
+
 def _install():
+    Tensor.angle = angle
+    Tensor.conj = conj
+    Tensor.conj_physical = conj_physical
+    Tensor.conj_physical_ = conj_physical
+    Tensor.resolve_conj = resolve_conj
+    Tensor.resolve_neg = resolve_neg
+    Tensor.real = property(real)
+    Tensor.imag = property(imag)
+    Tensor.is_conj = _false
+    Tensor.is_neg = _false
+    Tensor.is_inference = _false
+    Tensor.bitwise_not_ = _shaped_inplace("bitwise_not", bitwise_not)
+    Tensor.bitwise_left_shift_ = _shaped_inplace("bitwise_left_shift",
+                                                 bitwise_left_shift)
+    Tensor.bitwise_right_shift_ = _shaped_inplace("bitwise_right_shift",
+                                                  bitwise_right_shift)
+    Tensor.fill_diagonal_ = _fill_diagonal_
     Tensor.byte = _byte
     Tensor.char = _char
     Tensor.short = _short
