@@ -597,6 +597,18 @@ def test_special_out_keyword():
     assert cygrad.special.round(x, out=out) is out
     out = cygrad.empty(2)
     assert cygrad.lgamma(x, out=out) is out
+    for m in (torch, cygrad):
+        t = m.tensor([[1.0, 3.0, 2.0], [0.0, 5.0, 4.0]])
+        v, i = m.empty(2, 3), m.empty(2, 3, dtype=m.int64)
+        res = m.cummax(t, 1, out=(v, i))
+        assert res.values is v and res.indices is i
+        d = m.empty(2, 2)
+        assert m.diff(t, out=d) is d
+        c = m.empty(3, 2)
+        assert m.view_copy(t, (3, 2), out=c) is c
+        q = m.empty(2)
+        assert m.quantile(t, 0.5, 1, out=q) is q
+    np.testing.assert_allclose(q.numpy(), [2.0, 4.0])
 
 
 def test_queries_and_small_methods():

@@ -350,7 +350,7 @@ def combinations(input, r=2, with_replacement=False):
 
 # --- diff, vander -------------------------------------------------------------------------
 
-@op("diff", methods=("diff",), kind="shape")
+@op("diff", methods=("diff",), kind="other")   # takes out=, as torch
 def diff(input, n=1, dim=-1, prepend=None, append=None):
     """out = the n-th forward difference along ``dim`` (after joining
     ``prepend`` and ``append``); bool inputs give x[i+1] != x[i]; grad from the
@@ -451,7 +451,7 @@ def unravel_index(indices, shape):
 
 # --- narrow_copy, the scatters -------------------------------------------------------------
 
-@op("narrow_copy", methods=("narrow_copy",), kind="shape")
+@op("narrow_copy", methods=("narrow_copy",), kind="copy")
 def narrow_copy(input, dim, start, length):
     """out = a copy of ``narrow(input, dim, start, length)``; grad = g in place."""
     return clone(narrow(input, dim, start, length))
@@ -595,7 +595,7 @@ _VIEWS = {
 }
 
 for _name, _view in _VIEWS.items():
-    op(_name, kind="shape")(_copying(_name, _view))
+    op(_name, kind="copy")(_copying(_name, _view))   # copies take out=
 
 
 def _install():
