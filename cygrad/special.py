@@ -13,7 +13,7 @@ from cygrad.ops.out import write_out as _write_out
 
 __all__ = [
     "digamma", "entr", "erf", "erfc", "erfcx", "erfinv", "exp2", "expit", "expm1",
-    "gammaln", "i0", "i0e", "i1", "i1e", "log1p", "log_ndtr", "log_softmax", "logit",
+    "gammainc", "gammaincc", "gammaln", "i0", "i0e", "i1", "i1e", "log1p", "log_ndtr", "log_softmax", "logit",
     "logsumexp", "multigammaln", "ndtr", "ndtri", "polygamma", "psi", "round",
     "sinc", "softmax", "xlog1py", "xlogy", "zeta",
 ]
@@ -46,6 +46,8 @@ sinc = _out("sinc", _op("sinc"))
 logit = _out("logit", _op("logit"))
 xlogy = _out("xlogy", _op("xlogy"))
 logsumexp = _out("logsumexp", _op("logsumexp"))
+gammainc = _out("gammainc", _op("igamma"))
+gammaincc = _out("gammaincc", _op("igammac"))
 
 # the functions only torch.special has
 i0e = _out("i0e", _sp.i0e)

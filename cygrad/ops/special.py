@@ -1,5 +1,5 @@
 """Special functions: the gamma family (lgamma, digamma, polygamma, mvlgamma,
-Hurwitz zeta), the modified Bessel functions i0/i0e/i1/i1e, the normal
+Hurwitz zeta, the regularized incomplete gamma functions igamma/igammac), the modified Bessel functions i0/i0e/i1/i1e, the normal
 distribution's ndtr/ndtri/log_ndtr, erfcx, sinc, xlogy/xlog1py and entr.
 
 NumPy is cygrad's only runtime dependency, so each forward is a vectorized
@@ -22,6 +22,7 @@ from cygrad.autograd.function import Function
 from cygrad.creation import get_default_dtype
 from cygrad.ops import elementwise as _ew
 from cygrad.ops.mathextra import float_inplace
+from cygrad.ops.out import _torch_name
 from cygrad.ops.registry import _no_grad, op
 from cygrad.ops.select import where
 
@@ -319,6 +320,132 @@ def zeta(input, other):
     """out = Hurwitz zeta(x, q); grad_q = -x zeta(x + 1, q)."""
     x, q = _binary_operands("zeta", input, other)
     return Zeta.apply(_no_half(x, "zeta"), q)
+
+
+# --- the regularized incomplete gamma functions ---------------------------------------
+
+_TINY = 1e-300
+
+
+def _np_igamma_pair(a, x):
+    """(P, Q): the regularized lower and upper incomplete gamma functions, each
+    from the expansion that converges fast and stays accurate where it is the
+    small one: the power series of P for x < a + 1, the continued fraction of
+    Q (Lentz's evaluation) elsewhere."""
+    a, x = np.broadcast_arrays(np.asarray(a, np.float64), np.asarray(x, np.float64))
+    a, x = a.astype(np.float64), x.astype(np.float64)
+    P = np.full(a.shape, np.nan)
+    Q = np.full(a.shape, np.nan)
+    ok = (a > 0) & (x > 0) & np.isfinite(a) & np.isfinite(x)
+    with np.errstate(all="ignore"):
+        pre = np.where(ok, a * np.log(np.where(ok, x, 1.0)) - x
+                       - _np_lgamma(np.where(ok, a, 1.0)), 0.0)
+        series = ok & (x < a + 1)
+        if series.any():
+            aa, xx = a[series], x[series]
+            term = 1.0 / aa
+            total = term.copy()
+            n = aa.copy()
+            active = np.ones(aa.shape, bool)
+            for _ in range(2000):
+                n = n + 1
+                term = np.where(active, term * xx / n, 0.0)
+                total = total + term
+                active = active & (np.abs(term) > np.abs(total) * 1e-17)
+                if not active.any():
+                    break
+            p = np.exp(pre[series]) * total
+            P[series], Q[series] = p, 1.0 - p
+        frac = ok & ~series
+        if frac.any():
+            aa, xx = a[frac], x[frac]
+            b = xx + 1.0 - aa
+            c = np.full(aa.shape, 1.0 / _TINY)
+            d = 1.0 / b
+            h = d.copy()
+            active = np.ones(aa.shape, bool)
+            for i in range(1, 2000):
+                an = -i * (i - aa)
+                b = b + 2.0
+                d = an * d + b
+                d = np.where(np.abs(d) < _TINY, _TINY, d)
+                c = b + an / c
+                c = np.where(np.abs(c) < _TINY, _TINY, c)
+                d = 1.0 / d
+                delta = np.where(active, d * c, 1.0)
+                h = h * delta
+                active = active & (np.abs(delta - 1.0) > 1e-16)
+                if not active.any():
+                    break
+            q = np.exp(pre[frac]) * h
+            P[frac], Q[frac] = 1.0 - q, q
+    # the edges, as torch: x = 0 -> P = 0; a = 0 (x > 0) -> P = 1; x = inf -> 1;
+    # a = inf (finite x) -> 0; negative arguments and a = x = 0 -> nan
+    zero_x = (x == 0) & (a > 0)
+    P[zero_x], Q[zero_x] = 0.0, 1.0
+    zero_a = (a == 0) & (x > 0)
+    P[zero_a], Q[zero_a] = 1.0, 0.0
+    inf_x = np.isposinf(x) & (a >= 0) & np.isfinite(a)
+    P[inf_x], Q[inf_x] = 1.0, 0.0
+    inf_a = np.isposinf(a) & (x >= 0) & np.isfinite(x)
+    P[inf_a], Q[inf_a] = 0.0, 1.0
+    return P, Q
+
+
+class IGamma(Function):
+    """out = P(a, x) = gamma(a, x) / Gamma(a), the regularized lower incomplete
+    gamma function; grad_x = g * x^(a-1) e^-x / Gamma(a) (torch has no
+    gradient for a)."""
+
+    _node_name = "IgammaBackward0"
+    _upper = False
+
+    @classmethod
+    def forward(cls, ctx, a, x):
+        ctx.save_for_backward(a, x)
+        P, Q = _np_igamma_pair(a._arr, x._arr)
+        return _wrap((Q if cls._upper else P).astype(a._arr.dtype))
+
+    @classmethod
+    def backward(cls, ctx, g):
+        a, x = ctx.saved_tensors
+        if ctx.needs_input_grad[0]:
+            which = "igammac" if cls._upper else "igamma"
+            raise NotImplementedError(f"the derivative for '{which}: input' is not "
+                                      "implemented.")
+        dens = ((a - 1) * x.log() - x - lgamma(a)).exp()
+        return None, (-g if cls._upper else g) * dens
+
+
+class IGammaC(IGamma):
+    """out = Q(a, x) = 1 - P(a, x), the regularized upper incomplete gamma
+    function; grad_x = -g * x^(a-1) e^-x / Gamma(a)."""
+
+    _node_name = "IgammacBackward0"
+    _upper = True
+
+
+def _igamma_operands(fname, input, other):
+    a, x = _binary_operands(fname, input, other)
+    for t in (input, other):
+        if isinstance(t, TensorBase) and t._arr.dtype.kind != "f":
+            raise NotImplementedError(f'"{fname}_cpu" not implemented for '
+                                      f"'{_torch_name(t._arr.dtype)}'")
+    return a, x
+
+
+@op("igamma", methods=("igamma",), kind="special")
+def igamma(input, other):
+    """out = P(a, x), the regularized lower incomplete gamma function of
+    a = input, x = other; grad_x = g * x^(a-1) e^-x / Gamma(a)."""
+    return IGamma.apply(*_igamma_operands("igamma", input, other))
+
+
+@op("igammac", methods=("igammac",), kind="special")
+def igammac(input, other):
+    """out = Q(a, x) = 1 - P(a, x), the regularized upper incomplete gamma
+    function; grad_x = -g * x^(a-1) e^-x / Gamma(a)."""
+    return IGammaC.apply(*_igamma_operands("igammac", input, other))
 
 
 # --- the modified Bessel functions ------------------------------------------------------
@@ -621,6 +748,8 @@ def _install():
                      ("sinc", sinc), ("xlogy", xlogy), ("mvlgamma", mvlgamma)):
         setattr(Tensor, name + "_", float_inplace(name, fn))
     Tensor.polygamma_ = float_inplace("polygamma", lambda t, n: polygamma(n, t))
+    Tensor.igamma_ = float_inplace("igamma", igamma)
+    Tensor.igammac_ = float_inplace("igammac", igammac)
 
 
 _install()
