@@ -92,7 +92,7 @@ from cygrad.ops.misc import (  # noqa: E402, F401  (range shadows the builtin he
 )
 from cygrad.ops.misc import get_device, is_signed  # noqa: E402, F401
 from cygrad.ops.misc import (  # noqa: E402, F401
-    conj, conj_physical, imag, real, resolve_conj, resolve_neg,
+    conj, conj_physical, imag, layout, real, resolve_conj, resolve_neg, strided,
 )
 from cygrad.dtypes import int16 as short, int32 as int  # noqa: E402, F401, A001
 newaxis = None

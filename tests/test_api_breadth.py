@@ -650,6 +650,12 @@ def test_queries_and_small_methods():
         assert m.short is m.int16 and m.int is m.int32
         assert not x.is_conj() and not x.is_neg() and not x.is_inference()
         assert m.conj(x) is x and m.real(x) is x and x.real is x
+        assert not (x.is_sparse or x.is_quantized or x.is_meta or x.is_mkldnn
+                    or x.is_nested or x.is_sparse_csr or x.is_distributed())
+        assert x.layout == m.strided and isinstance(x.layout, m.layout)
+        assert repr(m.strided) == "torch.strided"
+        assert x.t().dim_order() == (1, 0) and x.output_nr == 0
+        assert m.ones(2, 3, 4).permute(2, 0, 1).dim_order() == (1, 2, 0)
         prev = m.get_num_interop_threads()
         assert prev >= 1
     with pytest.raises(RuntimeError, match="more than one value is ambiguous"):

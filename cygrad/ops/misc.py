@@ -298,7 +298,47 @@ def _fill_diagonal_(self, fill_value, wrap=False):
                           "fill_diagonal_")
 
 
+# --- layout and backend flags ------------------------------------------------------------
+
+class layout:
+    """A tensor layout; cygrad has one, ``strided`` (dense NumPy arrays)."""
+
+    def __init__(self, name):
+        self._name = name
+
+    def __repr__(self):
+        return f"torch.{self._name}"
+
+    def __reduce__(self):
+        return self._name
+
+
+strided = layout("strided")
+
+
+def _layout(self):
+    return strided
+
+
+def _dim_order(self, *, ambiguity_check=False):
+    """The dims from outermost to innermost in memory (by decreasing stride)."""
+    strides = self._arr.strides
+    # (np.argsort: this module's ``range`` is torch's)
+    return tuple(int(d) for d in np.argsort([-st for st in strides], kind="stable"))
+
+
+_FLAGS = ("is_sparse", "is_sparse_csr", "is_quantized", "is_meta", "is_mkldnn",
+          "is_nested", "is_vulkan", "is_xla", "is_ipu", "is_mtia", "is_maia")
+
+
 def _install():
+    for flag in _FLAGS:
+        setattr(Tensor, flag, property(_false, doc="False: cygrad tensors are dense "
+                                                   "CPU arrays."))
+    Tensor.is_distributed = _false
+    Tensor.layout = property(_layout)
+    Tensor.dim_order = _dim_order
+    Tensor.output_nr = property(lambda self: 0)
     Tensor.angle = angle
     Tensor.conj = conj
     Tensor.conj_physical = conj_physical
