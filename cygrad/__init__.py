@@ -94,6 +94,17 @@ for _name in ("mm", "t", "sum_to_shape", "logical_not"):
 del _spec, _name, _fn
 
 from math import e, inf, nan, pi  # noqa: E402, F401  (torch.inf, torch.pi, ...)
+from cygrad import special  # noqa: E402, F401
+from cygrad.ops.arrange import broadcast_shapes, unravel_index  # noqa: E402, F401
+from cygrad.ops.misc import (  # noqa: E402, F401  (range shadows the builtin here)
+    asarray, frombuffer, get_num_interop_threads, is_same_size, range, scalar_tensor,
+    set_num_interop_threads, typename,
+)
+from cygrad.ops.misc import get_device, is_signed  # noqa: E402, F401
+from cygrad.ops.misc import (  # noqa: E402, F401
+    conj, conj_physical, imag, layout, real, resolve_conj, resolve_neg, strided,
+)
+from cygrad.dtypes import int16 as short, int32 as int  # noqa: E402, F401, A001
 newaxis = None
 
 __version__ = "0.1.0"

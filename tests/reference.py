@@ -15,6 +15,7 @@ land untested.
 
 import cases_reduce
 import numpy as np
+from breadth_ops import NAMES as BREADTH_NAMES
 from linalg_cases import cases as _linalg_cases
 
 from cygrad._kernels import optable
@@ -408,3 +409,5 @@ for _name, _cases in _math_cases().items():
 # Registry entries that are tested elsewhere, with the reason.
 # ops whose results are Python values, tested in their own files
 ELSEWHERE = {"allclose": "test_closeness.py", "equal": "test_closeness.py"}
+# the long tail of torch's API, checked against torch in test_api_breadth.py
+ELSEWHERE.update(dict.fromkeys(BREADTH_NAMES, "test_api_breadth.py"))

@@ -1,6 +1,7 @@
 """Higher-order gradients: gradgradcheck on every differentiable op of the
 registry, closed forms, gradient penalties, and agreement with torch."""
 
+import breadth_ops
 import cases_reduce
 import numpy as np
 import pytest
@@ -121,6 +122,7 @@ SAMPLES = {
     **_INDEXING_SAMPLES,
 }
 SAMPLES.update(cases_reduce.samples(cygrad))   # issue 17
+SAMPLES.update(breadth_ops.samples(cygrad))     # the API-breadth ops
 
 SAMPLES.update(higher_order_samples())
 

@@ -12,7 +12,13 @@ Modules, each importing only those before it: ``registry``, ``select``,
 ``reductions``, ``cumulative``, ``sorting``, ``inplace``, ``decomp``,
 ``scatter``, ``masking``, ``closeness`` (isclose, allclose, equal), ``storage``
 (resize_, apply_), ``out``
-(the ``out=`` keyword of the functions ``cygrad.<op>``).
+(the ``out=`` keyword of the functions ``cygrad.<op>``); then the composites
+of torch's long tail: ``mathextra`` (frac, copysign, fmax, comparison
+aliases...), ``special`` (the gamma and Bessel families, ndtr, xlogy),
+``arrange`` (tensor_split, rot90, diff, atleast_*, the scatters,
+as_strided...), ``stats`` (nansum, quantile, cummax, cov...),
+``linalg_extra`` (inner, addr, matrix_exp, cholesky_solve...), ``misc``
+(small Tensor methods and torch functions) and ``window`` (hann_window...).
 """
 
 from cygrad.ops import (
@@ -32,6 +38,15 @@ from cygrad.ops import (
     shape,
     sorting,
     storage,
+)
+from cygrad.ops import (  # the long tail, after the ops they compose
+    arrange,
+    linalg_extra,
+    mathextra,
+    misc,
+    special,
+    stats,
+    window,
 )
 from cygrad.ops.elementwise import _graph_rules, compare, logical_not
 from cygrad.ops.inplace import _view_aware_inplace, copy_, full_like_const, setitem
@@ -65,7 +80,7 @@ __all__ = [
 # Importing each family attaches its Tensor methods.
 FAMILIES = (registry, select, elementwise, linalg, indexing, shape, pieces, reductions,
             cumulative, sorting, inplace, decomp, scatter, masking, closeness,
-            storage)
+            storage, mathextra, special, arrange, stats, linalg_extra, misc, window)
 
 # Every registered op (and alias) as ``cygrad.ops.<name>``.
 for _spec in OPS.values():
