@@ -93,32 +93,32 @@ for _name in ("mm", "t", "sum_to_shape", "logical_not"):
     globals().setdefault(_name, getattr(_ops, _name))
 del _spec, _name, _fn
 
-from math import e, inf, nan, pi  # noqa: E402, F401  (torch.inf, torch.pi, ...)
-from cygrad import special  # noqa: E402, F401
-from cygrad.ops.arrange import broadcast_shapes, unravel_index  # noqa: E402, F401
-from cygrad.ops.misc import (  # noqa: E402, F401  (range shadows the builtin here)
+from math import e, inf, nan, pi  # noqa: F401  (torch.inf, torch.pi, ...)
+from cygrad import special  # noqa: F401
+from cygrad.ops.arrange import broadcast_shapes, unravel_index  # noqa: F401
+from cygrad.ops.misc import (  # noqa: F401  (range shadows the builtin here)
     asarray, frombuffer, get_num_interop_threads, is_same_size, range, scalar_tensor,
     set_num_interop_threads, typename,
 )
-from cygrad.ops.misc import get_device, is_signed  # noqa: E402, F401
-from cygrad.ops.misc import (  # noqa: E402, F401
+from cygrad.ops.misc import get_device, is_signed  # noqa: F401
+from cygrad.ops.misc import (  # noqa: F401
     conj, conj_physical, imag, layout, real, resolve_conj, resolve_neg, strided,
 )
-from cygrad.dtypes import int16 as short, int32 as int  # noqa: E402, F401, A001
+from cygrad.dtypes import int16 as short, int32 as int  # noqa: F401
 newaxis = None
 
 __version__ = "0.1.0"
 
 # torch.<name> forms of nn.functional operations, with torch's native signatures.
-from cygrad.nn._torch_aliases import (  # noqa: E402, F401
+from cygrad.nn._torch_aliases import (  # noqa: F401
     alpha_dropout, alpha_dropout_, batch_norm, bilinear,
     binary_cross_entropy_with_logits, celu, celu_, channel_shuffle, constant_pad_nd,
     cosine_embedding_loss, cosine_similarity, ctc_loss, dropout, dropout_, embedding,
     embedding_bag,
     feature_alpha_dropout, feature_alpha_dropout_, feature_dropout, feature_dropout_,
-    group_norm, hardshrink, hinge_embedding_loss, instance_norm, kl_div, layer_norm,
+    group_norm, hinge_embedding_loss, instance_norm, kl_div, layer_norm,
     margin_ranking_loss, native_batch_norm, native_channel_shuffle, native_dropout,
     native_group_norm, native_layer_norm, pairwise_distance, pdist, pixel_shuffle,
-    pixel_unshuffle, poisson_nll_loss, prelu, relu_, rms_norm, rrelu, rrelu_, selu_,
+    pixel_unshuffle, poisson_nll_loss, relu_, rms_norm, rrelu, rrelu_, selu_,
     threshold, threshold_, triplet_margin_loss,
 )

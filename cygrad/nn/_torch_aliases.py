@@ -38,10 +38,10 @@ __all__ = [
     "constant_pad_nd", "cosine_embedding_loss", "cosine_similarity", "ctc_loss",
     "dropout", "dropout_", "embedding", "embedding_bag", "feature_alpha_dropout",
     "feature_alpha_dropout_", "feature_dropout", "feature_dropout_", "group_norm",
-    "hardshrink", "hinge_embedding_loss", "instance_norm", "kl_div", "layer_norm",
+    "hinge_embedding_loss", "instance_norm", "kl_div", "layer_norm",
     "margin_ranking_loss", "native_batch_norm", "native_channel_shuffle",
     "native_dropout", "native_group_norm", "native_layer_norm", "pairwise_distance",
-    "pdist", "pixel_shuffle", "pixel_unshuffle", "poisson_nll_loss", "prelu",
+    "pdist", "pixel_shuffle", "pixel_unshuffle", "poisson_nll_loss",
     "relu_", "rms_norm", "rrelu", "rrelu_", "selu_", "threshold", "threshold_",
     "triplet_margin_loss",
 ]
@@ -324,9 +324,6 @@ def selu_(input):
     return _act.selu_(input)
 
 
-def prelu(input, weight):
-    return _act.prelu(input, weight)
-
 
 def rrelu(input, lower=0.125, upper=0.3333333333333333, training=False,
           generator=None):
@@ -346,9 +343,6 @@ def threshold(input, threshold, value):
 def threshold_(input, threshold, value):
     return _act.threshold_(input, threshold, value)
 
-
-def hardshrink(input, lambd=0.5):
-    return _act.hardshrink(input, lambd)
 
 
 # ---------------------------------------------------------------------------
