@@ -3,6 +3,10 @@
 their position or key, and reprs print as torch's (a ``ModuleList`` groups
 equal consecutive children: ``(0-2): 3 x Linear(...)``)."""
 
+from __future__ import annotations
+
+from typing import Any
+
 import collections
 import collections.abc
 import operator
@@ -33,7 +37,7 @@ class Sequential(Module):
     ``append``, ``insert``, ``extend``, ``pop`` and ``+`` work as in torch.
     """
 
-    def __init__(self, *args):
+    def __init__(self, *args: Any) -> None:
         super().__init__()
         if len(args) == 1 and isinstance(args[0], collections.OrderedDict):
             for name, m in args[0].items():
@@ -102,7 +106,7 @@ class Sequential(Module):
         del self[key]
         return v
 
-    def forward(self, input):
+    def forward(self, input: Tensor) -> Any:
         for m in self._modules.values():
             input = m(input)
         return input
@@ -111,7 +115,7 @@ class Sequential(Module):
 class ModuleList(Module):
     """A list of modules whose parameters are registered (``0``, ``1``, ...)."""
 
-    def __init__(self, modules=None):
+    def __init__(self, modules: Any = None) -> None:
         super().__init__()
         if modules is not None:
             self.extend(modules)
@@ -169,7 +173,7 @@ class ModuleList(Module):
         del self[key]
         return v
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         if not self._modules:
             return f"{self._get_name()}()"
         reprs = [repr(m) for m in self._modules.values()]
@@ -190,7 +194,7 @@ class ModuleList(Module):
 class ModuleDict(Module):
     """A dict of modules registered under their (string) keys, in order."""
 
-    def __init__(self, modules=None):
+    def __init__(self, modules: Any = None) -> None:
         super().__init__()
         if modules is not None:
             self.update(modules)
@@ -268,7 +272,7 @@ class ParameterList(Module):
     """A list of parameters registered under ``0``, ``1``, ...; a plain tensor
     is wrapped into a ``Parameter`` (as torch)."""
 
-    def __init__(self, values=None):
+    def __init__(self, values: Any = None) -> None:
         super().__init__()
         self._size = 0
         if values is not None:
@@ -307,7 +311,7 @@ class ParameterList(Module):
             self.append(v)
         return self
 
-    def extra_repr(self):
+    def extra_repr(self) -> str:
         return "\n".join(f"  ({i}): {_param_line(p, False)}" for i, p in
                          enumerate(self))
 
@@ -317,7 +321,7 @@ class ParameterDict(Module):
     """A dict of parameters registered under their keys, in order; a plain
     tensor is wrapped into a ``Parameter``."""
 
-    def __init__(self, parameters=None):
+    def __init__(self, parameters: Any = None) -> None:
         super().__init__()
         self._keys = {}
         if parameters is not None:
@@ -375,6 +379,6 @@ class ParameterDict(Module):
         for k, v in pairs:
             self[k] = v
 
-    def extra_repr(self):
+    def extra_repr(self) -> str:
         return "\n".join(f"  ({k}): {_param_line(p, True)}" for k, p in self.items())
 

@@ -8,6 +8,8 @@ initialisation, and turns the module into its eager class
 (``LazyLinear`` -> ``Linear``), as torch does.
 """
 
+from __future__ import annotations
+
 import numpy as np
 
 from cygrad.creation import from_numpy

@@ -2,9 +2,16 @@
 (the deprecated ``size_average`` / ``reduce`` read as torch reads them, with
 its warning), class weights as buffers, each calling its functional form."""
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from .. import _functional_loss as L
 from .. import functional as F
 from ..module import Module
+
+if TYPE_CHECKING:
+    from cygrad._tensor import Tensor
 
 __all__ = [
     "BCELoss", "BCEWithLogitsLoss", "CosineEmbeddingLoss", "CrossEntropyLoss",
@@ -15,13 +22,15 @@ __all__ = [
 
 
 class _Loss(Module):
-    def __init__(self, size_average=None, reduce=None, reduction="mean"):
+    def __init__(self, size_average: bool | None = None, reduce: bool | None = None,
+                 reduction: str = "mean") -> None:
         super().__init__()
         self.reduction = L.legacy_reduction(size_average, reduce, reduction, 4)
 
 
 class _WeightedLoss(_Loss):
-    def __init__(self, weight=None, size_average=None, reduce=None, reduction="mean"):
+    def __init__(self, weight: Tensor | None = None, size_average: bool | None = None,
+                 reduce: bool | None = None, reduction: str = "mean") -> None:
         super().__init__(size_average, reduce, reduction)
         self.register_buffer("weight", weight)
 
@@ -29,36 +38,37 @@ class _WeightedLoss(_Loss):
 class MSELoss(_Loss):
     """Mean squared error; ``reduction`` is "mean" (default), "sum" or "none"."""
 
-    def forward(self, input, target):
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
         return F.mse_loss(input, target, reduction=self.reduction)
 
 
 class L1Loss(_Loss):
     """Mean absolute error ``|input - target|``."""
 
-    def forward(self, input, target):
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
         return L.l1_loss(input, target, reduction=self.reduction)
 
 
 class SmoothL1Loss(_Loss):
     """Quadratic below ``beta``, linear above (``beta=0``: L1)."""
 
-    def __init__(self, size_average=None, reduce=None, reduction="mean", beta=1.0):
+    def __init__(self, size_average: bool | None = None, reduce: bool | None = None,
+                 reduction: str = "mean", beta: float = 1.0) -> None:
         super().__init__(size_average, reduce, reduction)
         self.beta = beta
 
-    def forward(self, input, target):
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
         return L.smooth_l1_loss(input, target, reduction=self.reduction, beta=self.beta)
 
 
 class HuberLoss(_Loss):
     """Quadratic below ``delta``, ``delta``-scaled linear above."""
 
-    def __init__(self, reduction="mean", delta=1.0):
+    def __init__(self, reduction: str = "mean", delta: float = 1.0) -> None:
         super().__init__(reduction=reduction)
         self.delta = delta
 
-    def forward(self, input, target):
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
         return L.huber_loss(input, target, reduction=self.reduction, delta=self.delta)
 
 
@@ -75,13 +85,14 @@ class CrossEntropyLoss(_WeightedLoss):
     label_smoothing : float in [0, 1]
     """
 
-    def __init__(self, weight=None, size_average=None, ignore_index=-100, reduce=None,
-                 reduction="mean", label_smoothing=0.0):
+    def __init__(self, weight: Tensor | None = None, size_average: bool | None = None,
+                 ignore_index: int = -100, reduce: bool | None = None,
+                 reduction: str = "mean", label_smoothing: float = 0.0) -> None:
         super().__init__(weight, size_average, reduce, reduction)
         self.ignore_index = ignore_index
         self.label_smoothing = label_smoothing
 
-    def forward(self, input, target):
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
         return F.cross_entropy(input, target, weight=self.weight,
                                ignore_index=self.ignore_index,
                                reduction=self.reduction,
@@ -91,12 +102,13 @@ class CrossEntropyLoss(_WeightedLoss):
 class NLLLoss(_WeightedLoss):
     """Negative log-likelihood of log-probabilities and class indices."""
 
-    def __init__(self, weight=None, size_average=None, ignore_index=-100, reduce=None,
-                 reduction="mean"):
+    def __init__(self, weight: Tensor | None = None, size_average: bool | None = None,
+                 ignore_index: int = -100, reduce: bool | None = None,
+                 reduction: str = "mean") -> None:
         super().__init__(weight, size_average, reduce, reduction)
         self.ignore_index = ignore_index
 
-    def forward(self, input, target):
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
         return F.nll_loss(input, target, weight=self.weight,
                           ignore_index=self.ignore_index, reduction=self.reduction)
 
@@ -111,13 +123,14 @@ class BCEWithLogitsLoss(_Loss):
     pos_weight : Tensor, optional weight of positive examples
     """
 
-    def __init__(self, weight=None, size_average=None, reduce=None, reduction="mean",
-                 pos_weight=None):
+    def __init__(self, weight: Tensor | None = None, size_average: bool | None = None,
+                 reduce: bool | None = None, reduction: str = "mean",
+                 pos_weight: Tensor | None = None) -> None:
         super().__init__(size_average, reduce, reduction)
         self.register_buffer("weight", weight)
         self.register_buffer("pos_weight", pos_weight)
 
-    def forward(self, input, target):
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
         return F.binary_cross_entropy_with_logits(
             input, target, weight=self.weight, reduction=self.reduction,
             pos_weight=self.pos_weight)
@@ -126,7 +139,7 @@ class BCEWithLogitsLoss(_Loss):
 class BCELoss(_WeightedLoss):
     """Binary cross-entropy of probabilities (logs clamped at -100)."""
 
-    def forward(self, input, target):
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
         return L.binary_cross_entropy(input, target, weight=self.weight,
                                       reduction=self.reduction)
 
@@ -135,12 +148,12 @@ class KLDivLoss(_Loss):
     """``target (log target - input)``; ``reduction="batchmean"`` is the
     mathematical KL divergence per sample."""
 
-    def __init__(self, size_average=None, reduce=None, reduction="mean",
-                 log_target=False):
+    def __init__(self, size_average: bool | None = None, reduce: bool | None = None,
+                 reduction: str = "mean", log_target: bool = False) -> None:
         super().__init__(size_average, reduce, reduction)
         self.log_target = log_target
 
-    def forward(self, input, target):
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
         return L.kl_div(input, target, reduction=self.reduction,
                         log_target=self.log_target)
 
@@ -148,14 +161,15 @@ class KLDivLoss(_Loss):
 class PoissonNLLLoss(_Loss):
     """Poisson negative log-likelihood (``log_input``: the input is log rate)."""
 
-    def __init__(self, log_input=True, full=False, size_average=None, eps=1e-8,
-                 reduce=None, reduction="mean"):
+    def __init__(self, log_input: bool = True, full: bool = False,
+                 size_average: bool | None = None, eps: float = 1e-8,
+                 reduce: bool | None = None, reduction: str = "mean") -> None:
         super().__init__(size_average, reduce, reduction)
         self.log_input = log_input
         self.full = full
         self.eps = eps
 
-    def forward(self, log_input, target):
+    def forward(self, log_input: bool, target: Tensor) -> Tensor:
         return L.poisson_nll_loss(log_input, target, log_input=self.log_input,
                                   full=self.full, eps=self.eps,
                                   reduction=self.reduction)
@@ -164,18 +178,20 @@ class PoissonNLLLoss(_Loss):
 class GaussianNLLLoss(_Loss):
     """Gaussian negative log-likelihood with a predicted variance."""
 
-    def __init__(self, *, full=False, eps=1e-6, reduction="mean"):
+    def __init__(self, *, full: bool = False, eps: float = 1e-6,
+                 reduction: str = "mean") -> None:
         super().__init__(reduction=reduction)
         self.full = full
         self.eps = eps
 
-    def forward(self, input, target, var):
+    def forward(self, input: Tensor, target: Tensor, var: Tensor) -> Tensor:
         return L.gaussian_nll_loss(input, target, var, full=self.full, eps=self.eps,
                                    reduction=self.reduction)
 
 
 class _MarginLoss(_Loss):
-    def __init__(self, margin=0.0, size_average=None, reduce=None, reduction="mean"):
+    def __init__(self, margin: float = 0.0, size_average: bool | None = None,
+                 reduce: bool | None = None, reduction: str = "mean") -> None:
         super().__init__(size_average, reduce, reduction)
         self.margin = margin
 
@@ -183,7 +199,7 @@ class _MarginLoss(_Loss):
 class MarginRankingLoss(_MarginLoss):
     """``max(0, -y (x1 - x2) + margin)``."""
 
-    def forward(self, input1, input2, target):
+    def forward(self, input1: Tensor, input2: Tensor, target: Tensor) -> Tensor:
         return L.margin_ranking_loss(input1, input2, target, margin=self.margin,
                                      reduction=self.reduction)
 
@@ -191,7 +207,7 @@ class MarginRankingLoss(_MarginLoss):
 class CosineEmbeddingLoss(_MarginLoss):
     """``1 - cos(x1, x2)`` for y = 1, ``max(0, cos - margin)`` for y = -1."""
 
-    def forward(self, input1, input2, target):
+    def forward(self, input1: Tensor, input2: Tensor, target: Tensor) -> Tensor:
         return L.cosine_embedding_loss(input1, input2, target, margin=self.margin,
                                        reduction=self.reduction)
 
@@ -199,10 +215,11 @@ class CosineEmbeddingLoss(_MarginLoss):
 class HingeEmbeddingLoss(_MarginLoss):
     """``x`` for y = 1, ``max(0, margin - x)`` for y = -1."""
 
-    def __init__(self, margin=1.0, size_average=None, reduce=None, reduction="mean"):
+    def __init__(self, margin: float = 1.0, size_average: bool | None = None,
+                 reduce: bool | None = None, reduction: str = "mean") -> None:
         super().__init__(margin, size_average, reduce, reduction)
 
-    def forward(self, input, target):
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
         return L.hinge_embedding_loss(input, target, margin=self.margin,
                                       reduction=self.reduction)
 
@@ -210,14 +227,14 @@ class HingeEmbeddingLoss(_MarginLoss):
 class SoftMarginLoss(_Loss):
     """``log(1 + exp(-y x))``."""
 
-    def forward(self, input, target):
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
         return L.soft_margin_loss(input, target, reduction=self.reduction)
 
 
 class MultiLabelSoftMarginLoss(_WeightedLoss):
     """Per-class logistic loss averaged over classes."""
 
-    def forward(self, input, target):
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
         return L.multilabel_soft_margin_loss(input, target, weight=self.weight,
                                              reduction=self.reduction)
 
@@ -225,15 +242,16 @@ class MultiLabelSoftMarginLoss(_WeightedLoss):
 class MultiMarginLoss(_WeightedLoss):
     """Multi-class hinge loss (``p`` 1 or 2)."""
 
-    def __init__(self, p=1, margin=1.0, weight=None, size_average=None, reduce=None,
-                 reduction="mean"):
+    def __init__(self, p: float = 1, margin: float = 1.0, weight: Tensor | None = None,
+                 size_average: bool | None = None, reduce: bool | None = None,
+                 reduction: str = "mean") -> None:
         super().__init__(weight, size_average, reduce, reduction)
         if p not in (1, 2):
             raise ValueError("only p == 1 and p == 2 supported")
         self.p = p
         self.margin = margin
 
-    def forward(self, input, target):
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
         return L.multi_margin_loss(input, target, p=self.p, margin=self.margin,
                                    weight=self.weight, reduction=self.reduction)
 
@@ -241,8 +259,9 @@ class MultiMarginLoss(_WeightedLoss):
 class TripletMarginLoss(_Loss):
     """``max(d(a, p) - d(a, n) + margin, 0)`` with the p-norm distance."""
 
-    def __init__(self, margin=1.0, p=2.0, eps=1e-6, swap=False, size_average=None,
-                 reduce=None, reduction="mean"):
+    def __init__(self, margin: float = 1.0, p: float = 2.0, eps: float = 1e-6,
+                 swap: bool = False, size_average: bool | None = None,
+                 reduce: bool | None = None, reduction: str = "mean") -> None:
         super().__init__(size_average, reduce, reduction)
         if margin <= 0:
             raise ValueError(f"TripletMarginLoss: expected margin to be greater than "
@@ -252,7 +271,7 @@ class TripletMarginLoss(_Loss):
         self.eps = eps
         self.swap = swap
 
-    def forward(self, anchor, positive, negative):
+    def forward(self, anchor: Tensor, positive: Tensor, negative: Tensor) -> Tensor:
         return L.triplet_margin_loss(anchor, positive, negative, margin=self.margin,
                                      p=self.p, eps=self.eps, swap=self.swap,
                                      reduction=self.reduction)

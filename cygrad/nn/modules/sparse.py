@@ -2,6 +2,10 @@
 parameter name (``weight``, shape (num_embeddings, embedding_dim)) and
 initialisation (N(0, 1), the padding row zeroed)."""
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 
 from cygrad._device import check_device
@@ -12,6 +16,10 @@ from .. import _functional_sparse as F
 from .. import init
 from ..module import Module
 from ..parameter import Parameter
+
+if TYPE_CHECKING:
+    from cygrad._tensor import Tensor
+    from cygrad._typing import DType, Device
 
 __all__ = ["Embedding", "EmbeddingBag"]
 
@@ -52,10 +60,11 @@ class Embedding(Module):
         The weight's (CPU only; float32 by default).
     """
 
-    def __init__(self, num_embeddings, embedding_dim, padding_idx=None,
-                 max_norm=None, norm_type=2.0, scale_grad_by_freq=False,
-                 sparse=False, _weight=None, _freeze=False, device=None,
-                 dtype=None):
+    def __init__(self, num_embeddings: int, embedding_dim: int,
+                 padding_idx: int | None = None, max_norm: float | None = None,
+                 norm_type: float = 2.0, scale_grad_by_freq: bool = False,
+                 sparse: bool = False, _weight: Any = None, _freeze: Any = False,
+                 device: Device | None = None, dtype: DType | None = None) -> None:
         super().__init__()
         self.num_embeddings = num_embeddings
         self.embedding_dim = embedding_dim
@@ -75,7 +84,7 @@ class Embedding(Module):
         if fresh:
             self.reset_parameters()
 
-    def reset_parameters(self):
+    def reset_parameters(self) -> None:
         """N(0, 1) entries; the padding row zero."""
         init.normal_(self.weight)
         self._fill_padding_idx_with_zero()
@@ -86,11 +95,11 @@ class Embedding(Module):
                 self.weight._arr[self.padding_idx] = 0
                 self.weight._bump_version()
 
-    def forward(self, input):
+    def forward(self, input: Tensor) -> Tensor:
         return F.embedding(input, self.weight, self.padding_idx, self.max_norm,
                            self.norm_type, self.scale_grad_by_freq, self.sparse)
 
-    def extra_repr(self):
+    def extra_repr(self) -> str:
         s = f"{self.num_embeddings}, {self.embedding_dim}"
         if self.padding_idx is not None:
             s += f", padding_idx={self.padding_idx}"
@@ -128,10 +137,12 @@ class EmbeddingBag(Module):
     per_sample_weights=None)``.
     """
 
-    def __init__(self, num_embeddings, embedding_dim, max_norm=None, norm_type=2.0,
-                 scale_grad_by_freq=False, mode="mean", sparse=False, _weight=None,
-                 include_last_offset=False, padding_idx=None, device=None,
-                 dtype=None):
+    def __init__(self, num_embeddings: int, embedding_dim: int,
+                 max_norm: float | None = None, norm_type: float = 2.0,
+                 scale_grad_by_freq: bool = False, mode: str = "mean",
+                 sparse: bool = False, _weight: Any = None,
+                 include_last_offset: bool = False, padding_idx: int | None = None,
+                 device: Device | None = None, dtype: DType | None = None) -> None:
         super().__init__()
         self.num_embeddings = num_embeddings
         self.embedding_dim = embedding_dim
@@ -156,13 +167,14 @@ class EmbeddingBag(Module):
     reset_parameters = Embedding.reset_parameters
     _fill_padding_idx_with_zero = Embedding._fill_padding_idx_with_zero
 
-    def forward(self, input, offsets=None, per_sample_weights=None):
+    def forward(self, input: Tensor, offsets: Tensor | None = None,
+                per_sample_weights: Tensor | None = None) -> Tensor:
         return F.embedding_bag(input, self.weight, offsets, self.max_norm,
                                self.norm_type, self.scale_grad_by_freq, self.mode,
                                self.sparse, per_sample_weights,
                                self.include_last_offset, self.padding_idx)
 
-    def extra_repr(self):
+    def extra_repr(self) -> str:
         s = f"{self.num_embeddings}, {self.embedding_dim}"
         if self.max_norm is not None:
             s += f", max_norm={self.max_norm}"
