@@ -15,7 +15,7 @@ DType = Union[np.dtype[Any], type]
 # A device: a device object, its name ("cpu") or an index.
 Device = Union[device, str, int]
 # A size: one int per dimension, as separate arguments or one sequence.
-Size = Union[int, Sequence[int]]
+Shape = Union[int, Sequence[int]]
 # A Python scalar.
 Number = Union[int, float, bool]
 # What tensor() and as_tensor() read: a scalar, nested sequences, an array

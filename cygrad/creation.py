@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from numpy.typing import NDArray
 
     from cygrad._tensor import Tensor
-    from cygrad._typing import ArrayLike, DType, Device, Number
+    from cygrad._typing import ArrayLike, DType, Device, Number, Shape
 
 __all__ = [
     "tensor", "as_tensor", "from_numpy", "zeros", "ones", "full", "empty",
@@ -231,19 +231,19 @@ def _make(arr, requires_grad):
 
 
 @_on_cpu
-def zeros(*size: Size, dtype: DType | None = None, device: Device | None = None,
+def zeros(*size: Shape, dtype: DType | None = None, device: Device | None = None,
           requires_grad: bool = False) -> Tensor:
     return _make(np.zeros(_shape_arg(size), _dtype_or_default(dtype)), requires_grad)
 
 
 @_on_cpu
-def ones(*size: Size, dtype: DType | None = None, device: Device | None = None,
+def ones(*size: Shape, dtype: DType | None = None, device: Device | None = None,
          requires_grad: bool = False) -> Tensor:
     return _make(np.ones(_shape_arg(size), _dtype_or_default(dtype)), requires_grad)
 
 
 @_on_cpu
-def empty(*size: Size, dtype: DType | None = None, device: Device | None = None,
+def empty(*size: Shape, dtype: DType | None = None, device: Device | None = None,
           requires_grad: bool = False) -> Tensor:
     return _make(np.empty(_shape_arg(size), _dtype_or_default(dtype)), requires_grad)
 
@@ -382,7 +382,7 @@ def _rng(generator):
 
 
 @_on_cpu
-def rand(*size: Size, dtype: DType | None = None, generator: Generator | None = None,
+def rand(*size: Shape, dtype: DType | None = None, generator: Generator | None = None,
          requires_grad: bool = False, device: Device | None = None) -> Tensor:
     """Uniform samples on [0, 1)."""
     d = _dtype_or_default(dtype)
@@ -391,7 +391,7 @@ def rand(*size: Size, dtype: DType | None = None, generator: Generator | None = 
 
 
 @_on_cpu
-def randn(*size: Size, dtype: DType | None = None, generator: Generator | None = None,
+def randn(*size: Shape, dtype: DType | None = None, generator: Generator | None = None,
           requires_grad: bool = False, device: Device | None = None) -> Tensor:
     """Standard normal samples."""
     d = _dtype_or_default(dtype)
@@ -475,7 +475,7 @@ def eye(n: int, m: int | None = None, dtype: DType | None = None,
 
 
 @_on_cpu
-def empty_strided(size: Size, stride: Sequence[int], *, dtype: DType | None = None,
+def empty_strided(size: Shape, stride: Sequence[int], *, dtype: DType | None = None,
                   device: Device | None = None, requires_grad: bool = False,
                   layout: Any = None, pin_memory: bool = False) -> Tensor:
     """An uninitialised tensor of ``size`` whose element strides are

@@ -23,6 +23,10 @@ Every shape is 2-d spatial inside: a 1-d signal ``(N, C, L)`` is the image
 ``(N, C, 1, L)`` and a 1-d kernel ``(O, I, k)`` is ``(O, I, 1, k)``.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 import math
 import threading
 
@@ -33,6 +37,9 @@ from cygrad._tensor import Tensor
 from cygrad.autograd.function import Function
 from cygrad.autograd.grad_mode import is_grad_enabled
 from cygrad.creation import from_numpy
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 __all__ = [
     "conv1d",
@@ -588,7 +595,9 @@ def _conv(input, weight, bias, stride, padding, dilation, groups, nd, name):
     return out.squeeze(0) if unbatched else out
 
 
-def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None,
+           stride: int | tuple[int, ...] = 1, padding: int | tuple[int, ...] | str = 0,
+           dilation: int | tuple[int, ...] = 1, groups: int = 1) -> Tensor:
     """2-d convolution (cross-correlation, as torch) over (N, C, H, W) input.
 
     Parameters
@@ -608,7 +617,9 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     return _conv(input, weight, bias, stride, padding, dilation, groups, 2, "conv2d")
 
 
-def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+def conv1d(input: Tensor, weight: Tensor, bias: Tensor | None = None,
+           stride: int | tuple[int, ...] = 1, padding: int | tuple[int, ...] | str = 0,
+           dilation: int | tuple[int, ...] = 1, groups: int = 1) -> Tensor:
     """1-d convolution over (N, C, L) input; weight (C_out, C_in / groups, k)."""
     return _conv(input, weight, bias, stride, padding, dilation, groups, 1, "conv1d")
 
@@ -667,8 +678,11 @@ def _conv_transpose(input, weight, bias, stride, padding, output_padding, groups
     return out.squeeze(0) if unbatched else out
 
 
-def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0,
-                     groups=1, dilation=1):
+def conv_transpose2d(input: Tensor, weight: Tensor, bias: Tensor | None = None,
+                     stride: int | tuple[int, ...] = 1,
+                     padding: int | tuple[int, ...] | str = 0,
+                     output_padding: int | tuple[int, ...] = 0, groups: int = 1,
+                     dilation: int | tuple[int, ...] = 1) -> Tensor:
     """Transposed 2-d convolution (the input gradient of ``conv2d``).
 
     weight : Tensor (C_in, C_out / groups, kH, kW); output
@@ -678,8 +692,11 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
                            groups, dilation, 2, "conv_transpose2d")
 
 
-def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0,
-                     groups=1, dilation=1):
+def conv_transpose1d(input: Tensor, weight: Tensor, bias: Tensor | None = None,
+                     stride: int | tuple[int, ...] = 1,
+                     padding: int | tuple[int, ...] | str = 0,
+                     output_padding: int | tuple[int, ...] = 0, groups: int = 1,
+                     dilation: int | tuple[int, ...] = 1) -> Tensor:
     """Transposed 1-d convolution; weight (C_in, C_out / groups, k)."""
     return _conv_transpose(input, weight, bias, stride, padding, output_padding,
                            groups, dilation, 1, "conv_transpose1d")
@@ -740,7 +757,10 @@ class _Fold(Function):
         return from_numpy(_unfold_arr(grad._arr, ctx.ks, ctx.geo)), None, None, None
 
 
-def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
+def unfold(input: Tensor, kernel_size: int | tuple[int, ...],
+           dilation: int | tuple[int, ...] = 1,
+           padding: int | tuple[int, ...] | str = 0,
+           stride: int | tuple[int, ...] = 1) -> Tensor:
     """Sliding local blocks of (N, C, H, W) input as (N, C*kh*kw, L) columns."""
     if input.ndim not in (3, 4):
         raise RuntimeError(
@@ -770,7 +790,10 @@ def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
     return out.squeeze(0) if unbatched else out
 
 
-def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
+def fold(input: Tensor, output_size: int | tuple[int, ...],
+         kernel_size: int | tuple[int, ...], dilation: int | tuple[int, ...] = 1,
+         padding: int | tuple[int, ...] | str = 0,
+         stride: int | tuple[int, ...] = 1) -> Tensor:
     """Sum (N, C*kh*kw, L) columns back into (N, C, H, W) images (unfold's
     adjoint)."""
     if input.ndim not in (2, 3):
@@ -879,7 +902,8 @@ class _PadGrad(Function):
 _PAD_MODES = ("constant", "reflect", "replicate", "circular")
 
 
-def pad(input, pad, mode="constant", value=None):
+def pad(input: Tensor, pad: Sequence[int], mode: str = "constant",
+        value: float | None = None) -> Tensor:
     """Pad the last ``len(pad) // 2`` dimensions, as ``torch.nn.functional.pad``.
 
     ``pad = (left_last, right_last, left_second_last, ...)``; negative
