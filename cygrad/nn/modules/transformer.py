@@ -341,7 +341,8 @@ class Transformer(Module):
                             memory_is_causal=memory_is_causal)
 
     @staticmethod
-    def generate_square_subsequent_mask(sz, device=None, dtype=None):
+    def generate_square_subsequent_mask(sz: int, device: Device | None = None,
+                                        dtype: DType | None = None) -> Tensor:
         """The (sz, sz) float mask with ``-inf`` above the diagonal, 0 elsewhere."""
         dt = np.dtype(get_default_dtype() if dtype is None else dtype)
         upper = np.triu(np.ones((sz, sz), dtype=bool), k=1)
