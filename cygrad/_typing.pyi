@@ -2,7 +2,7 @@
 # it at run time: the annotations that name it are strings, and the
 # modules import it under TYPE_CHECKING).
 import os
-from typing import IO, Any, Callable, Sequence, Union
+from typing import IO, Any, Callable, Iterable, Sequence, Union
 
 import numpy as np
 
@@ -22,7 +22,7 @@ Number = Union[int, float, bool]
 # or a tensor.
 ArrayLike = Any
 # An optimizer's params: tensors, or dicts of options with a "params" key.
-Params = Union[Sequence[Tensor], Sequence[dict[str, Any]], Any]
+Params = Union[Iterable[Tensor], Iterable[dict[str, Any]]]
 Hook = Callable[..., Any]
 # Where save() writes and load() reads: a path or a binary file object.
 FileLike = Union[str, "os.PathLike[str]", IO[bytes]]

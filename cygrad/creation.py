@@ -14,12 +14,15 @@ from cygrad._device import CPU, check_device
 from cygrad._kernels.engine import TensorBase, _wrap
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
+    from typing import TypeVar
 
     from numpy.typing import NDArray
 
     from cygrad._tensor import Tensor
     from cygrad._typing import ArrayLike, DType, Device, Number, Shape
+
+    _F = TypeVar("_F", bound=Callable[..., Any])
 
 __all__ = [
     "tensor", "as_tensor", "from_numpy", "zeros", "ones", "full", "empty",
@@ -142,7 +145,7 @@ def _to_array(data, dtype=None):
     return arr
 
 
-def _on_cpu(fn):
+def _on_cpu(fn: _F) -> _F:
     """``device=`` of a creation function must be the CPU (cygrad's only
     device); anything else raises AssertionError, as torch's CPU build."""
     @functools.wraps(fn)
