@@ -266,13 +266,18 @@ def _defined_in_source(path, cls_name=None):
         body = next(n for n in body
                     if isinstance(n, ast.ClassDef) and n.name == cls_name).body
     names = set()
-    for node in ast.walk(ast.Module(body=body, type_ignores=[])):
-        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
-            names.add(node.name)
-        elif isinstance(node, ast.alias):
-            names.add((node.asname or node.name).split(".")[0])
-        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-            names.add(node.id)
+
+    def visit(nodes):
+        for node in nodes:
+            if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+                names.add(node.name)         # not what its body binds
+                continue
+            for sub in ast.walk(node):
+                if isinstance(sub, ast.alias):
+                    names.add((sub.asname or sub.name).split(".")[0])
+                elif isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store):
+                    names.add(sub.id)
+    visit(body)
     return names
 
 
