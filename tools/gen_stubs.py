@@ -212,7 +212,7 @@ _NOT_TENSOR = {
     "nonzero": "Any", "unique": "Any",
 }
 # Methods of the compiled TensorBase whose result the overlay states.
-_BASE_RESULTS = {"backward": "None", "item": "int | float | bool", "zero_": "Tensor"}
+_BASE_RESULTS = {"backward": "None", "item": "int | float | bool", "zero_": "Self"}
 # Attributes every class has, which are not methods to type.
 _CLASS_SKIP = {"__dict__", "__doc__", "__module__", "__weakref__"}
 
@@ -313,10 +313,23 @@ def _result(spec):
     return _NOT_TENSOR.get(spec.name, "Tensor") if spec is not None else "Tensor"
 
 
+def _method_result(name, spec):
+    """In-place methods and operators (``add_``, ``+=``) return the tensor
+    they are called on: ``Self``, so a Parameter stays a Parameter."""
+    inplace = (name.endswith("_") and not name.startswith("__")) or (
+        name.startswith("__i") and name[3:-2] in _INPLACE_OPERATORS)
+    return "Self" if inplace else _result(spec)
+
+
+_INPLACE_OPERATORS = {"add", "sub", "mul", "truediv", "floordiv", "mod", "pow",
+                      "matmul", "and", "or", "xor", "lshift", "rshift"}
+
+
 def render_ops():
     """The text of ``cygrad/_typed_ops.pyi``."""
     from cygrad._kernels.engine import TensorBase
     out = [OPS_HEADER, "from typing import Any\n\n",
+           "from typing_extensions import Self\n\n",
            "from cygrad._kernels.engine import TensorBase\n",
            "from cygrad._tensor import Tensor\n\n",
            "class TensorMethods(TensorBase):\n"]
@@ -326,7 +339,7 @@ def render_ops():
                                  indent="    "))
         elif name in _DUNDERS and name not in _SLOT_PARAMS and callable(value):
             text = _function(name, value, "    ", method=True)
-            out.append(text.replace("-> Any", "-> Tensor"))
+            out.append(text.replace("-> Any", f"-> {_method_result(name, None)}"))
     for name, (value, spec) in attached_methods().items():
         if isinstance(value, property):
             out.append(f"    @property\n    def {name}(self) -> Tensor: ...\n")
@@ -334,9 +347,10 @@ def render_ops():
             out.append(f"    def __setitem__{_SLOT_PARAMS[name]} -> None: ...\n")
         elif name.startswith("__"):
             text = _function(name, value, "    ", method=True)
-            out.append(text.replace("-> Any", f"-> {_result(spec)}"))
+            out.append(text.replace("-> Any", f"-> {_method_result(name, spec)}"))
         else:
-            out.append(_stub_def(name, value, _result(spec), True, indent="    "))
+            out.append(_stub_def(name, value, _method_result(name, spec), True,
+                                 indent="    "))
     out.append("\n")
     for name, (fn, spec) in attached_functions().items():
         takes_out = spec is not None and spec.kind not in ("shape", "view")
