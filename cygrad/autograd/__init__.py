@@ -10,7 +10,7 @@ all.
 """
 
 import importlib
-from typing import TYPE_CHECKING, Any
+import typing as _typing
 
 from cygrad._kernels.engine import is_grad_enabled
 
@@ -18,7 +18,7 @@ from .anomaly import detect_anomaly, is_anomaly_enabled, set_detect_anomaly
 from .function import Function, FunctionCtx, once_differentiable
 from .grad_mode import enable_grad, inference_mode, no_grad, set_grad_enabled
 
-if TYPE_CHECKING:
+if _typing.TYPE_CHECKING:
     # What __getattr__ loads on first use, as mypy should see it (a name
     # such as gradcheck is both a function and its module).
     from . import backprop, diagnostics, functional, higher, profiler
@@ -52,7 +52,7 @@ __all__ = [
 ] + [n for n, m in _ABOVE_OPS.items() if m is not None]
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> _typing.Any:
     if name not in _ABOVE_OPS:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     module = importlib.import_module(f"{__name__}.{_ABOVE_OPS[name] or name}")
