@@ -13,7 +13,7 @@ import math
 import sys
 import warnings
 import weakref
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -26,6 +26,8 @@ from cygrad._printing import PRINT_OPTS
 from cygrad.creation import _shape_arg, _to_array
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+
     from numpy.typing import NDArray
 
     from cygrad._typing import DType, Device, Hook
@@ -288,7 +290,8 @@ class Tensor(_TypedBase):
     def tolist(self) -> Any:
         return self._arr.tolist()
 
-    def __array__(self, dtype: Any = None, copy: builtins.bool | None = None) -> NDArray[Any]:
+    def __array__(self, dtype: Any = None,
+                  copy: builtins.bool | None = None) -> NDArray[Any]:
         if self._requires_grad:
             # As torch: NumPy would otherwise compute on the values and drop
             # the graph silently (x + ndarray returned an ndarray, no grad).

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
 import functools
 import numbers
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -20,7 +19,7 @@ if TYPE_CHECKING:
     from numpy.typing import NDArray
 
     from cygrad._tensor import Tensor
-    from cygrad._typing import ArrayLike, DType, Device, Number, Shape
+    from cygrad._typing import ArrayLike, Device, DType, Number, Shape
 
     _F = TypeVar("_F", bound=Callable[..., Any])
 

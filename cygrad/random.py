@@ -17,10 +17,9 @@ they obey the in-place rules (a leaf that requires grad is refused outside
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
 import contextlib
 import numbers
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -45,8 +44,8 @@ from cygrad.ops.inplace import copy_
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
+    from cygrad._typing import Device, DType
     from cygrad.creation import Generator
-    from cygrad._typing import DType, Device
 
 __all__ = [
     "bernoulli", "fork_rng", "get_rng_state", "initial_seed", "manual_seed",

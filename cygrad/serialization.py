@@ -23,8 +23,6 @@ header cannot make the loader allocate an absurd amount of memory.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
 import collections
 import contextlib
 import io
@@ -35,6 +33,7 @@ import pickle
 import sys
 import zipfile
 import zlib
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.lib.format as npy_format

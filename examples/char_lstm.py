@@ -13,7 +13,6 @@ of the logits divided by a temperature.
 import argparse
 import os
 import time
-
 from typing import Any
 
 import numpy as np

@@ -22,6 +22,10 @@ import cygrad
 from cygrad import nn, optim
 
 # name -> (Rosenbrock options, MLP options)
+# (final loss, distance to (1, 1), seconds, path, losses) and (final loss,
+# seconds, losses)
+RosenbrockRun = tuple[float, float, float, NDArray[np.float64], list[float]]
+MLPRun = tuple[float, float, list[float]]
 RACE: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
     "SGD": ({"lr": 1e-3, "momentum": 0.9}, {"lr": 0.1, "momentum": 0.9}),
     "Adam": ({"lr": 5e-2}, {"lr": 1e-2}),
@@ -46,9 +50,7 @@ def rosenbrock(p: cygrad.Tensor) -> cygrad.Tensor:
     return (1 - x) ** 2 + 100 * (y - x * x) ** 2
 
 
-def race_rosenbrock(
-    name: str, options: dict[str, Any], steps: int
-) -> tuple[float, float, float, NDArray[np.float64], list[float]]:
+def race_rosenbrock(name: str, options: dict[str, Any], steps: int) -> RosenbrockRun:
     p = cygrad.tensor(list(START), dtype=cygrad.float64, requires_grad=True)
     opt = getattr(optim, name)([p], **options)
     path = [p.detach().numpy().copy()]
@@ -80,7 +82,7 @@ def mlp_data(n: int = 256, seed: int = 0) -> tuple[cygrad.Tensor, cygrad.Tensor]
 
 
 def race_mlp(name: str, options: dict[str, Any], steps: int, x: cygrad.Tensor,
-             y: cygrad.Tensor) -> tuple[float, float, list[float]]:
+             y: cygrad.Tensor) -> MLPRun:
     cygrad.manual_seed(0)
     model = nn.Sequential(nn.Linear(2, 32), nn.Tanh(), nn.Linear(32, 32), nn.Tanh(),
                           nn.Linear(32, 1))
@@ -104,8 +106,7 @@ def race_mlp(name: str, options: dict[str, Any], steps: int, x: cygrad.Tensor,
     return final, elapsed, losses
 
 
-def plot(results: dict[str, tuple[float, float, float, NDArray[np.float64], list[float]]],
-         mlp_results: dict[str, tuple[float, float, list[float]]]) -> None:
+def plot(results: dict[str, RosenbrockRun], mlp_results: dict[str, MLPRun]) -> None:
     try:
         import matplotlib
 
@@ -143,8 +144,8 @@ def main() -> None:
     parser.add_argument("--no-plots", action="store_true")
     args = parser.parse_args()
 
-    results: dict[str, tuple[float, float, float, NDArray[np.float64], list[float]]] = {}
-    mlp_results: dict[str, tuple[float, float, list[float]]] = {}
+    results: dict[str, RosenbrockRun] = {}
+    mlp_results: dict[str, MLPRun] = {}
     x, y = mlp_data()
     print(f"{'optimizer':10s} {'rosenbrock loss':>16s} {'dist to (1,1)':>14s} "
           f"{'ms':>7s} {'mlp loss':>10s} {'ms':>7s}")

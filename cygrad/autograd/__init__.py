@@ -21,14 +21,18 @@ from .grad_mode import enable_grad, inference_mode, no_grad, set_grad_enabled
 if _typing.TYPE_CHECKING:
     # What __getattr__ loads on first use, as mypy should see it (a name
     # such as gradcheck is both a function and its module).
-    from . import backprop, diagnostics, functional, higher, profiler
-    from .backprop import backward, grad
-    from .diagnostics import (
-        explain, get_debug_level, graph_stats, retain_grads, set_debug_level,
+    from . import backprop, diagnostics, functional, higher, profiler  # noqa: F401
+    from .backprop import backward, grad  # noqa: F401
+    from .diagnostics import (  # noqa: F401
+        explain,
+        get_debug_level,
+        graph_stats,
+        retain_grads,
+        set_debug_level,
     )
-    from .gradcheck import GradcheckError, gradcheck, gradgradcheck
-    from .higher import hessian, hvp, jacobian, jvp, vhp, vjp
-    from .variable import Variable
+    from .gradcheck import GradcheckError, gradcheck, gradgradcheck  # noqa: F401
+    from .higher import hessian, hvp, jacobian, jvp, vhp, vjp  # noqa: F401
+    from .variable import Variable  # noqa: F401
 
 # name -> the module above the ops that defines it
 _ABOVE_OPS = {

@@ -12,6 +12,7 @@ from cygrad.creation import zeros_like
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
+
     from cygrad._tensor import Tensor
 
 __all__ = ["backward", "grad"]

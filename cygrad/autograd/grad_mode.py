@@ -7,11 +7,10 @@ a context manager and as a decorator.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
 import functools
 import inspect
 import threading
+from typing import TYPE_CHECKING, Any
 
 from cygrad._kernels.engine import _set_grad_mode, is_grad_enabled
 

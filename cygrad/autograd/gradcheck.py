@@ -23,9 +23,8 @@ with a warning: with ``eps=1e-6`` a float32 difference quotient is noise.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
 import warnings
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -36,7 +35,6 @@ from .backprop import grad as _grad
 
 if TYPE_CHECKING:
     from collections.abc import Callable
-    from cygrad._tensor import Tensor
 
 __all__ = ["GradcheckError", "gradcheck", "gradgradcheck"]
 

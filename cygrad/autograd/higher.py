@@ -29,7 +29,6 @@ from .grad_mode import enable_grad
 
 if TYPE_CHECKING:
     from collections.abc import Callable
-    from cygrad._tensor import Tensor
 
 __all__ = ["hessian", "hvp", "jacobian", "jvp", "vhp", "vjp"]
 

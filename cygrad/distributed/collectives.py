@@ -19,8 +19,8 @@ from cygrad._tensor import Tensor
 from cygrad.distributed.process_group import ReduceOp, _mpi, _resolve
 
 if TYPE_CHECKING:
-    from cygrad.distributed.process_group import ProcessGroup
     from cygrad._typing import Device
+    from cygrad.distributed.process_group import ProcessGroup
 
 __all__ = [
     "Work", "all_gather", "all_gather_into_tensor", "all_gather_object", "all_reduce",

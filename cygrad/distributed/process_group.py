@@ -8,17 +8,15 @@ those of another group or of a user's own ``mpi4py`` code.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
 import enum
 import os
 import sys
 import time
 import traceback
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
-    from cygrad._typing import Number
 
 __all__ = [
     "Backend", "GroupMember", "ProcessGroup", "ReduceOp", "destroy_process_group",

@@ -18,9 +18,8 @@ refuses it.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import warnings
+from typing import TYPE_CHECKING
 
 import numpy as np
 

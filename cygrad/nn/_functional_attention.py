@@ -24,9 +24,8 @@ Tensor operations, so double backward works.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
 import math
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 

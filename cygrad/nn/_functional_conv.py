@@ -25,10 +25,9 @@ Every shape is 2-d spatial inside: a 1-d signal ``(N, C, L)`` is the image
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import math
 import threading
+from typing import TYPE_CHECKING
 
 import numpy as np
 

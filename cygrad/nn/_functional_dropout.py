@@ -13,9 +13,8 @@ is ``grad * multiplier``.  ``inplace=True`` writes the result into the input
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import warnings
+from typing import TYPE_CHECKING
 
 import numpy as np
 

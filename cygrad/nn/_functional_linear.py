@@ -9,7 +9,6 @@ from cygrad import ops
 
 if TYPE_CHECKING:
     from cygrad._tensor import Tensor
-    from cygrad._typing import Number
 
 __all__ = ["bilinear", "channel_shuffle", "native_channel_shuffle", "pixel_shuffle",
            "pixel_unshuffle"]

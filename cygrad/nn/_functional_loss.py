@@ -12,10 +12,9 @@ turn gradients into NaN.
 
 from __future__ import annotations
 
-from typing import Any
-
 import math
 import warnings
+from typing import Any
 
 import numpy as np
 

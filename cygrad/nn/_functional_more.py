@@ -6,9 +6,8 @@ aliases, ``pdist``, power-average pooling and local response normalisation.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
 import warnings
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -71,7 +70,7 @@ def adaptive_max_pool2d_with_indices(input: Tensor, output_size: int | tuple[int
 
 
 def upsample(input: Tensor, size: int | None = None, scale_factor: Any = None,
-             mode: str = "nearest", align_corners: bool = None) -> Tensor:
+             mode: str = "nearest", align_corners: bool | None = None) -> Tensor:
     """Deprecated alias of ``interpolate`` (warns as torch)."""
     warnings.warn("nn.functional.upsample is deprecated. Use nn.functional.interpolate "
                   "instead.", stacklevel=2)

@@ -14,9 +14,8 @@ outside autograd, with the unbiased batch variance, as torch:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
 import math
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 

@@ -19,9 +19,8 @@ differentiates to any order).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
 import math
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -499,8 +498,9 @@ def _linear_axis(size, out, scale, align_corners):
 
 
 def interpolate(input: Tensor, size: Any = None, scale_factor: Any = None,
-                mode: str = "nearest", align_corners: bool = None,
-                recompute_scale_factor: bool = None, antialias: Any = False) -> Tensor:
+                mode: str = "nearest", align_corners: bool | None = None,
+                recompute_scale_factor: bool | None = None,
+                antialias: bool = False) -> Tensor:
     """Resize the spatial dimensions of (N, C, L) or (N, C, H, W) input.
 
     Modes 'nearest' (source ``floor(o * in / out)``), 'nearest-exact'

@@ -8,17 +8,16 @@ reproducible; they are not the numbers torch would draw for the same seed.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from cygrad.creation import _rng, rand, randn
 
 if TYPE_CHECKING:
-    from cygrad.creation import Generator
     from cygrad._tensor import Tensor
+    from cygrad.creation import Generator
 
 __all__ = [
     "calculate_gain",

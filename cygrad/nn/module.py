@@ -8,11 +8,10 @@ models enumerate their parameters identically.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
 import collections
 import collections.abc
 import itertools
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -274,8 +273,9 @@ class Module:
                     seen.add(id(value))
                 yield (f"{mod_name}.{name}" if mod_name else name), value
 
-    def named_parameters(self, prefix: str = "", recurse: bool = True,
-                         remove_duplicate: bool = True) -> Iterator[tuple[str, Parameter]]:
+    def named_parameters(
+        self, prefix: str = "", recurse: bool = True, remove_duplicate: bool = True
+    ) -> Iterator[tuple[str, Parameter]]:
         """Yield ``(dotted_name, parameter)``, e.g. ``("0.weight", w)``."""
         yield from self._named_members("_parameters", prefix, recurse, remove_duplicate)
 

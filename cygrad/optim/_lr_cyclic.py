@@ -7,10 +7,9 @@ or ``betas[0]`` for Adam-style optimizers) in the opposite direction.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
 import math
 import types
+from typing import TYPE_CHECKING, Any
 
 from ._lr_base import LRScheduler, group_values, per_group
 from .optimizer import Optimizer

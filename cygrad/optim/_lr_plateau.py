@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import warnings
 from math import inf
+from typing import Any
 
 from ._lr_base import EPOCH_DEPRECATION_WARNING, LRScheduler, group_values
 from .optimizer import Optimizer

@@ -15,12 +15,11 @@ ReduceLROnPlateau in ``_lr_plateau``, all re-exported here.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
 import math
 import types
 from bisect import bisect_right
 from collections import Counter
+from typing import TYPE_CHECKING, Any
 
 from ._lr_base import LRScheduler, group_values
 from ._lr_cyclic import CosineAnnealingWarmRestarts, CyclicLR, OneCycleLR

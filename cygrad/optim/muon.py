@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -14,7 +13,7 @@ from .optimizer import Optimizer, flat_state, zeros_state
 
 if TYPE_CHECKING:
     from cygrad._tensor import Tensor
-    from cygrad._typing import Number, Params
+    from cygrad._typing import Params
 
 __all__ = ["Muon"]
 
@@ -131,7 +130,8 @@ class Muon(Optimizer):
     def __init__(self, params: Params, lr: float | Tensor = 1e-3,
                  weight_decay: float = 0.1, momentum: float = 0.95,
                  nesterov: bool = True,
-                 ns_coefficients: tuple[float, float, float] = (DEFAULT_A, DEFAULT_B, DEFAULT_C),
+                 ns_coefficients: tuple[float, float, float] = (
+                     DEFAULT_A, DEFAULT_B, DEFAULT_C),
                  eps: float = EPS, ns_steps: int = DEFAULT_NS_STEPS,
                  adjust_lr_fn: str | None = None) -> None:
         defaults = {

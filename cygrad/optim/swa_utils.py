@@ -8,11 +8,10 @@ parameters' dtype, with torch's formulas: the running mean
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
 import copy
 import itertools
 import math
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -27,8 +26,8 @@ from ._lr_base import LRScheduler, per_group
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
 
-    from cygrad.optim.optimizer import Optimizer
     from cygrad._typing import Device
+    from cygrad.optim.optimizer import Optimizer
 
 __all__ = [
     "SWALR",

@@ -19,7 +19,7 @@ from ..parameter import Parameter
 
 if TYPE_CHECKING:
     from cygrad._tensor import Tensor
-    from cygrad._typing import DType, Device
+    from cygrad._typing import Device, DType
 
 __all__ = [
     "CELU",

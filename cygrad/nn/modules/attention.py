@@ -4,9 +4,8 @@ conventions and return values, on the attention node of
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
 import math
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -22,7 +21,7 @@ from .linear import NonDynamicallyQuantizableLinear
 
 if TYPE_CHECKING:
     from cygrad._tensor import Tensor
-    from cygrad._typing import DType, Device
+    from cygrad._typing import Device, DType
 
 __all__ = ["MultiheadAttention", "NonDynamicallyQuantizableLinear"]
 

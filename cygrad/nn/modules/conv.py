@@ -4,9 +4,8 @@ default initialisation (so state dicts move between the two libraries)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
 import math
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -21,7 +20,7 @@ from .lazy import LazyModuleMixin
 
 if TYPE_CHECKING:
     from cygrad._tensor import Tensor
-    from cygrad._typing import DType, Device
+    from cygrad._typing import Device, DType
 
 __all__ = ["Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d"]
 

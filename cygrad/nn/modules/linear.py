@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
 import math
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -19,7 +18,7 @@ from .lazy import LazyModuleMixin
 
 if TYPE_CHECKING:
     from cygrad._tensor import Tensor
-    from cygrad._typing import DType, Device
+    from cygrad._typing import Device, DType
 
 __all__ = ["Bilinear", "Identity", "LazyLinear", "Linear",
            "NonDynamicallyQuantizableLinear"]
@@ -99,7 +98,7 @@ class LazyLinear(LazyModuleMixin, Linear):
         if not self.has_uninitialized_params() and self.in_features != 0:
             Linear.reset_parameters(self)
 
-    def initialize_parameters(self, input):
+    def initialize_parameters(self, input: Tensor) -> None:
         self.in_features = int(input.shape[-1])
         self._materialize(self.weight, (self.out_features, self.in_features))
         if self.bias is not None:

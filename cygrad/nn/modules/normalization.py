@@ -5,9 +5,8 @@ and initialisation (weight 1, bias 0)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
 import numbers
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -23,7 +22,7 @@ from .lazy import LazyModuleMixin
 
 if TYPE_CHECKING:
     from cygrad._tensor import Tensor
-    from cygrad._typing import DType, Device
+    from cygrad._typing import Device, DType
 
 __all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "GroupNorm", "LayerNorm", "RMSNorm"]
 

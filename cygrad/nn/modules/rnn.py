@@ -8,11 +8,10 @@ Each layer runs as one autograd node on the fused step kernels
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
 import math
 import numbers
 import warnings
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -28,7 +27,7 @@ from ..parameter import Parameter
 from ..utils.rnn import PackedSequence
 
 if TYPE_CHECKING:
-    from cygrad._typing import DType, Device, Number
+    from cygrad._typing import Device, DType
 
 __all__ = [
     "GRU",

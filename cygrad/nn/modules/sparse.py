@@ -18,8 +18,10 @@ from ..module import Module
 from ..parameter import Parameter
 
 if TYPE_CHECKING:
+    from typing_extensions import Self
+
     from cygrad._tensor import Tensor
-    from cygrad._typing import DType, Device
+    from cygrad._typing import Device, DType
 
 __all__ = ["Embedding", "EmbeddingBag"]
 
@@ -114,9 +116,10 @@ class Embedding(Module):
         return s
 
     @classmethod
-    def from_pretrained(cls, embeddings, freeze=True, padding_idx=None,
-                        max_norm=None, norm_type=2.0, scale_grad_by_freq=False,
-                        sparse=False):
+    def from_pretrained(cls, embeddings: Tensor, freeze: bool = True,
+                        padding_idx: int | None = None, max_norm: float | None = None,
+                        norm_type: float = 2.0, scale_grad_by_freq: bool = False,
+                        sparse: bool = False) -> Self:
         """An ``Embedding`` whose table is ``embeddings`` (2-D, shared, not
         copied); ``freeze`` keeps it out of training."""
         if embeddings.ndim != 2:
@@ -188,9 +191,11 @@ class EmbeddingBag(Module):
         return s
 
     @classmethod
-    def from_pretrained(cls, embeddings, freeze=True, max_norm=None, norm_type=2.0,
-                        scale_grad_by_freq=False, mode="mean", sparse=False,
-                        include_last_offset=False, padding_idx=None):
+    def from_pretrained(cls, embeddings: Tensor, freeze: bool = True,
+                        max_norm: float | None = None, norm_type: float = 2.0,
+                        scale_grad_by_freq: bool = False, mode: str = "mean",
+                        sparse: bool = False, include_last_offset: bool = False,
+                        padding_idx: int | None = None) -> Self:
         """An ``EmbeddingBag`` over the 2-D table ``embeddings``."""
         if embeddings.ndim != 2:
             raise AssertionError("Embeddings parameter is expected to be 2-dimensional")

@@ -28,10 +28,9 @@ How a step runs
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
 import contextlib
 import time
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 

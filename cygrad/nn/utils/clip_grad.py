@@ -10,9 +10,8 @@ exactly as torch's.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
 import warnings
+from typing import TYPE_CHECKING
 
 import numpy as np
 

@@ -10,9 +10,8 @@ positions read an extra constant row and get no gradient.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from collections import namedtuple
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -61,7 +60,7 @@ class PackedSequence(namedtuple("PackedSequence_",
         return super().__new__(cls, data, batch_sizes, sorted_indices,
                                unsorted_indices)
 
-    def to(self, *args, **kwargs):
+    def to(self, *args: Any, **kwargs: Any) -> PackedSequence:
         """A PackedSequence whose ``data`` is ``data.to(*args, **kwargs)``."""
         data = self.data.to(*args, **kwargs)
         if data is self.data:
@@ -69,20 +68,20 @@ class PackedSequence(namedtuple("PackedSequence_",
         return type(self)(data, self.batch_sizes, self.sorted_indices,
                           self.unsorted_indices)
 
-    def float(self):
+    def float(self) -> PackedSequence:
         return self.to(np.float32)
 
-    def double(self):
+    def double(self) -> PackedSequence:
         return self.to(np.float64)
 
-    def cpu(self):
+    def cpu(self) -> PackedSequence:
         return self
 
     @property
-    def is_cuda(self):
+    def is_cuda(self) -> bool:
         return False
 
-    def is_pinned(self):
+    def is_pinned(self) -> bool:
         return False
 
 

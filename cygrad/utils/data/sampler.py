@@ -16,7 +16,7 @@ from __future__ import annotations
 import numbers
 import warnings
 from itertools import islice
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 import numpy as np
 
