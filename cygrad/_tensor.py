@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     # The methods the op modules attach at import, typed for mypy
     # (cygrad/_typed_ops.pyi, written by tools/gen_stubs.py): at run time
     # Tensor's base is the compiled TensorBase itself.
-    from cygrad._typed_ops import TensorMethods as _TypedBase
+    from cygrad._typed_ops import _TensorMethods as _TypedBase
 else:
     _TypedBase = TensorBase
 

@@ -120,7 +120,7 @@ def _overlay():
     methods = set()
     functions = set()
     for node in tree.body:
-        if isinstance(node, ast.ClassDef) and node.name == "TensorMethods":
+        if isinstance(node, ast.ClassDef) and node.name == "_TensorMethods":
             methods = {n.name for n in node.body if isinstance(n, ast.FunctionDef)}
         elif isinstance(node, ast.FunctionDef):
             functions.add(node.name)

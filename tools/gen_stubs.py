@@ -17,7 +17,7 @@ the registry.  Their parameters are introspected (names, defaults, kinds:
 the call shapes are checked) and typed ``Any``; they return ``Tensor``
 unless ``_NOT_TENSOR`` says otherwise (an op that returns a tuple, a named
 tuple or a bool is listed there by its registry name).  ``_tensor.py``
-types ``Tensor`` on top of ``TensorMethods`` and ``cygrad/__init__.py``
+types ``Tensor`` on top of ``_TensorMethods`` and ``cygrad/__init__.py``
 imports the functions, both under ``TYPE_CHECKING`` only.
 
     python tools/gen_stubs.py            # rewrite every stub
@@ -332,7 +332,7 @@ def render_ops():
            "from typing_extensions import Self\n\n",
            "from cygrad._kernels.engine import TensorBase\n",
            "from cygrad._tensor import Tensor\n\n",
-           "class TensorMethods(TensorBase):\n"]
+           "class _TensorMethods(TensorBase):\n"]
     for name, value in sorted(vars(TensorBase).items()):
         if name in _BASE_RESULTS:
             out.append(_stub_def(name, value, _BASE_RESULTS[name], True,
