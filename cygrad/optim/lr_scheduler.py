@@ -488,7 +488,8 @@ class ChainedScheduler(_Composite, LRScheduler):
         No scheduler, a ReduceLROnPlateau or schedulers of another optimizer.
     """
 
-    def __init__(self, schedulers: Sequence[Any], optimizer: Optimizer = None) -> None:
+    def __init__(self, schedulers: Sequence[Any],
+                 optimizer: Optimizer | None = None) -> None:
         if len(schedulers) < 1:
             raise ValueError(
                 f"{type(self).__name__} expects at least one scheduler to be "
