@@ -20,6 +20,11 @@ profilers (``CYGRAD_STRIP=0``/``1`` overrides).  ``-mavx2`` is passed only
 to the ``*_avx2`` modules and only on x86-64: they are imported only when
 the CPU has AVX2 (``cygrad/_kernels/cpu.pyx``), and other machines build
 and run the portable modules alone.
+
+Cython's utility code (the memoryview type and its helpers, about 150 KB
+of machine code per module) is compiled once, into the shared module
+``cygrad._kernels._cyutility`` (Cython >= 3.1, ``--generate-shared``), which
+every other module imports instead of carrying its own copy.
 """
 
 import glob
@@ -28,6 +33,7 @@ import os
 import platform
 import re
 import shutil
+import subprocess
 import sys
 import sysconfig
 
@@ -81,6 +87,10 @@ X86_MODULES = {
     "optim_avx2": ["-mavx2"],
     "optim2_avx2": ["-mavx2"],
 }
+
+
+# Cython's shared utility module (see the docstring above).
+SHARED = "_cyutility"
 
 
 def load_optable():
@@ -173,11 +183,34 @@ def extensions():
             build_dir=CYTHON_DIR,
             force=True,
             quiet=True,
+            shared_utility_qualified_name=f"cygrad._kernels.{SHARED}",
         )
     exts = ready + stale
+    if not only or SHARED in only or not built_shared():
+        exts.append(shared_extension(cflags, ldflags))
     for ext in exts:
         ext.depends = sorted(header_deps(ext.sources))
     return exts
+
+
+def shared_extension(cflags, ldflags):
+    """The extension of Cython's shared utility module, its C written by
+    Cython's ``--generate-shared`` once per Cython and NumPy version."""
+    c_file = os.path.join(CYTHON_DIR, KERNELS, SHARED + ".c")
+    if not os.path.exists(c_file):
+        os.makedirs(os.path.dirname(c_file), exist_ok=True)
+        subprocess.check_call([sys.executable, "-m", "cython",
+                               f"--generate-shared={c_file}",
+                               f"--module-name=cygrad._kernels.{SHARED}"])
+    return Extension(f"cygrad._kernels.{SHARED}", [c_file],
+                     extra_compile_args=cflags, extra_link_args=ldflags)
+
+
+def built_shared():
+    """Whether an in-place build already holds the shared module (a
+    ``CYGRAD_ONLY`` build of some modules then leaves it alone)."""
+    suffix = sysconfig.get_config_var("EXT_SUFFIX")
+    return os.path.exists(os.path.join(HERE, KERNELS, SHARED + suffix))
 
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
@@ -186,7 +219,7 @@ PYX_CIMPORT = re.compile(r"^\s*(?:from\s+cygrad\._kernels\.(\w+)\s+cimport"
                          r"|cimport\s+cygrad\._kernels\.(\w+))", re.M)
 CYTHON_DIR = os.path.join(
     "build",
-    f"cython.np{np.__version__}-cy{Cython.__version__}" + ("-debug" if DEBUG else ""),
+    f"cython.np{np.__version__}-cy{Cython.__version__}-shared" + ("-debug" if DEBUG else ""),
 )
 
 

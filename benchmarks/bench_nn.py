@@ -158,6 +158,17 @@ LAYERS = {
     "upsample_bilinear-16x32x32x32": (
         lambda nn: nn.Upsample(scale_factor=2, mode="bilinear"),
         pick((16, 32, 32, 32), (2, 4, 4, 4))),
+    "conv3d-4x16x16x16x16-k3": (lambda nn: nn.Conv3d(16, 32, 3, padding=1),
+                                pick((4, 16, 16, 16, 16), (1, 16, 4, 4, 4))),
+    "conv_transpose3d-4x32x8x8x8-s2": (
+        lambda nn: nn.ConvTranspose3d(32, 16, 4, stride=2, padding=1),
+        pick((4, 32, 8, 8, 8), (1, 32, 2, 2, 2))),
+    "max_pool3d-8x32x32x32x32": (lambda nn: nn.MaxPool3d(2),
+                                 pick((8, 32, 32, 32, 32), (1, 4, 4, 4, 4))),
+    "max_pool3d-k3s2p1-8x32x32x32x32": (lambda nn: nn.MaxPool3d(3, 2, 1),
+                                        pick((8, 32, 32, 32, 32), (1, 4, 4, 4, 4))),
+    "avg_pool3d-8x32x32x32x32": (lambda nn: nn.AvgPool3d(2),
+                                 pick((8, 32, 32, 32, 32), (1, 4, 4, 4, 4))),
 }
 LAYER_NAMES = list(LAYERS)
 

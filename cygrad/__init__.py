@@ -68,6 +68,16 @@ from cygrad.amp import autocast  # noqa: F401
 from cygrad.compiler import compile  # noqa: F401
 from cygrad.serialization import load, save  # noqa: F401
 from cygrad._kernels.threads import get_num_threads, set_num_threads  # noqa: F401
+# torch's top-level forms of some nn.functional layers (the same functions;
+# torch.adaptive_max_pool1d returns the indices too)
+from cygrad.nn.functional import (  # noqa: F401
+    adaptive_avg_pool1d, avg_pool1d, conv1d, conv2d, conv3d, conv_transpose1d,
+    conv_transpose2d, conv_transpose3d, max_pool1d, max_pool1d_with_indices,
+    max_pool2d, max_pool3d,
+)
+from cygrad.nn.functional import (  # noqa: F401
+    adaptive_max_pool1d_with_indices as adaptive_max_pool1d,
+)
 
 _engine.install(tensor_cls=Tensor, backward=_backward,
                 grad_warning=_diagnostics.grad_warning,

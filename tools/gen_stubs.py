@@ -65,13 +65,18 @@ _CONSTANT_TYPES = (bool, int, float, complex, str, bytes, tuple, list, dict,
                    frozenset, set)
 
 
+# Cython's shared utility module (setup.py): Cython's internals, no API.
+CYTHON_SHARED = "_cyutility"
+
+
 def module_names(folder=KERNELS):
-    """The compiled modules built for this Python in ``folder``, by name."""
+    """The compiled modules built for this Python in ``folder``, by name
+    (without Cython's shared utility module)."""
     names = set()
     for suffix in importlib.machinery.EXTENSION_SUFFIXES:
         for path in pathlib.Path(folder).glob("*" + suffix):
             name = path.name[: -len(suffix)]
-            if "." not in name:
+            if "." not in name and name != CYTHON_SHARED:
                 names.add(name)
     return sorted(names)
 

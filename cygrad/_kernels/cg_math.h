@@ -22,6 +22,10 @@
  * predicate over a block and fall back to libm for the blocks that need it
  * (see elementwise.pyx.tp).
  *
+ * The float-lane section at the end (cg_*f_fast) computes in float instead,
+ * twice as wide, a few ULPs from the correctly rounded value: the float32
+ * activations (exp, sigmoid, tanh, silu, gelu) use it.
+ *
  * Method: exp, log, tanh and sigmoid are built on pow's exp2 and log2
  * below (tanh near 0 by its own series).  sin/cos reduce x by multiples of
  * pi/2 in double (pi/2 split in a 33-bit head, whose products with the
@@ -298,6 +302,139 @@ CG_INLINE double cg_exp_le0(double v) {
     yb &= keep;
     memcpy(&y, &yb, 8);
     return y;
+}
+
+/* ---- float lanes: exp, sigmoid, tanh, Phi in float arithmetic ---------- */
+
+/* The double functions above are 4 lanes wide under AVX2; these are 8 (16
+ * under AVX-512) and feed the float32 rows of the activations (exp,
+ * sigmoid, tanh, silu, gelu; elementwise.pyx.tp's LANES), where the double
+ * forms left GELU at 3.1x and sigmoid at 2.3x torch's float kernels.
+ *
+ * Accuracy (measured by tests/test_f32_math.py against float64 over every
+ * float magnitude, at every SIMD level): exp <= 2 float32 ULPs of the
+ * correctly rounded value, sigmoid and tanh <= 3, Phi <= 8 in the left tail
+ * (its erfc polynomial, evaluated in float).  Each holds on the domain of
+ * its cg_*f_ok predicate (tanh on all floats); elsewhere (results that are
+ * subnormal or overflow, inf, NaN) the kernels fall back to libm in double
+ * per block.  The same bits at every SIMD level: the kernels that call these
+ * are compiled with floating-point contraction off (an FMA rounds once
+ * where the portable build rounds twice), so the strided loops (portable)
+ * and the unit-stride ones agree bitwise. */
+
+#define CG_F_ROUND 12582912.0f                  /* 1.5 * 2^23 */
+
+/* expm1(r) for |r| <= ln2/2 + a little: Taylor to r^9 / 9! (truncation
+   below 2e-10 relative), the leading r added last so that a tiny r keeps
+   its relative accuracy. */
+CG_INLINE float cg_expm1f_poly(float r) {
+    return r + r * r * (0.5f + r * (1.66666667e-1f + r * (4.16666667e-2f
+           + r * (8.33333333e-3f + r * (1.38888889e-3f + r * (1.98412698e-4f
+           + r * 2.48015873e-5f))))));
+}
+
+/* x = k ln2 + r, |r| <= ln2/2: returns r and stores 2^k in *s, for x with
+   k in [-126, 127].  ln2 in two parts, the head with 9 significant bits, so
+   that k * head and x - k * head are exact. */
+CG_INLINE float cg_expf_reduce(float x, float* s) {
+    float t = x * 1.44269504f + CG_F_ROUND;
+    float k = t - CG_F_ROUND;
+    float r = (x - k * 0.693359375f) - k * -2.12194440e-4f;
+    uint32_t tb, sb;
+    memcpy(&tb, &t, 4);
+    sb = (tb - 0x4b400000u + 127u) << 23;
+    memcpy(s, &sb, 4);
+    return r;
+}
+
+/* exp(x) is a normal float (and 2^k too) for |x| < 87. */
+CG_INLINE int cg_expf_ok(float x) {
+    return fabsf(x) < 87.0f;                    /* 0 for NaN */
+}
+
+CG_INLINE float cg_expf_fast(float x) {
+    float s, r = cg_expf_reduce(x, &s);
+    return (1.0f + cg_expm1f_poly(r)) * s;
+}
+
+/* sigmoid(x) = s or e s (x >= 0 or x < 0), e = exp(-|x|), s = 1 / (1 + e):
+   e <= 1, so nothing overflows and the negative side keeps its relative
+   accuracy.  |x| is capped at 87 (sigmoid(87) rounds to 1); below -87 the
+   result is a float32 subnormal: libm's. */
+CG_INLINE int cg_sigmoidf_ok(float x) {
+    return x > -87.0f;                          /* 0 for NaN */
+}
+
+CG_INLINE float cg_sigmoidf_fast(float x) {
+    float ax = fabsf(x);
+    float e = cg_expf_fast(-cg_pick_f(ax, 87.0f, ax < 87.0f));
+    float s = 1.0f / (1.0f + e);
+    return cg_pick_f(s, e * s, x >= 0.0f);
+}
+
+/* tanh everywhere: -m / (2 + m), m = expm1(-2|x|) = 2^k (q + 1) - 1 with
+   q = expm1(r) (no cancellation near 0, where 1 - exp would lose the
+   digits), the sign of x put back.  tanh(x) rounds to x below 2^-12 (the
+   cubic term is under half an ULP; this also keeps subnormals out of the
+   polynomial) and to 1 above 10; NaN is returned as it came. */
+CG_INLINE float cg_tanhf_fast(float x) {
+    float ax = fabsf(x), s, r, q, m, t;
+    float a = cg_pick_f(ax, 10.0f, ax < 10.0f);
+    a = cg_pick_f(a, 0x1p-12f, a > 0x1p-12f);
+    r = cg_expf_reduce(-2.0f * a, &s);
+    q = cg_expm1f_poly(r);
+    m = s * q + (s - 1.0f);
+    t = -m / (2.0f + m);
+    t = copysignf(cg_pick_f(ax, t, ax <= 0x1p-12f), x);
+    return cg_pick_f(x, t, x != x);
+}
+
+/* exp(-x^2 / 2) with x^2 carried exactly as hi + lo (Veltkamp's split:
+   without FMA the products of the halves are exact), so the Gaussian tail
+   keeps float accuracy where x^2 rounded would cost |x|^2 ULPs.  For
+   |x| < 13 (x^2 / 2 < 84.5: a normal result). */
+CG_INLINE float cg_gaussf_fast(float x) {
+    float c = 4097.0f * x;
+    float xh = c - (c - x), xl = x - xh;
+    float hi = x * x;
+    float lo = ((xh * xh - hi) + 2.0f * (xh * xl)) + xl * xl;
+    float e = cg_expf_fast(-0.5f * hi);
+    return e - e * (0.5f * lo);
+}
+
+/* Phi(x), the standard normal CDF: 1 - E (x >= 0) or E, with
+   E = Phi(-|x|) = exp(-x^2 / 2) Q(s), s = 1 / (1 + |x| / (2 sqrt 2)) and Q
+   a degree-10 polynomial fitted (relative least squares, reweighted) to
+   erfc(a / sqrt 2) exp(a^2 / 2) / 2 on a in [0, 13] (fit error 5e-9).
+   x <= -13 (Phi a subnormal or 0), NaN: the caller's libm path; x >= 13
+   gives 1 (|x| capped, E < 1e-38). */
+CG_INLINE int cg_phif_ok(float x) {
+    return x > -13.0f;                          /* 0 for NaN */
+}
+
+/* Phi in double by erfc, accurate in the left tail (the float lanes'
+   fallback; 0.5 + 0.5 erf, torch's float64 form, cancels there). */
+CG_INLINE double cg_phi_erfc_d(double x) {
+    return 0.5 * erfc(-x * 0.7071067811865476);
+}
+
+CG_INLINE float cg_phif_fast(float x) {
+    float ax = fabsf(x);
+    float a = cg_pick_f(ax, 13.0f, ax < 13.0f);
+    float s = 1.0f / (1.0f + a * 0.353553391f);
+    float q = 1.49943190e-02f;
+    q = q * s + -1.11382191e-01f;
+    q = q * s + 3.36498435e-01f;
+    q = q * s + -5.06592619e-01f;
+    q = q * s + 3.63397326e-01f;
+    q = q * s + -1.38918005e-01f;
+    q = q * s + 1.47938067e-01f;
+    q = q * s + 1.10269379e-01f;
+    q = q * s + 1.42891726e-01f;
+    q = q * s + 1.40898284e-01f;
+    q = q * s + 5.27623274e-06f;
+    float e = cg_gaussf_fast(a) * q;
+    return cg_pick_f(1.0f - e, e, x >= 0.0f);
 }
 
 #endif

@@ -12,6 +12,12 @@ matrix's transpose (large K; see ``_functional_conv``).  ``col2im`` is
 its adjoint: it adds each column entry back into the pixel it came from (the
 gradient of im2col), so it overwrites ``out`` and then accumulates.
 
+``vol2col`` / ``col2vol`` are the same pair for volumes ``(N, C, D, H, W)``
+(rows ``((c * kd + a) * kh + i) * kw + j``, columns ``OD * OH * OW``): the
+one loop nest of ``_im2col`` with the depth taps outside the rows, so a 3-d
+convolution is one BLAS product as well (a depth tap in the padding is a
+zeroed block of ``OH * OW`` columns).
+
 ``gather2d`` / ``scatter2d`` move ``(B, H, W)`` planes through two index
 maps, one per axis (``-1``: the constant ``value``): constant, reflect,
 replicate and circular padding and nearest interpolation are all such maps;
@@ -456,3 +462,139 @@ cdef void _scatter2d(const real_t* g, Py_ssize_t b, Py_ssize_t h, Py_ssize_t w,
             for j in range(ow):
                 if iw[j] >= 0:
                     dst[iw[j]] += src[j]
+
+
+# --------------------------------------------------------------------------
+# 3-d lowering: vol2col / col2vol (the depth axis added to im2col)
+
+
+cdef _check_geometry3(str name, Py_ssize_t n, Py_ssize_t c, Py_ssize_t d,
+                      Py_ssize_t h, Py_ssize_t w, tuple k, tuple s, tuple p,
+                      tuple dil, Py_ssize_t nc, Py_ssize_t rows, Py_ssize_t cols):
+    if len(k) != 3 or len(s) != 3 or len(p) != 3 or len(dil) != 3:
+        raise ValueError(f"{name}: kernel, stride, padding and dilation need 3 entries")
+    if min(k) < 1 or min(s) < 1 or min(dil) < 1 or min(p) < 0:
+        raise ValueError(
+            f"{name}: kernel {k}, stride {s} and dilation {dil} must be positive "
+            f"and padding {p} >= 0"
+        )
+    od = conv_out_size(d, k[0], s[0], p[0], dil[0])
+    oh = conv_out_size(h, k[1], s[1], p[1], dil[1])
+    ow = conv_out_size(w, k[2], s[2], p[2], dil[2])
+    if od < 1 or oh < 1 or ow < 1:
+        raise ValueError(f"{name}: output size ({od}, {oh}, {ow}) is empty")
+    kk = c * k[0] * k[1] * k[2]
+    if nc != n or rows != kk or cols != od * oh * ow:
+        raise ValueError(
+            f"{name}: columns have shape ({nc}, {rows}, {cols}), expected "
+            f"({n}, {kk}, {od * oh * ow})"
+        )
+    return od, oh, ow
+
+
+def vol2col(
+    const real_t[:, :, :, :, ::1] x,  # in  (N, C, D, H, W)
+    tuple kernel, tuple stride, tuple padding, tuple dilation,
+    real_t[:, :, ::1] cols,           # out (N, C*kd*kh*kw, OD*OH*OW), or (K, N, ..)
+    bint rows_first=False,
+):
+    """``im2col`` of volumes: row ``((c * kd + a) * kh + i) * kw + j`` holds
+    what kernel tap ``(a, i, j)`` of channel ``c`` sees at every output
+    position (zero in the padding); ``rows_first`` as in ``im2col``."""
+    cdef Py_ssize_t n = x.shape[0], c = x.shape[1], d = x.shape[2]
+    cdef Py_ssize_t h = x.shape[3], w = x.shape[4]
+    cdef Py_ssize_t od, oh, ow
+    if rows_first:
+        od, oh, ow = _check_geometry3("vol2col", n, c, d, h, w, kernel, stride,
+                                      padding, dilation, cols.shape[1], cols.shape[0],
+                                      cols.shape[2])
+    else:
+        od, oh, ow = _check_geometry3("vol2col", n, c, d, h, w, kernel, stride,
+                                      padding, dilation, cols.shape[0], cols.shape[1],
+                                      cols.shape[2])
+    if n == 0 or c == 0:
+        return
+    cdef Py_ssize_t g[12]
+    _pack(g, kernel, stride, padding, dilation)
+    with nogil:
+        _vol2col(<real_t*>&x[0, 0, 0, 0, 0], n, c, d, h, w, g, od, oh, ow,
+                 &cols[0, 0, 0], 0, rows_first)
+
+
+def col2vol(
+    const real_t[:, :, ::1] cols,     # in  (N, C*kd*kh*kw, OD*OH*OW)
+    tuple kernel, tuple stride, tuple padding, tuple dilation,
+    real_t[:, :, :, :, ::1] x,        # out (N, C, D, H, W), overwritten
+):
+    """``x = vol2col^T(cols)``: every column entry added back to its voxel."""
+    cdef Py_ssize_t n = x.shape[0], c = x.shape[1], d = x.shape[2]
+    cdef Py_ssize_t h = x.shape[3], w = x.shape[4]
+    cdef Py_ssize_t od, oh, ow
+    od, oh, ow = _check_geometry3("col2vol", n, c, d, h, w, kernel, stride, padding,
+                                  dilation, cols.shape[0], cols.shape[1],
+                                  cols.shape[2])
+    if n == 0 or c == 0:
+        return
+    cdef Py_ssize_t g[12]
+    _pack(g, kernel, stride, padding, dilation)
+    with nogil:
+        memset(&x[0, 0, 0, 0, 0], 0, n * c * d * h * w * sizeof(real_t))
+        _vol2col(&x[0, 0, 0, 0, 0], n, c, d, h, w, g, od, oh, ow,
+                 <real_t*>&cols[0, 0, 0], 1, 0)
+
+
+cdef void _pack(Py_ssize_t* g, tuple k, tuple s, tuple p, tuple dil):
+    cdef int i
+    for i in range(3):
+        g[i] = k[i]
+        g[3 + i] = s[i]
+        g[6 + i] = p[i]
+        g[9 + i] = dil[i]
+
+
+cdef void _vol2col(real_t* x, Py_ssize_t n, Py_ssize_t c, Py_ssize_t d,
+                   Py_ssize_t h, Py_ssize_t w, const Py_ssize_t* g,
+                   Py_ssize_t od, Py_ssize_t oh, Py_ssize_t ow, real_t* cols,
+                   bint adjoint, bint rows_first) noexcept nogil:
+    # g = kernel (kd, kh, kw), stride, padding, dilation, 3 entries each.
+    # The same loop nest as _im2col with the depth taps outside the rows.
+    cdef Py_ssize_t kd = g[0], kh = g[1], kw = g[2]
+    cdef Py_ssize_t sd = g[3], sh = g[4], sw = g[5]
+    cdef Py_ssize_t pd = g[6], ph = g[7], pw = g[8]
+    cdef Py_ssize_t dd = g[9], dh = g[10], dw = g[11]
+    cdef Py_ssize_t s, ci, a, i, j, z, o, iz, ih, off, lo, hi, row
+    cdef Py_ssize_t plane = oh * ow, length = od * oh * ow, k = c * kd * kh * kw
+    cdef real_t* dst
+    cdef real_t* src
+    cdef real_t* vol
+    for s in range(n):
+        for ci in range(c):
+            vol = x + (s * c + ci) * d * h * w
+            for a in range(kd):
+                for i in range(kh):
+                    for j in range(kw):
+                        off = j * dw - pw
+                        _ow_range(ow, w, sw, off, &lo, &hi)
+                        row = ((ci * kd + a) * kh + i) * kw + j
+                        if rows_first:
+                            dst = cols + (row * n + s) * length
+                        else:
+                            dst = cols + (s * k + row) * length
+                        for z in range(od):
+                            iz = z * sd - pd + a * dd
+                            if iz < 0 or iz >= d:
+                                if not adjoint:
+                                    _zero(dst, 0, plane)
+                                dst += plane
+                                continue
+                            src = vol + iz * h * w
+                            for o in range(oh):
+                                ih = o * sh - ph + i * dh
+                                if ih < 0 or ih >= h:
+                                    if not adjoint:
+                                        _zero(dst, 0, ow)
+                                elif adjoint:
+                                    _add_row(src + ih * w, off, sw, dst, lo, hi)
+                                else:
+                                    _copy_row(src + ih * w, off, sw, dst, lo, hi, ow)
+                                dst += ow

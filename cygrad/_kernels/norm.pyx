@@ -76,6 +76,72 @@ cdef inline double _dot_dev(const real_t* q, const real_t* p, Py_ssize_t n,
     return (a0 + a1) + (a2 + a3)
 
 
+cdef extern from "cg_norm.h":
+    double cg_sqdev_f(const float* p, Py_ssize_t n, double m) noexcept nogil
+    double cg_sqdev_d(const double* p, Py_ssize_t n, double m) noexcept nogil
+    void cg_ln_out_f(const float* p, Py_ssize_t n, float m, float sd, const float* w,
+                     const float* b, float* q) noexcept nogil
+    void cg_ln_out_d(const double* p, Py_ssize_t n, double m, double sd,
+                     const double* w, const double* b, double* q) noexcept nogil
+    void cg_ln_gw_f(const float* g, const float* w, Py_ssize_t n,
+                    float* t) noexcept nogil
+    void cg_ln_gw_d(const double* g, const double* w, Py_ssize_t n,
+                    double* t) noexcept nogil
+    void cg_ln_dwdb_f(const float* g, const float* p, Py_ssize_t n, double m,
+                      double sd, double* dw, double* db) noexcept nogil
+    void cg_ln_dwdb_d(const double* g, const double* p, Py_ssize_t n, double m,
+                      double sd, double* dw, double* db) noexcept nogil
+    void cg_ln_dx_f(const float* g, const float* p, Py_ssize_t n, float a,
+                    const float* w, float u, float v, float* o) noexcept nogil
+    void cg_ln_dx_d(const double* g, const double* p, Py_ssize_t n, double a,
+                    const double* w, double u, double v, double* o) noexcept nogil
+
+
+# A whole row's loops (the row norms) go to cg_norm.h's CG_SIMD_FN helpers
+# (AVX2 / AVX-512 at load; this module is built for the baseline): layer norm
+# at (4096, 1024) was 2.06x torch.  Batch norm's per-channel runs, often one
+# element long, keep the inline loops above (a dispatched call per run would
+# cost more than the run).
+
+cdef inline double _sq_dev_row(const real_t* p, Py_ssize_t n, double m) noexcept nogil:
+    if real_t is float:
+        return cg_sqdev_f(p, n, m)
+    else:
+        return cg_sqdev_d(p, n, m)
+
+
+cdef inline void _ln_out(const real_t* p, Py_ssize_t n, real_t m, real_t sd,
+                         const real_t* w, const real_t* b, real_t* q) noexcept nogil:
+    if real_t is float:
+        cg_ln_out_f(p, n, m, sd, w, b, q)
+    else:
+        cg_ln_out_d(p, n, m, sd, w, b, q)
+
+
+cdef inline void _ln_gw(const real_t* g, const real_t* w, Py_ssize_t n,
+                        real_t* t) noexcept nogil:
+    if real_t is float:
+        cg_ln_gw_f(g, w, n, t)
+    else:
+        cg_ln_gw_d(g, w, n, t)
+
+
+cdef inline void _ln_dwdb(const real_t* g, const real_t* p, Py_ssize_t n, double m,
+                          double sd, double* dw, double* db) noexcept nogil:
+    if real_t is float:
+        cg_ln_dwdb_f(g, p, n, m, sd, dw, db)
+    else:
+        cg_ln_dwdb_d(g, p, n, m, sd, dw, db)
+
+
+cdef inline void _ln_dx(const real_t* g, const real_t* p, Py_ssize_t n, real_t a,
+                        const real_t* w, real_t u, real_t v, real_t* o) noexcept nogil:
+    if real_t is float:
+        cg_ln_dx_f(g, p, n, a, w, u, v, o)
+    else:
+        cg_ln_dx_d(g, p, n, a, w, u, v, o)
+
+
 cdef _same3(str name, Py_ssize_t a0, Py_ssize_t a1, Py_ssize_t a2,
             Py_ssize_t b0, Py_ssize_t b1, Py_ssize_t b2):
     if a0 != b0 or a1 != b1 or a2 != b2:
@@ -291,30 +357,21 @@ cdef void _row_norm_fwd(const real_t* x, Py_ssize_t r, Py_ssize_t cg,
     cdef const real_t* p
     cdef real_t* q
     cdef double acc, m, sd, wc, bc
-    cdef real_t ar, cr, mr, sr
+    cdef real_t ar, cr
     for i in range(r):
         p = x + i * d
         q = y + i * d
         m = 0.0
         if not rms and d > 0:
             m = row_sum(p, d) / d
-        acc = _sq_dev(p, d, m)
+        acc = _sq_dev_row(p, d, m)
         sd = 1.0 / sqrt((acc / d if d > 0 else 0.0) + eps)
         mean[i] = m
         rstd[i] = sd
         ch0 = (i % groups) * cg
         if l == 1:
-            mr = <real_t>m
-            sr = <real_t>sd
-            if w != NULL and b != NULL:
-                for k in range(d):
-                    q[k] = (p[k] - mr) * sr * w[ch0 + k] + b[ch0 + k]
-            elif w != NULL:
-                for k in range(d):
-                    q[k] = (p[k] - mr) * sr * w[ch0 + k]
-            else:
-                for k in range(d):
-                    q[k] = (p[k] - mr) * sr + (b[ch0 + k] if b != NULL else 0)
+            _ln_out(p, d, <real_t>m, <real_t>sd, w + ch0 if w != NULL else NULL,
+                    b + ch0 if b != NULL else NULL, q)
             continue
         for c in range(cg):
             wc = w[ch0 + c] if w != NULL else 1.0
@@ -383,23 +440,15 @@ cdef void _row_norm_bwd(const real_t* x, const real_t* g, Py_ssize_t r,
             if w != NULL:
                 # t = g * w once (vectorized), then two lane-split sums;
                 # sum(t (x - m)) = sum(t x) - m sum(t), as torch forms it
-                for k in range(d):
-                    tmp[k] = q[k] * w[ch0 + k]
+                _ln_gw(q, w + ch0, d, tmp)
                 s1 = row_sum(tmp, d)
                 s2 = (row_dot(tmp, p, d) - m * s1) * sd
             else:
                 s1 = row_sum(q, d)
                 s2 = _dot_dev(q, p, d, m) * sd
-            if dw != NULL and db != NULL:
-                for k in range(d):
-                    dw[ch0 + k] += q[k] * (p[k] - m) * sd
-                    db[ch0 + k] += q[k]
-            elif dw != NULL:
-                for k in range(d):
-                    dw[ch0 + k] += q[k] * (p[k] - m) * sd
-            elif db != NULL:
-                for k in range(d):
-                    db[ch0 + k] += q[k]
+            if dw != NULL or db != NULL:
+                _ln_dwdb(q, p, d, m, sd, dw + ch0 if dw != NULL else NULL,
+                         db + ch0 if db != NULL else NULL)
         else:
             for c in range(cg):
                 wc = w[ch0 + c] if w != NULL else 1.0
@@ -419,13 +468,7 @@ cdef void _row_norm_bwd(const real_t* x, const real_t* g, Py_ssize_t r,
         ur = <real_t>u
         vr = <real_t>v
         if l == 1:
-            ar = <real_t>sd
-            if w != NULL:
-                for k in range(d):
-                    o[k] = q[k] * (ar * w[ch0 + k]) + p[k] * ur + vr
-            else:
-                for k in range(d):
-                    o[k] = q[k] * ar + p[k] * ur + vr
+            _ln_dx(q, p, d, <real_t>sd, w + ch0 if w != NULL else NULL, ur, vr, o)
             continue
         for c in range(cg):
             ar = <real_t>(sd * (w[ch0 + c] if w != NULL else 1.0))

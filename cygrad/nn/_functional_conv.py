@@ -20,7 +20,9 @@ NumPy: one product with the batch matrix for large patches, a per-sample
 the direct loops of ``conv.depthwise_*`` instead.
 
 Every shape is 2-d spatial inside: a 1-d signal ``(N, C, L)`` is the image
-``(N, C, 1, L)`` and a 1-d kernel ``(O, I, k)`` is ``(O, I, 1, k)``.
+``(N, C, 1, L)`` and a 1-d kernel ``(O, I, k)`` is ``(O, I, 1, k)``.  3-d
+volumes ``(N, C, D, H, W)`` stay 5-d: the three array maps hand them to
+``_conv3d_arrays`` (the ``vol2col`` lowering), so the Functions are shared.
 """
 
 from __future__ import annotations
@@ -37,6 +39,8 @@ from cygrad.autograd.function import Function
 from cygrad.autograd.grad_mode import is_grad_enabled
 from cygrad.creation import from_numpy
 
+from . import _conv3d_arrays as _a3
+
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
@@ -48,6 +52,8 @@ __all__ = [
     "fold",
     "pad",
     "unfold",
+    "conv3d",
+    "conv_transpose3d",
 ]
 
 _REAL = (np.dtype(np.float32), np.dtype(np.float64))
@@ -74,7 +80,8 @@ def _tuple(value, n, name):
 
 
 def _geo(nd, stride, padding, dilation, groups):
-    """Normalised geometry: 2-d tuples and the group count."""
+    """Normalised geometry: (stride, padding, dilation) tuples of 2 entries
+    (1-d and 2-d; a 1-d signal is one row) or 3 (3-d), and the group count."""
     s = _tuple(stride, nd, "stride")
     p = _tuple(padding, nd, "padding")
     d = _tuple(dilation, nd, "dilation")
@@ -203,6 +210,8 @@ def _depthwise_arr(x, w, b, geo):
 def _conv_arr(x, w, b, geo, cols=None):
     """y = B(x, w) + b for x (N, C, H, W), w (O, C/G, kh, kw); returns (y, cols)
     (cols in the layout ``_batch_matrix`` picks, None for depthwise)."""
+    if x.ndim == 5:
+        return _a3.conv_arr(x, w, b, geo, cols)
     n = x.shape[0]
     o, cg, kh, kw = w.shape
     groups = geo[3]
@@ -255,13 +264,13 @@ def _crop_like(y, shape):
     shape = tuple(shape)
     if tuple(y.shape) == shape:
         return y
-    if len(shape) == 3:
-        return y[:, :, :shape[2]]
-    return y[:, :, :shape[2], :shape[3]]
+    return y[(slice(None), slice(None)) + tuple(slice(0, s) for s in shape[2:])]
 
 
 def _conv_t_arr(g, w, x_shape, geo):
     """x' = B_x^T(g, w): the (N, C, H, W) input gradient of a convolution."""
+    if g.ndim == 5:
+        return _a3.conv_t_arr(g, w, x_shape, geo)
     (sh, sw), (ph, pw), (dh, dw), groups = geo
     o, cg, kh, kw = w.shape
     g = _pad_to(g, *_out_hw(x_shape[2], x_shape[3], kh, kw, geo))
@@ -290,6 +299,8 @@ def _conv_t_arr(g, w, x_shape, geo):
 def _conv_w_arr(x, g, w_shape, geo, cols=None):
     """w' = B_w^T(x, g) = sum_n g[n] (O, L) @ cols[n]^T, of shape w_shape (4-d);
     ``cols`` are the forward's when it kept them."""
+    if len(w_shape) == 5:
+        return _a3.conv_w_arr(x, g, w_shape, geo, cols)
     o, cg, kh, kw = w_shape
     groups = geo[3]
     if cols is None and _depthwise(x.shape[1], w_shape, groups):
@@ -321,12 +332,11 @@ def _conv_w_arr(x, g, w_shape, geo, cols=None):
 
 
 def _bias_grad(g):
-    return g.sum(axis=(0, 2, 3)) if g.ndim == 4 else g.sum(axis=(0, 2))
+    return g.sum(axis=(0,) + tuple(range(2, g.ndim)))
 
 
 def _bias_grad_t(grad):
-    dims = (0, 2, 3) if grad.ndim == 4 else (0, 2)
-    return grad.sum(dim=dims)
+    return grad.sum(dim=(0,) + tuple(range(2, grad.ndim)))
 
 
 def _wrap_like(a, shape):
@@ -403,7 +413,7 @@ class _ConvTransposeData(Function):
     def forward(ctx, g, w, b, x_shape, geo):
         z = _conv_t_arr(_arr4(g._arr), _arr4(w._arr), _shape4(x_shape), geo)
         if b is not None:
-            z += b._arr.reshape(1, -1, 1, 1)
+            z += b._arr.reshape((1, -1) + (1,) * (z.ndim - 2))
         ctx.save_for_backward(g, w)
         ctx.geo = geo
         return from_numpy(z.reshape(x_shape))
@@ -486,12 +496,12 @@ def _check_input_dim(input, nd, name):
 
 
 def _check_conv(input, weight, bias, nd, geo, transposed=False):
-    (sh, sw), (ph, pw), (dh, dw), groups = geo
-    if min(sh, sw) < 1:
+    strides, pads, dils, groups = geo
+    if min(strides) < 1:
         raise RuntimeError("non-positive stride is not supported")
-    if min(ph, pw) < 0:
+    if min(pads) < 0:
         raise RuntimeError("negative padding is not supported")
-    if min(dh, dw) < 1:
+    if min(dils) < 1:
         raise RuntimeError("dilation should be greater than zero")
     if groups < 1:
         raise RuntimeError("non-positive groups is not supported")
@@ -537,8 +547,8 @@ def _check_conv(input, weight, bias, nd, geo, transposed=False):
         return batched
     ks = tuple(weight.shape[2:])
     spatial = batched[2:]
-    pads = (ph, pw)[2 - nd:]
-    dils = (dh, dw)[2 - nd:]
+    pads = pads[len(pads) - nd:]
+    dils = dils[len(dils) - nd:]
     padded = tuple(s + 2 * p for s, p in zip(spatial, pads))
     eff = tuple(d * (k - 1) + 1 for k, d in zip(ks, dils))
     if any(e > p for e, p in zip(eff, padded)):
@@ -573,7 +583,7 @@ def _conv(input, weight, bias, stride, padding, dilation, groups, nd, name):
             padding = 0
         elif padding == "same":
             if any(s != 1 for s in _tuple(stride, nd, "stride")):
-                raise ValueError(
+                raise RuntimeError(
                     "padding='same' is not supported for strided convolutions"
                 )
             dils = _tuple(dilation, nd, "dilation")
@@ -584,9 +594,9 @@ def _conv(input, weight, bias, stride, padding, dilation, groups, nd, name):
                     spec += [0, e]
                 input = pad(input, spec)
         else:
-            raise ValueError(
-                f"Invalid padding string {padding!r}, should be one of "
-                "{'valid', 'same'}"
+            raise RuntimeError(
+                f"Invalid padding string: {padding!r} (should be one of 'valid' or "
+                "'same')"
             )
     geo = _geo(nd, stride, padding, dilation, groups)
     _check_conv(input, weight, bias, nd, geo)
@@ -624,8 +634,7 @@ def conv1d(input: Tensor, weight: Tensor, bias: Tensor | None = None,
 
 
 def _conv_transpose_out(spatial, ks, geo, nd, output_padding, output_size):
-    (sh, sw), (ph, pw), (dh, dw), _ = geo
-    strides, pads, dils = (sh, sw)[2 - nd:], (ph, pw)[2 - nd:], (dh, dw)[2 - nd:]
+    strides, pads, dils = (g[len(g) - nd:] for g in geo[:3])
     ops = _tuple(output_padding, nd, "output_padding")
     base = [
         (s - 1) * st - 2 * p + d * (k - 1) + 1
@@ -699,6 +708,19 @@ def conv_transpose1d(input: Tensor, weight: Tensor, bias: Tensor | None = None,
     """Transposed 1-d convolution; weight (C_in, C_out / groups, k)."""
     return _conv_transpose(input, weight, bias, stride, padding, output_padding,
                            groups, dilation, 1, "conv_transpose1d")
+
+
+def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """3-d convolution over (N, C, D, H, W) input; weight (C_out, C_in / groups,
+    kD, kH, kW); padding an int, 3 ints, 'valid' or 'same'."""
+    return _conv(input, weight, bias, stride, padding, dilation, groups, 3, "conv3d")
+
+
+def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_padding=0,
+                     groups=1, dilation=1):
+    """Transposed 3-d convolution; weight (C_in, C_out / groups, kD, kH, kW)."""
+    return _conv_transpose(input, weight, bias, stride, padding, output_padding,
+                           groups, dilation, 3, "conv_transpose3d")
 
 
 # ---------------------------------------------------------------------------
@@ -840,7 +862,12 @@ def _pad_map(size, before, after, mode):
         return np.where(r < size, r, period - r).astype(np.intp)
     if mode == "replicate":
         return np.clip(pos, 0, size - 1).astype(np.intp)
-    return np.mod(pos, size).astype(np.intp)  # circular
+    # circular: a negative amount crops first, then the kept part wraps
+    lo, hi = max(0, -before), size - max(0, -after)
+    if hi <= lo:
+        return np.zeros(0, np.intp)
+    kept = np.arange(-max(before, 0), hi - lo + max(after, 0))
+    return (lo + np.mod(kept, hi - lo)).astype(np.intp)
 
 
 class _Pad(Function):
@@ -907,9 +934,9 @@ def pad(input: Tensor, pad: Sequence[int], mode: str = "constant",
 
     ``pad = (left_last, right_last, left_second_last, ...)``; negative
     amounts crop.  Modes: 'constant' (``value``, default 0; any number of
-    dimensions up to 2 here), 'reflect' (mirror without the edge), 'replicate'
-    (repeat the edge), 'circular' (wrap around) -- these pad 1 or 2 trailing
-    dimensions of a 2-d to 4-d input.
+    dimensions), 'reflect' (mirror without the edge), 'replicate' (repeat the
+    edge), 'circular' (wrap around) -- these pad 1, 2 or 3 trailing
+    dimensions of a 2-d to 5-d input.
     """
     spec = [int(p) for p in pad]
     if len(spec) % 2:
@@ -930,28 +957,21 @@ def pad(input: Tensor, pad: Sequence[int], mode: str = "constant",
             raise RuntimeError(
                 f"Padding mode \"{mode}\" doesn't take in value argument"
             )
-        if k not in (1, 2) or input.ndim not in (k + 1, k + 2):
+        if k not in (1, 2, 3) or input.ndim not in (k + 1, k + 2):
             raise NotImplementedError(
                 f"Padding size {len(spec)} is not supported for {input.ndim}D input "
-                "tensor (cygrad pads the last 1 or 2 dimensions of a 2D-4D input)"
+                "tensor. Non-constant modes pad the last 1, 2 or 3 dimensions of a "
+                "2D-3D, 3D-4D or 4D-5D input."
             )
-    if k > 2:
-        raise NotImplementedError("pad: cygrad pads at most the last 2 dimensions")
     _check_real(input)
     if k == 0:
         return input.clone()
     shape = tuple(input.shape)
-    h_before = h_after = 0
-    w_before, w_after = spec[0], spec[1]
-    if k == 2:
-        h_before, h_after = spec[2], spec[3]
-    w = shape[-1]
-    h = shape[-2] if input.ndim >= 2 else 1
-    axes = ((w, (w_before, w_after), -1), (h, (h_before, h_after), -2))
-    for size, (b, a), dim in axes:
-        if dim == -2 and k < 2:
-            continue
-        if size + b + a < 0 or (mode == "constant" and size + b + a < 0):
+    for axis in range(k):
+        dim = -1 - axis
+        size = shape[dim]
+        b, a = spec[2 * axis], spec[2 * axis + 1]
+        if size + b + a < 0:
             raise RuntimeError(
                 f"The input size {size}, plus negative padding {b} and {a} resulted in"
                 f" a negative output size, which is invalid. Check dimension {dim} of "
@@ -959,9 +979,9 @@ def pad(input: Tensor, pad: Sequence[int], mode: str = "constant",
             )
         if mode == "reflect" and (b >= size or a >= size):
             raise RuntimeError(
-                f"Argument #4: Padding size should be less than the corresponding "
-                f"input dimension, but got: padding ({b}, {a}) at dimension {dim} of "
-                f"input {_size_str(shape)}"
+                f"Argument #{4 + 2 * axis}: Padding size should be less than the "
+                f"corresponding input dimension, but got: padding ({b}, {a}) at "
+                f"dimension {input.ndim + dim} of input {_size_str(shape)}"
             )
         if mode == "circular" and (b > size or a > size):
             raise RuntimeError(
@@ -970,12 +990,23 @@ def pad(input: Tensor, pad: Sequence[int], mode: str = "constant",
         if mode == "replicate" and size == 0:
             raise RuntimeError(f"pad: replicate padding of an empty dimension {dim}")
     val = 0.0 if value is None else float(value)
-    iw = _pad_map(w, w_before, w_after, mode)
-    ih = _pad_map(h, h_before, h_after, mode) if k == 2 else np.zeros(1, np.intp)
-    x = input if (k == 2 or input.ndim >= 2) else input.unsqueeze(0)
-    if k == 1 and input.ndim >= 2:
-        x = input.unsqueeze(-2)
-    out = _Pad.apply(x, ih, iw, val)
-    if k == 1:
+    iw = _pad_map(shape[-1], spec[0], spec[1], mode)
+    if k >= 2:
+        ih = _pad_map(shape[-2], spec[2], spec[3], mode)
+        out = _Pad.apply(input, ih, iw, val)
+    else:
+        ih = np.zeros(1, np.intp)
+        x = input.unsqueeze(-2) if input.ndim >= 2 else input.unsqueeze(0)
+        out = _Pad.apply(x, ih, iw, val)
         out = out.squeeze(-2) if input.ndim >= 2 else out.squeeze(0)
+    for axis in range(2, k):
+        # each further axis: a gather of (lead, size, inner) rows, the inner
+        # positions kept (separable modes, so the order does not matter)
+        dim = out.ndim - 1 - axis
+        cur = tuple(out.shape)
+        lead, inner = math.prod(cur[:dim]), math.prod(cur[dim + 1:])
+        m = _pad_map(cur[dim], spec[2 * axis], spec[2 * axis + 1], mode)
+        y = _Pad.apply(out.reshape(lead, cur[dim], inner), m,
+                       np.arange(inner, dtype=np.intp), val)
+        out = y.reshape(cur[:dim] + (len(m),) + cur[dim + 1:])
     return out

@@ -762,3 +762,22 @@ from ._functional_more import (  # noqa: E402
 from . import _functional_more  # noqa: E402
 
 __all__ += _functional_more.__all__
+
+# the 3-d layers (their names are in _functional_conv.__all__ and
+# _functional_pool3d.__all__)
+from ._functional_conv import conv3d, conv_transpose3d  # noqa: E402
+from ._functional_pool3d import (  # noqa: E402
+    adaptive_avg_pool3d, adaptive_max_pool3d, adaptive_max_pool3d_with_indices,
+    avg_pool3d, lp_pool3d, max_pool3d, max_pool3d_with_indices, max_unpool1d,
+    max_unpool2d, max_unpool3d,
+)
+from . import _functional_pool3d  # noqa: E402
+
+__all__ += _functional_pool3d.__all__
+from ._functional_fractional import (  # noqa: E402
+    fractional_max_pool2d, fractional_max_pool2d_with_indices, fractional_max_pool3d,
+    fractional_max_pool3d_with_indices,
+)
+from . import _functional_fractional  # noqa: E402
+
+__all__ += _functional_fractional.__all__

@@ -93,3 +93,23 @@ from .more import (  # noqa: E402
 from . import more  # noqa: E402
 
 __all__ += more.__all__
+
+# the 3-d layers and max unpooling
+from .conv import Conv3d, ConvTranspose3d, LazyConv3d  # noqa: E402
+from .padding import (  # noqa: E402
+    CircularPad3d, ConstantPad3d, ReflectionPad3d, ReplicationPad3d, ZeroPad3d,
+)
+from .pooling import (  # noqa: E402
+    AdaptiveAvgPool3d, AdaptiveMaxPool3d, AvgPool3d, MaxPool3d, MaxUnpool1d,
+    MaxUnpool2d, MaxUnpool3d,
+)
+from .more3d import LPPool3d, LazyConvTranspose3d  # noqa: E402
+from . import more3d  # noqa: E402
+
+__all__ += ["Conv3d", "ConvTranspose3d", "LazyConv3d", "CircularPad3d",
+            "ConstantPad3d", "ReflectionPad3d", "ReplicationPad3d", "ZeroPad3d",
+            "AdaptiveAvgPool3d", "AdaptiveMaxPool3d", "AvgPool3d", "MaxPool3d",
+            "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d"] + more3d.__all__
+from .pooling import FractionalMaxPool2d, FractionalMaxPool3d  # noqa: E402
+
+__all__ += ["FractionalMaxPool2d", "FractionalMaxPool3d"]

@@ -1,5 +1,5 @@
-"""Convolution layers: ``Conv1d``, ``Conv2d``, ``ConvTranspose1d``,
-``ConvTranspose2d``, with torch's arguments, parameter names and shapes and
+"""Convolution layers: ``Conv1d``, ``Conv2d``, ``Conv3d``, ``ConvTranspose1d``,
+``ConvTranspose2d``, ``ConvTranspose3d``, with torch's arguments, parameter names and shapes and
 default initialisation (so state dicts move between the two libraries)."""
 
 from __future__ import annotations
@@ -133,7 +133,7 @@ class _ConvNd(Module):
         return s
 
     def _conv_forward(self, input, weight, bias):
-        fn = Fc.conv2d if self._nd == 2 else Fc.conv1d
+        fn = {1: Fc.conv1d, 2: Fc.conv2d, 3: Fc.conv3d}[self._nd]
         if self.padding_mode != "zeros":
             mode = "constant" if self.padding_mode == "zeros" else self.padding_mode
             Fc._check_input_dim(input, self._nd, fn.__name__)
@@ -267,6 +267,37 @@ class ConvTranspose1d(_ConvTransposeNd):
                          dtype)
 
 
+class Conv3d(_ConvNd):
+    """3-d convolution layer over (N, C_in, D, H, W) or (C_in, D, H, W) input
+    (see Conv2d; sizes an int or 3 ints)."""
+
+    _nd = 3
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0,
+                 dilation=1, groups=1, bias=True, padding_mode="zeros", device=None,
+                 dtype=None):
+        super().__init__(in_channels, out_channels, kernel_size, stride, padding,
+                         dilation, False, 0, groups, bias, padding_mode, device,
+                         dtype)
+
+
+class ConvTranspose3d(_ConvTransposeNd):
+    """Transposed 3-d convolution; weight ``(in_channels, out_channels / groups,
+    kD, kH, kW)``; ``forward(input, output_size=None)``."""
+
+    _nd = 3
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0,
+                 output_padding=0, groups=1, bias=True, dilation=1,
+                 padding_mode="zeros", device=None, dtype=None):
+        super().__init__(in_channels, out_channels, kernel_size, stride, padding,
+                         output_padding, groups, bias, dilation, padding_mode, device,
+                         dtype)
+
+
+__all__ += ["Conv3d", "ConvTranspose3d"]
+
+
 def _lazy_conv(eager, nd):
     """The lazy form of ``eager``: ``in_channels`` from the first input."""
 
@@ -299,3 +330,7 @@ LazyConv1d = _lazy_conv(Conv1d, 1)
 LazyConv2d = _lazy_conv(Conv2d, 2)
 LazyConv1d.__module__ = LazyConv2d.__module__ = __name__
 __all__ += ["LazyConv1d", "LazyConv2d"]
+
+LazyConv3d = _lazy_conv(Conv3d, 3)
+LazyConv3d.__module__ = __name__
+__all__ += ["LazyConv3d"]

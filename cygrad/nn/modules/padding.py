@@ -1,5 +1,6 @@
-"""Padding layers: constant/zero, reflection, replication and circular, 1-d and
-2-d (``padding`` an int or a (left, right[, top, bottom]) tuple, as torch)."""
+"""Padding layers: constant/zero, reflection, replication and circular, 1-d,
+2-d and 3-d (``padding`` an int or a (left, right[, top, bottom[, front,
+back]]) tuple, as torch)."""
 
 from __future__ import annotations
 
@@ -43,7 +44,8 @@ class _PadNd(Module):
         return Fc.pad(input, self.padding, self._mode)
 
     def extra_repr(self) -> str:
-        if self._mode == "constant" and not isinstance(self, (ZeroPad1d, ZeroPad2d)):
+        if self._mode == "constant" and not isinstance(self, (ZeroPad1d, ZeroPad2d,
+                                                              ZeroPad3d)):
             return f"padding={self.padding}, value={self.value}"
         return f"{self.padding}"
 
@@ -98,3 +100,33 @@ class CircularPad1d(_PadNd):
 
 class CircularPad2d(_PadNd):
     _nd, _mode = 2, "circular"
+
+
+class ConstantPad3d(_PadNd):
+    _nd = 3
+
+    def __init__(self, padding, value):
+        super().__init__(padding, value)
+
+
+class ZeroPad3d(_PadNd):
+    _nd = 3
+
+    def __init__(self, padding):
+        super().__init__(padding, 0.0)
+
+
+class ReflectionPad3d(_PadNd):
+    _nd, _mode = 3, "reflect"
+
+
+class ReplicationPad3d(_PadNd):
+    _nd, _mode = 3, "replicate"
+
+
+class CircularPad3d(_PadNd):
+    _nd, _mode = 3, "circular"
+
+
+__all__ += ["CircularPad3d", "ConstantPad3d", "ReflectionPad3d", "ReplicationPad3d",
+            "ZeroPad3d"]
