@@ -273,9 +273,12 @@ class Conv3d(_ConvNd):
 
     _nd = 3
 
-    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0,
-                 dilation=1, groups=1, bias=True, padding_mode="zeros", device=None,
-                 dtype=None):
+    def __init__(self, in_channels: int, out_channels: int,
+                 kernel_size: int | tuple[int, ...], stride: int | tuple[int, ...] = 1,
+                 padding: int | tuple[int, ...] | str = 0,
+                 dilation: int | tuple[int, ...] = 1, groups: int = 1,
+                 bias: bool = True, padding_mode: str = "zeros",
+                 device: Device | None = None, dtype: DType | None = None) -> None:
         super().__init__(in_channels, out_channels, kernel_size, stride, padding,
                          dilation, False, 0, groups, bias, padding_mode, device,
                          dtype)
@@ -287,9 +290,13 @@ class ConvTranspose3d(_ConvTransposeNd):
 
     _nd = 3
 
-    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0,
-                 output_padding=0, groups=1, bias=True, dilation=1,
-                 padding_mode="zeros", device=None, dtype=None):
+    def __init__(self, in_channels: int, out_channels: int,
+                 kernel_size: int | tuple[int, ...], stride: int | tuple[int, ...] = 1,
+                 padding: int | tuple[int, ...] | str = 0,
+                 output_padding: int | tuple[int, ...] = 0, groups: int = 1,
+                 bias: bool = True, dilation: int | tuple[int, ...] = 1,
+                 padding_mode: str = "zeros", device: Device | None = None,
+                 dtype: DType | None = None) -> None:
         super().__init__(in_channels, out_channels, kernel_size, stride, padding,
                          output_padding, groups, bias, dilation, padding_mode, device,
                          dtype)

@@ -23,7 +23,7 @@ class _PadNd(Module):
     _nd = 2
     _mode = "constant"
 
-    def __init__(self, padding: int | tuple[int, ...] | str,
+    def __init__(self, padding: int | tuple[int, ...],
                  value: float = 0.0) -> None:
         super().__init__()
         n = 2 * self._nd
@@ -53,28 +53,28 @@ class _PadNd(Module):
 class ConstantPad1d(_PadNd):
     _nd = 1
 
-    def __init__(self, padding: int | tuple[int, ...] | str, value: float) -> None:
+    def __init__(self, padding: int | tuple[int, ...], value: float) -> None:
         super().__init__(padding, value)
 
 
 class ConstantPad2d(_PadNd):
     _nd = 2
 
-    def __init__(self, padding: int | tuple[int, ...] | str, value: float) -> None:
+    def __init__(self, padding: int | tuple[int, ...], value: float) -> None:
         super().__init__(padding, value)
 
 
 class ZeroPad1d(_PadNd):
     _nd = 1
 
-    def __init__(self, padding: int | tuple[int, ...] | str) -> None:
+    def __init__(self, padding: int | tuple[int, ...]) -> None:
         super().__init__(padding, 0.0)
 
 
 class ZeroPad2d(_PadNd):
     _nd = 2
 
-    def __init__(self, padding: int | tuple[int, ...] | str) -> None:
+    def __init__(self, padding: int | tuple[int, ...]) -> None:
         super().__init__(padding, 0.0)
 
 
@@ -105,14 +105,14 @@ class CircularPad2d(_PadNd):
 class ConstantPad3d(_PadNd):
     _nd = 3
 
-    def __init__(self, padding, value):
+    def __init__(self, padding: int | tuple[int, ...], value: float) -> None:
         super().__init__(padding, value)
 
 
 class ZeroPad3d(_PadNd):
     _nd = 3
 
-    def __init__(self, padding):
+    def __init__(self, padding: int | tuple[int, ...]) -> None:
         super().__init__(padding, 0.0)
 
 

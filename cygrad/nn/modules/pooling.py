@@ -173,7 +173,7 @@ class MaxPool3d(_MaxPoolNd):
     """Max over ``kernel_size`` windows of (N, C, D, H, W) or (C, D, H, W) input
     (see ``nn.functional.max_pool3d``)."""
 
-    def forward(self, input):
+    def forward(self, input: Tensor) -> Any:
         return Fp3.max_pool3d(input, self.kernel_size, self.stride, self.padding,
                               self.dilation, ceil_mode=self.ceil_mode,
                               return_indices=self.return_indices)
@@ -183,7 +183,7 @@ class AvgPool3d(AvgPool2d):
     """Mean over ``kernel_size`` windows of (N, C, D, H, W) or (C, D, H, W)
     input (see AvgPool2d)."""
 
-    def forward(self, input):
+    def forward(self, input: Tensor) -> Tensor:
         return Fp3.avg_pool3d(input, self.kernel_size, self.stride, self.padding,
                               self.ceil_mode, self.count_include_pad,
                               self.divisor_override)
@@ -193,21 +193,23 @@ class AdaptiveAvgPool3d(_AdaptiveNd):
     """Average to a fixed ``output_size`` (an int, or (D, H, W) with None
     meaning the input's size)."""
 
-    def forward(self, input):
+    def forward(self, input: Tensor) -> Tensor:
         return Fp3.adaptive_avg_pool3d(input, self.output_size)
 
 
 class AdaptiveMaxPool3d(_AdaptiveMaxNd):
     """Max to a fixed 3-d ``output_size`` (optionally with the indices)."""
 
-    def forward(self, input):
+    def forward(self, input: Tensor) -> Any:
         return Fp3.adaptive_max_pool3d(input, self.output_size, self.return_indices)
 
 
 class _MaxUnpoolNd(Module):
     _nd = 2
 
-    def __init__(self, kernel_size, stride=None, padding=0):
+    def __init__(self, kernel_size: int | tuple[int, ...],
+                 stride: int | tuple[int, ...] | None = None,
+                 padding: int | tuple[int, ...] | str = 0) -> None:
         super().__init__()
         nd = self._nd
         self.kernel_size = _tuple(kernel_size, nd, "kernel_size")
@@ -215,11 +217,12 @@ class _MaxUnpoolNd(Module):
                              "stride")
         self.padding = _tuple(padding, nd, "padding")
 
-    def extra_repr(self):
+    def extra_repr(self) -> str:
         return (f"kernel_size={self.kernel_size}, stride={self.stride}, "
                 f"padding={self.padding}")
 
-    def forward(self, input, indices, output_size=None):
+    def forward(self, input: Tensor, indices: Tensor,
+                output_size: int | tuple[int, ...] | None = None) -> Tensor:
         fn = (Fp3.max_unpool1d, Fp3.max_unpool2d, Fp3.max_unpool3d)[self._nd - 1]
         return fn(input, indices, self.kernel_size, self.stride, self.padding,
                   output_size)
@@ -251,8 +254,10 @@ __all__ += ["AdaptiveAvgPool3d", "AdaptiveMaxPool3d", "AvgPool3d", "MaxPool3d",
 class _FractionalMaxPoolNd(Module):
     _nd = 2
 
-    def __init__(self, kernel_size, output_size=None, output_ratio=None,
-                 return_indices=False, _random_samples=None):
+    def __init__(self, kernel_size: int | tuple[int, ...],
+                 output_size: int | tuple[int, ...] | None = None,
+                 output_ratio: Any = None, return_indices: bool = False,
+                 _random_samples: Any = None) -> None:
         super().__init__()
         nd = self._nd
         name = type(self).__name__
@@ -275,7 +280,7 @@ class _FractionalMaxPoolNd(Module):
                 f"output_ratio must be between 0 and 1 (got {output_ratio})"
             )
 
-    def forward(self, input):
+    def forward(self, input: Tensor) -> Any:
         fn = Ffr.fractional_max_pool2d if self._nd == 2 else Ffr.fractional_max_pool3d
         return fn(input, self.kernel_size, self.output_size, self.output_ratio,
                   self.return_indices, _random_samples=self._random_samples)
