@@ -186,11 +186,29 @@ def extensions():
             shared_utility_qualified_name=f"cygrad._kernels.{SHARED}",
         )
     exts = ready + stale
+    sync_headers()
     if not only or SHARED in only or not built_shared():
         exts.append(shared_extension(cflags, ldflags))
     for ext in exts:
         ext.depends = sorted(header_deps(ext.sources))
     return exts
+
+
+def sync_headers():
+    """Refresh Cython's copies of the headers in the build folder.  Cython
+    copies a header named in a ``cdef extern from`` next to the C file it
+    writes, and refreshes it only when a module naming it is cythonized; a
+    header included through another header (``cg_rows.h`` includes
+    ``cg_math.h``) is then found stale beside the C file, before the
+    source's, and the module links against the old header's functions."""
+    build_kernels = os.path.join(CYTHON_DIR, KERNELS)
+    for src in glob.glob(os.path.join(KERNELS, "*.h")):
+        dst = os.path.join(build_kernels, os.path.basename(src))
+        if os.path.exists(dst):
+            with open(src, "rb") as a, open(dst, "rb") as b:
+                if a.read() == b.read():
+                    continue
+            shutil.copy2(src, dst)
 
 
 def shared_extension(cflags, ldflags):

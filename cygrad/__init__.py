@@ -102,3 +102,17 @@ from math import e, inf, nan, pi  # noqa: E402, F401  (torch.inf, torch.pi, ...)
 newaxis = None
 
 __version__ = "0.1.0"
+
+# torch.<name> forms of nn.functional operations, with torch's native signatures.
+from cygrad.nn._torch_aliases import (  # noqa: E402, F401
+    alpha_dropout, alpha_dropout_, batch_norm, bilinear,
+    binary_cross_entropy_with_logits, celu, celu_, channel_shuffle, constant_pad_nd,
+    cosine_embedding_loss, cosine_similarity, ctc_loss, dropout, dropout_, embedding,
+    embedding_bag,
+    feature_alpha_dropout, feature_alpha_dropout_, feature_dropout, feature_dropout_,
+    group_norm, hardshrink, hinge_embedding_loss, instance_norm, kl_div, layer_norm,
+    margin_ranking_loss, native_batch_norm, native_channel_shuffle, native_dropout,
+    native_group_norm, native_layer_norm, pairwise_distance, pdist, pixel_shuffle,
+    pixel_unshuffle, poisson_nll_loss, prelu, relu_, rms_norm, rrelu, rrelu_, selu_,
+    threshold, threshold_, triplet_margin_loss,
+)

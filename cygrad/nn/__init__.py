@@ -31,3 +31,6 @@ __all__ = [
     "utils",
 ]
 __all__ += modules.__all__
+from ._buffer import Buffer  # noqa: E402
+
+__all__ += ["Buffer"]

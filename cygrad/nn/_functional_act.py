@@ -26,7 +26,7 @@ import numpy as np
 from cygrad import ops
 from cygrad._tensor import Tensor
 from cygrad.autograd.function import Function
-from cygrad.creation import from_numpy
+from cygrad.creation import _rng, from_numpy
 
 from ._functional_dropout import _apply
 
@@ -142,7 +142,8 @@ class _Piecewise(Function):
 # one class per node name (grad_fn.name() as torch's)
 _NODES = {name: type(name[:-len("Backward0")], (_Piecewise,), {"_node_name": name})
           for name in ("LeakyReluBackward0", "HardtanhBackward0", "ThresholdBackward0",
-                       "SoftshrinkBackward0", "HardshrinkBackward0")}
+                       "SoftshrinkBackward0", "HardshrinkBackward0",
+                       "RreluWithNoiseBackward0")}
 
 
 def _piecewise(input, out, slope, name, inplace):
@@ -333,3 +334,41 @@ def softmin(input: Tensor, dim: int | None = None, _stacklevel: int = 3,
     if dtype is not None:
         input = input.to(dtype)
     return ops.softmax(-input, dim)
+
+
+def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
+    """Randomised leaky ReLU: ``x`` where ``x > 0``, else ``a * x``.
+
+    In training each element's slope ``a`` is drawn from U(lower, upper) by
+    cygrad's generator (``manual_seed`` repeats it; the numbers are not
+    torch's); in evaluation ``a = (lower + upper) / 2``.  The gradient is
+    the slope used (the drawn one at 0, as torch's ``input <= 0`` rule).
+    """
+    return rrelu_with_generator(input, lower, upper, training, inplace, None)
+
+
+def rrelu_with_generator(input, lower, upper, training, inplace, generator):
+    """``rrelu`` drawing from ``generator`` (None: cygrad's default one), for
+    ``cygrad.rrelu``'s ``generator=`` argument."""
+    if lower > upper:
+        raise RuntimeError("Lower bound should be less than or equal to the upper "
+                           "bound")
+    dt = np.dtype(input.dtype)
+    if dt.kind != "f":
+        names = {"i": "Long", "u": "Byte", "b": "Bool"}
+        raise NotImplementedError('"rrelu_with_noise_out_cpu" not implemented for '
+                                  f"'{names.get(dt.kind, str(dt))}'")
+    if not training:
+        return leaky_relu(input, (lower + upper) / 2, inplace)
+    x = input._arr
+    drawn = _rng(generator).uniform(lower, upper, size=x.shape).astype(x.dtype)
+    slope = np.where(x > 0, x.dtype.type(1), drawn)
+    return _piecewise(input, x * slope, slope, "RreluWithNoiseBackward0", inplace)
+
+
+def rrelu_(input, lower=1.0 / 8, upper=1.0 / 3, training=False):
+    """``rrelu`` in place."""
+    return rrelu(input, lower, upper, training, True)
+
+
+__all__ += ["rrelu", "rrelu_"]

@@ -494,3 +494,71 @@ def triplet_margin_loss(anchor: Tensor, positive: Tensor, negative: Tensor,
     if swap:
         d_an = ops.minimum(d_an, pairwise_distance(positive, negative, p, eps))
     return _reduce(ops.clamp(d_ap - d_an + margin, min=0.0), reduction)
+
+
+def multilabel_margin_loss(input, target, size_average=None, reduce=None,
+                           reduction="mean"):
+    """``sum_{k, i} max(0, 1 - (x[y_k] - x[i])) / C`` per sample, over the
+    target classes ``y_k`` (read up to the first -1) and the classes ``i``
+    not among them; hinge'(0) = 0 (torch's strict ``> 0``)."""
+    reduction = legacy_reduction(size_average, reduce, reduction)
+    if input.ndim > 2 or (input.ndim == 2 and input.shape[1] == 0) or (
+            input.ndim == 1 and input.shape[0] == 0):
+        raise RuntimeError("Expected non-empty vector or matrix with optional 0-dim "
+                           f"batch size, but got: {list(input.shape)}")
+    want = list(input.shape) if input.ndim else [1]
+    if list(target.shape) != want and not (input.ndim == 0 and target.ndim == 0):
+        raise RuntimeError(f"inconsistent target size: {list(target.shape)} for input "
+                           f"of size: {list(input.shape)}")
+    if np.dtype(target.dtype) != np.dtype(np.int64):
+        raise RuntimeError("expected scalar type Long but found "
+                           f"{_TYPE_NAMES.get(np.dtype(target.dtype), target.dtype)}")
+    x = input.reshape(-1, want[-1])
+    n, c = x.shape
+    t = np.asarray(target._arr).reshape(n, c)
+    # a target row ends at its first -1
+    ended = np.cumsum(t == -1, axis=1) > 0
+    if ((t[~ended] < 0) | (t[~ended] >= c)).any():
+        raise RuntimeError("argument #2 'target' is out of range")
+    valid = ~ended
+    labels = np.where(valid, t, 0)
+    is_target = np.zeros((n, c), bool)
+    is_target[np.repeat(np.arange(n), c)[valid.reshape(-1)], t[valid]] = True
+    picked = x.gather(1, from_numpy(labels))                 # (N, K)
+    hinge = ops.relu(1.0 - picked.unsqueeze(2) + x.unsqueeze(1))  # (N, K, C)
+    mask = valid[:, :, None] & ~is_target[:, None, :]
+    loss = (hinge * _const(mask.astype(x._arr.dtype))).sum((1, 2)) / c
+    if input.ndim < 2:
+        loss = loss.reshape(())
+    return _reduce(loss, reduction)
+
+
+_TYPE_NAMES = {np.dtype(np.float32): "Float", np.dtype(np.float64): "Double",
+               np.dtype(np.int32): "Int", np.dtype(np.int16): "Short",
+               np.dtype(np.int8): "Char", np.dtype(np.uint8): "Byte",
+               np.dtype(bool): "Bool", np.dtype(np.float16): "Half"}
+
+
+def triplet_margin_with_distance_loss(anchor, positive, negative, *,
+                                      distance_function=None, margin=1.0,
+                                      swap=False, reduction="mean"):
+    """``max(d(a, p) - d(a, n) + margin, 0)`` for any distance ``d`` (default
+    ``pairwise_distance``); ``swap`` uses ``min(d(a, n), d(p, n))``."""
+    if reduction not in _REDUCTIONS:
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    if margin <= 0:
+        raise ValueError(f"margin must be greater than 0, got {margin}")
+    if not anchor.ndim == positive.ndim == negative.ndim:
+        raise RuntimeError(
+            "The anchor, positive, and negative tensors are expected to have the same "
+            f"number of dimensions, but got: anchor {anchor.ndim}D, positive "
+            f"{positive.ndim}D, and negative {negative.ndim}D inputs")
+    dist = pairwise_distance if distance_function is None else distance_function
+    d_ap = dist(anchor, positive)
+    d_an = dist(anchor, negative)
+    if swap:
+        d_an = ops.minimum(d_an, dist(positive, negative))
+    return _reduce(ops.clamp(margin + d_ap - d_an, min=0.0), reduction)
+
+
+__all__ += ["multilabel_margin_loss", "triplet_margin_with_distance_loss"]

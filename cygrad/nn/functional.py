@@ -781,3 +781,11 @@ from ._functional_fractional import (  # noqa: E402
 from . import _functional_fractional  # noqa: E402
 
 __all__ += _functional_fractional.__all__
+from ._functional_ctc import ctc_loss  # noqa: E402
+from ._functional_act import rrelu, rrelu_  # noqa: E402
+from ._functional_loss import (  # noqa: E402
+    multilabel_margin_loss, triplet_margin_with_distance_loss,
+)
+
+__all__ += ["ctc_loss", "multilabel_margin_loss", "rrelu", "rrelu_",
+            "triplet_margin_with_distance_loss"]

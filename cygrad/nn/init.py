@@ -9,6 +9,7 @@ reproducible; they are not the numbers torch would draw for the same seed.
 from __future__ import annotations
 
 import math
+import warnings
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -278,3 +279,29 @@ def dirac_(tensor: Tensor, groups: int = 1) -> Tensor:
         for d in range(k):
             vals[(g * per_group + d, d) + centre] = 1
     return _write(tensor, vals)
+
+
+def _deprecated(name):
+    """torch's pre-0.4 name ``nn.init.<name>``: ``<name>_`` with a warning."""
+    target = globals()[name + "_"]
+
+    def alias(*args, **kwargs):
+        warnings.warn(f"`nn.init.{name}` is now deprecated in favor of "
+                      f"`nn.init.{name}_`.", FutureWarning, stacklevel=2)
+        return target(*args, **kwargs)
+    alias.__name__ = alias.__qualname__ = name
+    alias.__doc__ = f"Deprecated: ``{name}_`` (same arguments), with a FutureWarning."
+    return alias
+
+
+constant = _deprecated("constant")
+dirac = _deprecated("dirac")
+eye = _deprecated("eye")
+kaiming_normal = _deprecated("kaiming_normal")
+kaiming_uniform = _deprecated("kaiming_uniform")
+normal = _deprecated("normal")
+orthogonal = _deprecated("orthogonal")
+sparse = _deprecated("sparse")
+uniform = _deprecated("uniform")
+xavier_normal = _deprecated("xavier_normal")
+xavier_uniform = _deprecated("xavier_uniform")

@@ -23,6 +23,7 @@ from cygrad.ops.shape import parse_to
 from cygrad.utils.hooks import RemovableHandle
 
 from . import _hooks
+from ._buffer import Buffer
 from .parameter import Parameter
 
 if TYPE_CHECKING:
@@ -102,6 +103,11 @@ class Module:
                     f"'{name}' (cygrad.nn.Module or None expected)"
                 )
             self._modules[name] = None
+        elif isinstance(value, Buffer):
+            if self.__dict__.get("_buffers") is None:
+                raise AttributeError(
+                    "cannot assign buffer before Module.__init__() call")
+            self.register_buffer(name, value, value.persistent)
         elif name in self.__dict__.get("_buffers", ()):
             if value is not None and not isinstance(value, Tensor):
                 raise TypeError(

@@ -113,3 +113,13 @@ __all__ += ["Conv3d", "ConvTranspose3d", "LazyConv3d", "CircularPad3d",
 from .pooling import FractionalMaxPool2d, FractionalMaxPool3d  # noqa: E402
 
 __all__ += ["FractionalMaxPool2d", "FractionalMaxPool3d"]
+from .activation import RReLU  # noqa: E402,F401  (in activation.__all__)
+from .adaptive import AdaptiveLogSoftmaxWithLoss  # noqa: E402,F401
+from . import adaptive  # noqa: E402
+
+__all__ += adaptive.__all__
+from .legacy import Container, CrossMapLRN2d  # noqa: E402,F401
+from .syncbatchnorm import SyncBatchNorm  # noqa: E402,F401
+from . import legacy, syncbatchnorm  # noqa: E402
+
+__all__ += legacy.__all__ + syncbatchnorm.__all__

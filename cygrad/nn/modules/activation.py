@@ -370,3 +370,24 @@ class Softmax2d(_Plain):
             raise ValueError(
                 f"Softmax2d: expected input to be 3D or 4D, got {input.ndim}D instead")
         return F.softmax(input, -3)
+
+
+class RReLU(Module):
+    """Randomised leaky ReLU: slopes drawn from U(lower, upper) per element in
+    training, their mean in evaluation (``F.rrelu``)."""
+
+    def __init__(self, lower=1.0 / 8, upper=1.0 / 3, inplace=False):
+        super().__init__()
+        self.lower = lower
+        self.upper = upper
+        self.inplace = inplace
+
+    def forward(self, input):
+        return A.rrelu(input, self.lower, self.upper, self.training, self.inplace)
+
+    def extra_repr(self):
+        s = f"lower={self.lower}, upper={self.upper}"
+        return s + (", inplace=True" if self.inplace else "")
+
+
+__all__ += ["RReLU"]

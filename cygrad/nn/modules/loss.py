@@ -4,11 +4,14 @@ its warning), class weights as buffers, each calling its functional form."""
 
 from __future__ import annotations
 
+import warnings
 from typing import TYPE_CHECKING
 
+from .. import _functional_ctc as _ctc
 from .. import _functional_loss as L
 from .. import functional as F
 from ..module import Module
+from .fold import PairwiseDistance
 
 if TYPE_CHECKING:
     from cygrad._tensor import Tensor
@@ -275,3 +278,63 @@ class TripletMarginLoss(_Loss):
         return L.triplet_margin_loss(anchor, positive, negative, margin=self.margin,
                                      p=self.p, eps=self.eps, swap=self.swap,
                                      reduction=self.reduction)
+
+
+class CTCLoss(_Loss):
+    """Connectionist temporal classification loss (``F.ctc_loss``): ``blank``
+    class, ``reduction`` ("mean" divides each loss by its target length
+    first) and ``zero_infinity``."""
+
+    def __init__(self, blank=0, reduction="mean", zero_infinity=False):
+        super().__init__(reduction=reduction)
+        self.blank = blank
+        self.zero_infinity = zero_infinity
+
+    def forward(self, log_probs, targets, input_lengths, target_lengths):
+        return _ctc.ctc_loss(log_probs, targets, input_lengths, target_lengths,
+                             self.blank, self.reduction, self.zero_infinity)
+
+
+class MultiLabelMarginLoss(_Loss):
+    """Multi-label hinge loss over the target classes (read up to the first
+    -1) against every other class."""
+
+    def forward(self, input, target):
+        return L.multilabel_margin_loss(input, target, reduction=self.reduction)
+
+
+class TripletMarginWithDistanceLoss(_Loss):
+    """``max(d(a, p) - d(a, n) + margin, 0)`` with any distance function
+    (default ``nn.PairwiseDistance()``, held as a submodule as torch's)."""
+
+    def __init__(self, *, distance_function=None, margin=1.0, swap=False,
+                 reduction="mean"):
+        super().__init__(reduction=reduction)
+        if margin <= 0:
+            raise ValueError(f"TripletMarginWithDistanceLoss: expected margin to be "
+                             f"greater than 0, got {margin} instead")
+        self.distance_function = (distance_function if distance_function is not None
+                                  else PairwiseDistance())
+        self.margin = margin
+        self.swap = swap
+
+    def forward(self, anchor, positive, negative):
+        return L.triplet_margin_with_distance_loss(
+            anchor, positive, negative, distance_function=self.distance_function,
+            margin=self.margin, swap=self.swap, reduction=self.reduction)
+
+
+class NLLLoss2d(NLLLoss):
+    """Deprecated alias of ``NLLLoss`` (torch keeps it for old code)."""
+
+    def __init__(self, weight=None, size_average=None, ignore_index=-100, reduce=None,
+                 reduction="mean"):
+        warnings.warn("`NLLLoss2d` has been deprecated. Please use `NLLLoss` instead "
+                      "as a drop-in replacement and see "
+                      "https://pytorch.org/docs/main/nn.html#torch.nn.NLLLoss for more "
+                      "details.", FutureWarning, stacklevel=2)
+        super().__init__(weight, size_average, ignore_index, reduce, reduction)
+
+
+__all__ += ["CTCLoss", "MultiLabelMarginLoss", "NLLLoss2d",
+            "TripletMarginWithDistanceLoss"]

@@ -20,3 +20,11 @@ __all__ = [
     "remove_spectral_norm", "remove_weight_norm", "spectral_norm",
     "vector_to_parameters", "weight_norm",
 ]
+from .fusion import (  # noqa: E402
+    fuse_conv_bn_eval, fuse_conv_bn_weights, fuse_linear_bn_eval,
+    fuse_linear_bn_weights,
+)
+from .init import skip_init  # noqa: E402
+from . import fusion, init  # noqa: E402
+
+__all__ += fusion.__all__ + ["skip_init"]
