@@ -496,8 +496,10 @@ def triplet_margin_loss(anchor: Tensor, positive: Tensor, negative: Tensor,
     return _reduce(ops.clamp(d_ap - d_an + margin, min=0.0), reduction)
 
 
-def multilabel_margin_loss(input, target, size_average=None, reduce=None,
-                           reduction="mean"):
+def multilabel_margin_loss(input: Tensor, target: Tensor,
+                           size_average: bool | None = None,
+                           reduce: bool | None = None,
+                           reduction: str = "mean") -> Tensor:
     """``sum_{k, i} max(0, 1 - (x[y_k] - x[i])) / C`` per sample, over the
     target classes ``y_k`` (read up to the first -1) and the classes ``i``
     not among them; hinge'(0) = 0 (torch's strict ``> 0``)."""
@@ -539,9 +541,11 @@ _TYPE_NAMES = {np.dtype(np.float32): "Float", np.dtype(np.float64): "Double",
                np.dtype(bool): "Bool", np.dtype(np.float16): "Half"}
 
 
-def triplet_margin_with_distance_loss(anchor, positive, negative, *,
-                                      distance_function=None, margin=1.0,
-                                      swap=False, reduction="mean"):
+def triplet_margin_with_distance_loss(anchor: Tensor, positive: Tensor,
+                                      negative: Tensor, *,
+                                      distance_function: Any = None,
+                                      margin: float = 1.0, swap: bool = False,
+                                      reduction: str = "mean") -> Tensor:
     """``max(d(a, p) - d(a, n) + margin, 0)`` for any distance ``d`` (default
     ``pairwise_distance``); ``swap`` uses ``min(d(a, n), d(p, n))``."""
     if reduction not in _REDUCTIONS:

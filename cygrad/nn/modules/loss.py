@@ -5,7 +5,7 @@ its warning), class weights as buffers, each calling its functional form."""
 from __future__ import annotations
 
 import warnings
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .. import _functional_ctc as _ctc
 from .. import _functional_loss as L
@@ -285,12 +285,14 @@ class CTCLoss(_Loss):
     class, ``reduction`` ("mean" divides each loss by its target length
     first) and ``zero_infinity``."""
 
-    def __init__(self, blank=0, reduction="mean", zero_infinity=False):
+    def __init__(self, blank: int = 0, reduction: str = "mean",
+                 zero_infinity: bool = False) -> None:
         super().__init__(reduction=reduction)
         self.blank = blank
         self.zero_infinity = zero_infinity
 
-    def forward(self, log_probs, targets, input_lengths, target_lengths):
+    def forward(self, log_probs: Tensor, targets: Tensor, input_lengths: Tensor,
+                target_lengths: Tensor) -> Tensor:
         return _ctc.ctc_loss(log_probs, targets, input_lengths, target_lengths,
                              self.blank, self.reduction, self.zero_infinity)
 
@@ -299,7 +301,7 @@ class MultiLabelMarginLoss(_Loss):
     """Multi-label hinge loss over the target classes (read up to the first
     -1) against every other class."""
 
-    def forward(self, input, target):
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
         return L.multilabel_margin_loss(input, target, reduction=self.reduction)
 
 
@@ -307,8 +309,8 @@ class TripletMarginWithDistanceLoss(_Loss):
     """``max(d(a, p) - d(a, n) + margin, 0)`` with any distance function
     (default ``nn.PairwiseDistance()``, held as a submodule as torch's)."""
 
-    def __init__(self, *, distance_function=None, margin=1.0, swap=False,
-                 reduction="mean"):
+    def __init__(self, *, distance_function: Any = None, margin: float = 1.0,
+                 swap: bool = False, reduction: str = "mean") -> None:
         super().__init__(reduction=reduction)
         if margin <= 0:
             raise ValueError(f"TripletMarginWithDistanceLoss: expected margin to be "
@@ -318,7 +320,7 @@ class TripletMarginWithDistanceLoss(_Loss):
         self.margin = margin
         self.swap = swap
 
-    def forward(self, anchor, positive, negative):
+    def forward(self, anchor: Tensor, positive: Tensor, negative: Tensor) -> Tensor:
         return L.triplet_margin_with_distance_loss(
             anchor, positive, negative, distance_function=self.distance_function,
             margin=self.margin, swap=self.swap, reduction=self.reduction)
@@ -327,8 +329,9 @@ class TripletMarginWithDistanceLoss(_Loss):
 class NLLLoss2d(NLLLoss):
     """Deprecated alias of ``NLLLoss`` (torch keeps it for old code)."""
 
-    def __init__(self, weight=None, size_average=None, ignore_index=-100, reduce=None,
-                 reduction="mean"):
+    def __init__(self, weight: Tensor | None = None, size_average: bool | None = None,
+                 ignore_index: int = -100, reduce: bool | None = None,
+                 reduction: str = "mean") -> None:
         warnings.warn("`NLLLoss2d` has been deprecated. Please use `NLLLoss` instead "
                       "as a drop-in replacement and see "
                       "https://pytorch.org/docs/main/nn.html#torch.nn.NLLLoss for more "
