@@ -8,6 +8,7 @@ Python layers to the compiled engine in one call, ``engine.install``.
 # isort: skip_file
 
 import os as _os
+import typing as _ty
 
 from cygrad._kernels import engine as _engine
 from cygrad.dtypes import (  # noqa: F401
@@ -92,6 +93,10 @@ for _spec in OPS.values():
 for _name in ("mm", "t", "sum_to_shape", "logical_not"):
     globals().setdefault(_name, getattr(_ops, _name))
 del _spec, _name, _fn
+if _ty.TYPE_CHECKING:
+    # The names the loop above installs, typed for mypy (a stub written by
+    # tools/gen_stubs.py from the registry; there is no module to import).
+    from cygrad._typed_ops import *  # noqa: F401,F403
 
 from math import e, inf, nan, pi  # noqa: F401  (torch.inf, torch.pi, ...)
 from cygrad import special  # noqa: F401

@@ -6,10 +6,14 @@ math methods (``exp``, ``sum``, ...) are attached from the op registry in
 points and ``repr``.  It never loops over elements.
 """
 
+from __future__ import annotations
+
+import builtins
 import math
 import sys
 import warnings
 import weakref
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -21,15 +25,28 @@ from cygrad._device import CPU, check_device
 from cygrad._printing import PRINT_OPTS
 from cygrad.creation import _shape_arg, _to_array
 
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from numpy.typing import NDArray
+
+    from cygrad._typing import DType, Device, Hook
+    # The methods the op modules attach at import, typed for mypy
+    # (cygrad/_typed_ops.pyi, written by tools/gen_stubs.py): at run time
+    # Tensor's base is the compiled TensorBase itself.
+    from cygrad._typed_ops import _TensorMethods as _TypedBase
+else:
+    _TypedBase = TensorBase
+
 __all__ = ["Size", "Tensor", "is_tensor"]
 
 
-def is_tensor(obj):
+def is_tensor(obj: object) -> bool:
     """Whether ``obj`` is a cygrad Tensor (torch.is_tensor)."""
     return isinstance(obj, TensorBase)
 
 
-class Tensor(TensorBase):
+class Tensor(_TypedBase):
     """An n-dimensional array that can record operations for autograd.
 
     Values live in a NumPy array (float32 by default).  ``requires_grad=True``
@@ -40,7 +57,8 @@ class Tensor(TensorBase):
     __array_priority__ = 1000
     __hash__ = object.__hash__
 
-    def __init__(self, *args, dtype=None, device=None, requires_grad=False):
+    def __init__(self, *args: Any, dtype: DType | None = None,
+                 device: Device | None = None, requires_grad: bool = False) -> None:
         # torch's legacy constructor: Tensor(2, 3) is a (2, 3) float32 tensor
         # (zeros here; torch leaves it uninitialised), Tensor(data) a float32
         # copy of data, Tensor() empty.
@@ -68,25 +86,25 @@ class Tensor(TensorBase):
 
     # --- attributes -----------------------------------------------------------
     @property
-    def data(self):
+    def data(self) -> Tensor:
         """A tensor sharing storage but outside autograd (no version tracking)."""
         return _engine._alias(self, None, False)
 
     @data.setter
-    def data(self, value):
+    def data(self, value: Tensor) -> None:
         if not isinstance(value, TensorBase):
             raise TypeError(f"data must be a Tensor, got {type(value).__name__}")
         self._arr = value._arr
 
     @property
-    def requires_grad(self):
+    def requires_grad(self) -> bool:
         return self._requires_grad
 
     @requires_grad.setter
-    def requires_grad(self, flag):
+    def requires_grad(self, flag: bool) -> None:
         self.requires_grad_(flag, _attr=True)
 
-    def requires_grad_(self, requires_grad=True, _attr=False):
+    def requires_grad_(self, requires_grad: bool = True, _attr: bool = False) -> Tensor:
         """Set ``requires_grad`` in place (leaves only); returns self."""
         flag = bool(requires_grad)
         if self._grad_fn is not None:
@@ -109,62 +127,62 @@ class Tensor(TensorBase):
         return self
 
     @property
-    def is_leaf(self):
+    def is_leaf(self) -> bool:
         return self._grad_fn is None
 
     @property
-    def grad_fn(self):
+    def grad_fn(self) -> Any:
         return self._grad_fn
 
     @property
-    def retains_grad(self):
+    def retains_grad(self) -> bool:
         return self._retains_grad
 
     @property
-    def shape(self):
+    def shape(self) -> Size:
         return Size(self._arr.shape)
 
     @property
-    def dtype(self):
+    def dtype(self) -> np.dtype[Any]:
         return _dt.wrap(self._arr.dtype)
 
     @property
-    def device(self):
+    def device(self) -> Any:
         return CPU
 
     @property
-    def is_cpu(self):
+    def is_cpu(self) -> bool:
         return True
 
     @property
-    def ndim(self):
+    def ndim(self) -> builtins.int:
         return self._arr.ndim
 
     @property
-    def is_cuda(self):
+    def is_cuda(self) -> bool:
         return False
 
     @property
-    def is_mps(self):
+    def is_mps(self) -> bool:
         return False
 
     @property
-    def is_xpu(self):
+    def is_xpu(self) -> bool:
         return False
 
-    def pin_memory(self, device=None):
+    def pin_memory(self, device: Device | None = None) -> Tensor:
         """Itself: pinned memory only matters for copies to a GPU (torch's
         CPU build raises here; cygrad lets DataLoader-style code run)."""
         return self
 
-    def is_pinned(self, device=None):
+    def is_pinned(self, device: Device | None = None) -> bool:
         return False
 
-    def share_memory_(self):
+    def share_memory_(self) -> Tensor:
         """Itself (a no-op): see ``Module.share_memory``."""
         return self
 
-    def is_shared(self):
+    def is_shared(self) -> bool:
         return False
 
     # --- new_* : creation with this tensor's dtype -------------------------------
@@ -176,24 +194,28 @@ class Tensor(TensorBase):
             t.requires_grad_(True)
         return t
 
-    def new_zeros(self, *size, dtype=None, device=None, requires_grad=False,
-                  layout=None, pin_memory=False):
+    def new_zeros(self, *size: Any, dtype: DType | None = None,
+                  device: Device | None = None, requires_grad: bool = False,
+                  layout: Any = None, pin_memory: bool = False) -> Tensor:
         """Zeros of ``size``, with this tensor's dtype unless ``dtype``."""
         check_device(device)
         return self._new(np.zeros, size, dtype, requires_grad)
 
-    def new_ones(self, *size, dtype=None, device=None, requires_grad=False,
-                 layout=None, pin_memory=False):
+    def new_ones(self, *size: Any, dtype: DType | None = None,
+                 device: Device | None = None, requires_grad: bool = False,
+                 layout: Any = None, pin_memory: bool = False) -> Tensor:
         check_device(device)
         return self._new(np.ones, size, dtype, requires_grad)
 
-    def new_empty(self, *size, dtype=None, device=None, requires_grad=False,
-                  layout=None, pin_memory=False):
+    def new_empty(self, *size: Any, dtype: DType | None = None,
+                  device: Device | None = None, requires_grad: bool = False,
+                  layout: Any = None, pin_memory: bool = False) -> Tensor:
         check_device(device)
         return self._new(np.empty, size, dtype, requires_grad)
 
-    def new_full(self, size, fill_value, *, dtype=None, device=None,
-                 requires_grad=False, layout=None, pin_memory=False):
+    def new_full(self, size: Any, fill_value: Any, *, dtype: DType | None = None,
+                 device: Device | None = None, requires_grad: bool = False,
+                 layout: Any = None, pin_memory: bool = False) -> Tensor:
         """``fill_value`` everywhere; ``size`` a tuple (as torch)."""
         check_device(device)
         if not isinstance(size, (tuple, list, Size)):
@@ -202,8 +224,9 @@ class Tensor(TensorBase):
         return self._new(lambda shape, d: np.full(shape, fill_value, d), (size,),
                          dtype, requires_grad)
 
-    def new_tensor(self, data, *, dtype=None, device=None, requires_grad=False,
-                   layout=None, pin_memory=False):
+    def new_tensor(self, data: Any, *, dtype: DType | None = None,
+                   device: Device | None = None, requires_grad: bool = False,
+                   layout: Any = None, pin_memory: bool = False) -> Tensor:
         """A copy of ``data`` with this tensor's dtype unless ``dtype`` (never
         attached to ``data``'s graph)."""
         check_device(device)
@@ -219,44 +242,44 @@ class Tensor(TensorBase):
         return t
 
     @property
-    def itemsize(self):
+    def itemsize(self) -> builtins.int:
         return self._arr.itemsize
 
     @property
-    def nbytes(self):
+    def nbytes(self) -> builtins.int:
         return self._arr.nbytes
 
-    def size(self, dim=None):
+    def size(self, dim: builtins.int | None = None) -> Any:
         if dim is None:
             return Size(self._arr.shape)
         return self._arr.shape[_canon_dim(dim, self._arr.ndim)]
 
-    def numel(self):
+    def numel(self) -> builtins.int:
         return self._arr.size
 
     nelement = numel
 
-    def dim(self):
+    def dim(self) -> builtins.int:
         return self._arr.ndim
 
-    def element_size(self):
+    def element_size(self) -> builtins.int:
         return self._arr.itemsize
 
-    def is_contiguous(self):
+    def is_contiguous(self) -> builtins.bool:
         return self._arr.flags.c_contiguous
 
-    def is_floating_point(self):
+    def is_floating_point(self) -> builtins.bool:
         return self._arr.dtype.kind == "f"
 
-    def stride(self, dim=None):
+    def stride(self, dim: builtins.int | None = None) -> Any:
         st = tuple(s // self._arr.itemsize for s in self._arr.strides)
         return st if dim is None else st[_canon_dim(dim, self._arr.ndim)]
 
-    def data_ptr(self):
+    def data_ptr(self) -> builtins.int:
         return self._arr.__array_interface__["data"][0]
 
     # --- conversion -------------------------------------------------------------
-    def numpy(self, force=False):
+    def numpy(self, force: builtins.bool = False) -> NDArray[Any]:
         """The underlying array (shared memory). Refused when it requires grad."""
         if self._requires_grad and not force:
             raise RuntimeError(
@@ -264,10 +287,11 @@ class Tensor(TensorBase):
                 "tensor.detach().numpy() instead.")
         return self._arr
 
-    def tolist(self):
+    def tolist(self) -> Any:
         return self._arr.tolist()
 
-    def __array__(self, dtype=None, copy=None):
+    def __array__(self, dtype: Any = None,
+                  copy: builtins.bool | None = None) -> NDArray[Any]:
         if self._requires_grad:
             # As torch: NumPy would otherwise compute on the values and drop
             # the graph silently (x + ndarray returned an ndarray, no grad).
@@ -279,51 +303,51 @@ class Tensor(TensorBase):
             return arr.astype(dtype, copy=bool(copy))
         return arr.copy() if copy else arr
 
-    def __float__(self):
+    def __float__(self) -> builtins.float:
         return float(self.item())
 
-    def __int__(self):
+    def __int__(self) -> builtins.int:
         return int(self.item())
 
-    def __index__(self):
+    def __index__(self) -> builtins.int:
         if self._arr.dtype.kind not in "iub":
             raise TypeError("only integer tensors of a single element can be "
                             "converted to an index")
         return int(self.item())
 
-    def __bool__(self):
+    def __bool__(self) -> builtins.bool:
         if self._arr.size != 1:
             raise RuntimeError(
                 f"Boolean value of Tensor with more than one value is ambiguous "
                 f"(it has {self._arr.size} elements)")
         return bool(self._arr.reshape(()).item())
 
-    def __len__(self):
+    def __len__(self) -> builtins.int:
         if self._arr.ndim == 0:
             raise TypeError("len() of a 0-d tensor")
         return self._arr.shape[0]
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Tensor]:
         if self._arr.ndim == 0:
             raise TypeError("iteration over a 0-d tensor")
         return (self[i] for i in range(self._arr.shape[0]))
 
-    def __format__(self, spec):
+    def __format__(self, spec: str) -> str:
         if self._arr.ndim == 0:
             return self.item().__format__(spec)
         return object.__format__(self, spec)
 
     # copy / deepcopy / pickle with torch's rules (see cygrad/_copying.py)
-    def __copy__(self):
+    def __copy__(self) -> Tensor:
         return _copying.copy_tensor(self)
 
-    def __deepcopy__(self, memo):
+    def __deepcopy__(self, memo: dict[builtins.int, Any]) -> Tensor:
         return _copying.deepcopy_tensor(self, memo)
 
-    def __reduce_ex__(self, proto):
+    def __reduce_ex__(self, proto: Any) -> Any:
         return _copying.reduce_tensor(self)
 
-    def type(self, dtype=None, non_blocking=False):
+    def type(self, dtype: Any = None, non_blocking: builtins.bool = False) -> Any:
         """torch's type name (``'torch.FloatTensor'``), or a cast to ``dtype``
         (a dtype or such a name)."""
         if dtype is None:
@@ -332,41 +356,42 @@ class Tensor(TensorBase):
             dtype = _dt.from_type_name(dtype)
         return self.to(dtype)
 
-    def float(self):
+    def float(self) -> Tensor:
         return self.to(np.float32)
 
-    def double(self):
+    def double(self) -> Tensor:
         return self.to(np.float64)
 
-    def half(self):
+    def half(self) -> Tensor:
         return self.to(np.float16)
 
-    def bfloat16(self):
+    def bfloat16(self) -> Tensor:
         raise _dt.bfloat16.error()
 
-    def long(self):
+    def long(self) -> Tensor:
         return self.to(np.int64)
 
-    def int(self):
+    def int(self) -> Tensor:
         return self.to(np.int32)
 
-    def bool(self):
+    def bool(self) -> Tensor:
         return self.to(np.bool_)
 
-    def cpu(self, memory_format=None):
+    def cpu(self, memory_format: Any = None) -> Tensor:
         return self
 
-    def cuda(self, device=None, non_blocking=False, memory_format=None):
+    def cuda(self, device: Device | None = None, non_blocking: builtins.bool = False,
+             memory_format: Any = None) -> Tensor:
         check_device("cuda" if device is None else device)
         return self
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return _format_tensor(self)
 
     __str__ = __repr__
 
     # --- autograd ------------------------------------------------------------------
-    def retain_grad(self):
+    def retain_grad(self) -> None:
         """Keep ``.grad`` for this non-leaf during backward (no-op on leaves)."""
         if not self._requires_grad:
             raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
@@ -378,7 +403,7 @@ class Tensor(TensorBase):
         node._retained.append((self._out_nr, weakref.ref(self)))
         self._retains_grad = True
 
-    def register_hook(self, hook):
+    def register_hook(self, hook: Hook) -> Any:
         """Call ``hook(grad)`` when this tensor's gradient is computed.
 
         A non-None return value replaces the gradient.  Returns a handle with
@@ -400,7 +425,7 @@ class Tensor(TensorBase):
         self._hooks.append(hook)
         return _engine._make_handle(self._hooks, hook)
 
-    def register_post_accumulate_grad_hook(self, hook):
+    def register_post_accumulate_grad_hook(self, hook: Hook) -> Any:
         """Call ``hook(tensor)`` after ``.grad`` of this leaf was accumulated."""
         if not self._requires_grad:
             raise RuntimeError(
@@ -413,13 +438,13 @@ class Tensor(TensorBase):
         self._post_hooks.append(hook)
         return _engine._make_handle(self._post_hooks, hook)
 
-    def detach(self):
+    def detach(self) -> Tensor:
         """A new leaf sharing storage and version counter, outside the graph."""
         t = _engine._alias(self)
         t._origin = ("detach", _engine.user_site())
         return t
 
-    def detach_(self):
+    def detach_(self) -> Tensor:
         """Detach this tensor from the graph in place (it becomes a leaf)."""
         if self._base is not None and self._grad_fn is not None:
             raise RuntimeError(
@@ -437,20 +462,20 @@ class Tensor(TensorBase):
                 f"{opname}: the tensor's memory is read-only (it wraps a read-only "
                 "NumPy array); copy it first")
 
-    def __abs__(self):
+    def __abs__(self) -> Tensor:
         return self.abs()
 
-    def __pos__(self):
+    def __pos__(self) -> Tensor:
         return self
 
 
 class Size(tuple):
     """A tensor's shape: a tuple that prints like PyTorch's ``torch.Size``."""
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"cygrad.Size({list(self)})"
 
-    def numel(self):
+    def numel(self) -> int:
         return math.prod(self)
 
 

@@ -1,13 +1,27 @@
 """Tensor creation functions and cygrad's random generator."""
 
+from __future__ import annotations
+
 import functools
 import numbers
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from cygrad import dtypes as _dt
 from cygrad._device import CPU, check_device
 from cygrad._kernels.engine import TensorBase, _wrap
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+    from typing import TypeVar
+
+    from numpy.typing import NDArray
+
+    from cygrad._tensor import Tensor
+    from cygrad._typing import ArrayLike, Device, DType, Number, Shape
+
+    _F = TypeVar("_F", bound=Callable[..., Any])
 
 __all__ = [
     "tensor", "as_tensor", "from_numpy", "zeros", "ones", "full", "empty",
@@ -20,11 +34,11 @@ __all__ = [
 _default_dtype = _dt.float32
 
 
-def get_default_dtype():
+def get_default_dtype() -> np.dtype[Any]:
     return _default_dtype
 
 
-def set_default_dtype(d):
+def set_default_dtype(d: DType) -> None:
     """Set the dtype of Python floats (float32 or float64)."""
     global _default_dtype
     d = _dt.to_numpy(d)
@@ -130,7 +144,7 @@ def _to_array(data, dtype=None):
     return arr
 
 
-def _on_cpu(fn):
+def _on_cpu(fn: _F) -> _F:
     """``device=`` of a creation function must be the CPU (cygrad's only
     device); anything else raises AssertionError, as torch's CPU build."""
     @functools.wraps(fn)
@@ -141,7 +155,8 @@ def _on_cpu(fn):
 
 
 @_on_cpu
-def tensor(data, dtype=None, device=None, requires_grad=False, pin_memory=False):
+def tensor(data: ArrayLike, dtype: DType | None = None, device: Device | None = None,
+           requires_grad: bool = False, pin_memory: bool = False) -> Tensor:
     """A new tensor holding a copy of ``data``.
 
     Python floats give float32 (the default dtype), ints int64, bools bool;
@@ -154,7 +169,8 @@ def tensor(data, dtype=None, device=None, requires_grad=False, pin_memory=False)
 
 
 @_on_cpu
-def as_tensor(data, dtype=None, device=None):
+def as_tensor(data: ArrayLike, dtype: DType | None = None,
+              device: Device | None = None) -> Tensor:
     if isinstance(data, TensorBase) and (dtype is None or
                                           _dt.to_numpy(dtype) == data._arr.dtype):
         return data
@@ -164,7 +180,7 @@ def as_tensor(data, dtype=None, device=None):
     return tensor(data, dtype=dtype)
 
 
-def from_numpy(arr):
+def from_numpy(arr: NDArray[Any]) -> Tensor:
     """A tensor sharing ``arr``'s memory (no copy); writes show on both sides."""
     if not isinstance(arr, np.ndarray):
         raise TypeError(f"expected np.ndarray (got {type(arr).__name__})")
@@ -217,22 +233,26 @@ def _make(arr, requires_grad):
 
 
 @_on_cpu
-def zeros(*size, dtype=None, device=None, requires_grad=False):
+def zeros(*size: Shape, dtype: DType | None = None, device: Device | None = None,
+          requires_grad: bool = False) -> Tensor:
     return _make(np.zeros(_shape_arg(size), _dtype_or_default(dtype)), requires_grad)
 
 
 @_on_cpu
-def ones(*size, dtype=None, device=None, requires_grad=False):
+def ones(*size: Shape, dtype: DType | None = None, device: Device | None = None,
+         requires_grad: bool = False) -> Tensor:
     return _make(np.ones(_shape_arg(size), _dtype_or_default(dtype)), requires_grad)
 
 
 @_on_cpu
-def empty(*size, dtype=None, device=None, requires_grad=False):
+def empty(*size: Shape, dtype: DType | None = None, device: Device | None = None,
+          requires_grad: bool = False) -> Tensor:
     return _make(np.empty(_shape_arg(size), _dtype_or_default(dtype)), requires_grad)
 
 
 @_on_cpu
-def full(size, fill_value, dtype=None, device=None, requires_grad=False):
+def full(size: Sequence[int], fill_value: Number, dtype: DType | None = None,
+         device: Device | None = None, requires_grad: bool = False) -> Tensor:
     if dtype is None:
         dtype = _infer_dtype(fill_value)
     return _make(np.full(_shape_arg((size,)), fill_value, _dt.to_numpy(dtype)),
@@ -244,22 +264,26 @@ def _like_dtype(t, dtype):
 
 
 @_on_cpu
-def zeros_like(t, dtype=None, device=None, requires_grad=False):
+def zeros_like(t: Tensor, dtype: DType | None = None, device: Device | None = None,
+               requires_grad: bool = False) -> Tensor:
     return _make(np.zeros(t._arr.shape, _like_dtype(t, dtype)), requires_grad)
 
 
 @_on_cpu
-def ones_like(t, dtype=None, device=None, requires_grad=False):
+def ones_like(t: Tensor, dtype: DType | None = None, device: Device | None = None,
+              requires_grad: bool = False) -> Tensor:
     return _make(np.ones(t._arr.shape, _like_dtype(t, dtype)), requires_grad)
 
 
 @_on_cpu
-def empty_like(t, dtype=None, device=None, requires_grad=False):
+def empty_like(t: Tensor, dtype: DType | None = None, device: Device | None = None,
+               requires_grad: bool = False) -> Tensor:
     return _make(np.empty(t._arr.shape, _like_dtype(t, dtype)), requires_grad)
 
 
 @_on_cpu
-def full_like(t, fill_value, dtype=None, device=None, requires_grad=False):
+def full_like(t: Tensor, fill_value: Number, dtype: DType | None = None,
+              device: Device | None = None, requires_grad: bool = False) -> Tensor:
     return _make(np.full(t._arr.shape, fill_value, _like_dtype(t, dtype)),
                  requires_grad)
 
@@ -269,7 +293,7 @@ def full_like(t, fill_value, dtype=None, device=None, requires_grad=False):
 class Generator:
     """A seeded source of random numbers (NumPy's PCG64 underneath)."""
 
-    def __init__(self, device="cpu", seed=None):
+    def __init__(self, device: Device = "cpu", seed: int | None = None) -> None:
         # torch's signature is Generator(device="cpu"); cygrad also takes the
         # seed, as a keyword or in place of the device (Generator(42))
         if isinstance(device, numbers.Integral) and not isinstance(device, bool):
@@ -278,7 +302,7 @@ class Generator:
         self._seed = 67280421310721 if seed is None else int(seed)
         self._rng = np.random.Generator(np.random.PCG64(self._seed))
 
-    def manual_seed(self, seed):
+    def manual_seed(self, seed: int) -> Generator:
         # torch's range: any 64-bit value, signed or not; a negative seed is
         # taken modulo 2**64 (so -1 seeds as 2**64 - 1, as in torch).
         seed = int(seed)
@@ -290,17 +314,17 @@ class Generator:
         self._rng = np.random.Generator(np.random.PCG64(self._seed))
         return self
 
-    def initial_seed(self):
+    def initial_seed(self) -> int:
         return self._seed
 
-    def seed(self):
+    def seed(self) -> int:
         """Reseed from fresh entropy; returns the new seed."""
         s = int(np.random.SeedSequence().entropy % (2 ** 63))
         self.manual_seed(s)
         return s
 
     @property
-    def device(self):
+    def device(self) -> Any:
         return CPU
 
     # The state as a uint8 tensor (torch's ByteTensor): the PCG64 state and
@@ -308,7 +332,7 @@ class Generator:
     # bytes) and the seed (8 bytes).
     _STATE_BYTES = 45
 
-    def get_state(self):
+    def get_state(self) -> Tensor:
         st = self._rng.bit_generator.state
         raw = (st["state"]["state"].to_bytes(16, "little")
                + st["state"]["inc"].to_bytes(16, "little")
@@ -316,7 +340,7 @@ class Generator:
                + (self._seed % 2 ** 64).to_bytes(8, "little"))
         return _wrap(np.frombuffer(raw, np.uint8).copy())
 
-    def set_state(self, new_state):
+    def set_state(self, new_state: Tensor) -> Generator:
         if not isinstance(new_state, TensorBase):
             raise TypeError(f"expected a torch.ByteTensor, but got "
                             f"{type(new_state).__name__}")
@@ -340,18 +364,18 @@ class Generator:
 default_generator = Generator()
 
 
-def manual_seed(seed):
+def manual_seed(seed: int) -> Generator:
     """Seed cygrad's generator: the same seed gives the same numbers, run to run."""
     return default_generator.manual_seed(seed)
 
 
-def seed():
+def seed() -> int:
     s = int(np.random.SeedSequence().entropy % (2 ** 63))
     default_generator.manual_seed(s)
     return s
 
 
-def initial_seed():
+def initial_seed() -> int:
     return default_generator.initial_seed()
 
 
@@ -360,7 +384,8 @@ def _rng(generator):
 
 
 @_on_cpu
-def rand(*size, dtype=None, generator=None, requires_grad=False, device=None):
+def rand(*size: Shape, dtype: DType | None = None, generator: Generator | None = None,
+         requires_grad: bool = False, device: Device | None = None) -> Tensor:
     """Uniform samples on [0, 1)."""
     d = _dtype_or_default(dtype)
     arr = _rng(generator).random(_shape_arg(size), dtype=np.float64).astype(d)
@@ -368,26 +393,31 @@ def rand(*size, dtype=None, generator=None, requires_grad=False, device=None):
 
 
 @_on_cpu
-def randn(*size, dtype=None, generator=None, requires_grad=False, device=None):
+def randn(*size: Shape, dtype: DType | None = None, generator: Generator | None = None,
+          requires_grad: bool = False, device: Device | None = None) -> Tensor:
     """Standard normal samples."""
     d = _dtype_or_default(dtype)
     arr = _rng(generator).standard_normal(_shape_arg(size)).astype(d)
     return _make(arr, requires_grad)
 
 
-def rand_like(t, dtype=None, generator=None, requires_grad=False):
+def rand_like(t: Tensor, dtype: DType | None = None, generator: Generator | None = None,
+              requires_grad: bool = False) -> Tensor:
     return rand(*t._arr.shape, dtype=_like_dtype(t, dtype), generator=generator,
                 requires_grad=requires_grad)
 
 
-def randn_like(t, dtype=None, generator=None, requires_grad=False):
+def randn_like(t: Tensor, dtype: DType | None = None,
+               generator: Generator | None = None,
+               requires_grad: bool = False) -> Tensor:
     return randn(*t._arr.shape, dtype=_like_dtype(t, dtype), generator=generator,
                  requires_grad=requires_grad)
 
 
 @_on_cpu
-def randint(low, high=None, size=None, dtype=None, generator=None,
-            requires_grad=False, device=None):
+def randint(low: int, high: int | None = None, size: Sequence[int] | None = None,
+            dtype: DType | None = None, generator: Generator | None = None,
+            requires_grad: bool = False, device: Device | None = None) -> Tensor:
     """Integers uniform on [low, high) (``randint(high, size)`` also works)."""
     if high is None or (size is None and isinstance(high, (tuple, list))):
         if size is None and isinstance(high, (tuple, list)):
@@ -404,7 +434,9 @@ def randint(low, high=None, size=None, dtype=None, generator=None,
 
 
 @_on_cpu
-def arange(start, end=None, step=1, dtype=None, requires_grad=False, device=None):
+def arange(start: Number, end: Number | None = None, step: Number = 1,
+           dtype: DType | None = None, requires_grad: bool = False,
+           device: Device | None = None) -> Tensor:
     if end is None:
         start, end = 0, start
     vals = [start, end, step]
@@ -419,15 +451,17 @@ def arange(start, end=None, step=1, dtype=None, requires_grad=False, device=None
 
 
 @_on_cpu
-def linspace(start, end, steps, dtype=None, requires_grad=False, device=None):
+def linspace(start: Number, end: Number, steps: int, dtype: DType | None = None,
+             requires_grad: bool = False, device: Device | None = None) -> Tensor:
     d = _dtype_or_default(dtype)
     return _make(np.linspace(start, end, int(steps), dtype=np.float64).astype(d),
                  requires_grad)
 
 
 @_on_cpu
-def logspace(start, end, steps, base=10.0, dtype=None, requires_grad=False,
-             device=None):
+def logspace(start: Number, end: Number, steps: int, base: float = 10.0,
+             dtype: DType | None = None, requires_grad: bool = False,
+             device: Device | None = None) -> Tensor:
     """``base ** linspace(start, end, steps)`` (computed in float64, then cast)."""
     d = _dtype_or_default(dtype)
     vals = np.power(float(base), np.linspace(start, end, int(steps), dtype=np.float64))
@@ -437,13 +471,15 @@ def logspace(start, end, steps, base=10.0, dtype=None, requires_grad=False,
 
 
 @_on_cpu
-def eye(n, m=None, dtype=None, requires_grad=False, device=None):
+def eye(n: int, m: int | None = None, dtype: DType | None = None,
+        requires_grad: bool = False, device: Device | None = None) -> Tensor:
     return _make(np.eye(n, m, dtype=_dtype_or_default(dtype)), requires_grad)
 
 
 @_on_cpu
-def empty_strided(size, stride, *, dtype=None, device=None, requires_grad=False,
-                  layout=None, pin_memory=False):
+def empty_strided(size: Shape, stride: Sequence[int], *, dtype: DType | None = None,
+                  device: Device | None = None, requires_grad: bool = False,
+                  layout: Any = None, pin_memory: bool = False) -> Tensor:
     """An uninitialised tensor of ``size`` whose element strides are
     ``stride`` (a view of a fresh buffer just big enough)."""
     shape = _shape_arg((size,))

@@ -4,6 +4,10 @@ CPU-only torch; the seeding and cache calls do nothing, as there; anything
 that needs a GPU raises torch's AssertionError with a sentence that says
 cygrad runs on the CPU."""
 
+from __future__ import annotations
+
+from typing import Any
+
 from cygrad.amp import GradScaler as _GradScaler
 from cygrad.amp import autocast as _autocast
 
@@ -30,81 +34,81 @@ def _no_gpu(what):
                          "says 'Torch not compiled with CUDA enabled')")
 
 
-def is_available():
+def is_available() -> bool:
     return False
 
 
-def device_count():
+def device_count() -> int:
     return 0
 
 
-def is_initialized():
+def is_initialized() -> bool:
     return False
 
 
-def is_bf16_supported(including_emulation=True):
+def is_bf16_supported(including_emulation: bool = True) -> bool:
     return False
 
 
-def manual_seed(seed):
+def manual_seed(seed: int) -> None:
     """Without a GPU there is nothing to seed (torch ignores it too)."""
 
 
-def manual_seed_all(seed):
+def manual_seed_all(seed: int) -> None:
     """Without a GPU there is nothing to seed (torch ignores it too)."""
 
 
-def empty_cache():
+def empty_cache() -> None:
     """Without a GPU there is no cache to empty."""
 
 
-def synchronize(device=None):
+def synchronize(device: Any = None) -> None:
     _no_gpu("cuda.synchronize()")
 
 
-def current_device():
+def current_device() -> int:
     _no_gpu("cuda.current_device()")
 
 
-def get_device_name(device=None):
+def get_device_name(device: Any = None) -> None:
     _no_gpu("cuda.get_device_name()")
 
 
 # Memory statistics: there is no GPU memory, so every count is 0 (torch's CPU
 # build answers 0 too); resetting them does nothing.
-def memory_allocated(device=None):
+def memory_allocated(device: Any = None) -> None:
     return 0
 
 
-def max_memory_allocated(device=None):
+def max_memory_allocated(device: Any = None) -> None:
     return 0
 
 
-def memory_reserved(device=None):
+def memory_reserved(device: Any = None) -> None:
     return 0
 
 
-def max_memory_reserved(device=None):
+def max_memory_reserved(device: Any = None) -> None:
     return 0
 
 
-def reset_peak_memory_stats(device=None):
+def reset_peak_memory_stats(device: Any = None) -> None:
     """Nothing to reset without a GPU."""
 
 
-def reset_max_memory_allocated(device=None):
+def reset_max_memory_allocated(device: Any = None) -> None:
     """Nothing to reset without a GPU."""
 
 
-def set_device(device):
+def set_device(device: Any) -> None:
     _no_gpu("cuda.set_device()")
 
 
-def get_device_capability(device=None):
+def get_device_capability(device: Any = None) -> None:
     _no_gpu("cuda.get_device_capability()")
 
 
-def get_device_properties(device=None):
+def get_device_properties(device: Any = None) -> None:
     _no_gpu("cuda.get_device_properties()")
 
 

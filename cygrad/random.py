@@ -15,8 +15,11 @@ they obey the in-place rules (a leaf that requires grad is refused outside
 ``no_grad``; the version counter advances).
 """
 
+from __future__ import annotations
+
 import contextlib
 import numbers
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -37,6 +40,12 @@ from cygrad.creation import (
     seed,
 )
 from cygrad.ops.inplace import copy_
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from cygrad._typing import Device, DType
+    from cygrad.creation import Generator
 
 __all__ = [
     "bernoulli", "fork_rng", "get_rng_state", "initial_seed", "manual_seed",
@@ -79,7 +88,9 @@ def _record(node, arr, *params):
 
 # --- multinomial, randperm ----------------------------------------------------------
 
-def multinomial(input, num_samples, replacement=False, *, generator=None, out=None):
+def multinomial(input: Tensor, num_samples: int, replacement: bool = False, *,
+                generator: Generator | None = None,
+                out: Tensor | None = None) -> Tensor:
     """Draw ``num_samples`` category indices from each row of ``input``.
 
     ``input`` (1-D or 2-D, float) holds non-negative weights per category (not
@@ -157,8 +168,10 @@ def multinomial(input, num_samples, replacement=False, *, generator=None, out=No
 
 
 @_on_cpu
-def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False,
-             pin_memory=False, layout=None, out=None):
+def randperm(n: int, *, generator: Generator | None = None, dtype: DType | None = None,
+             device: Device | None = None, requires_grad: bool = False,
+             pin_memory: bool = False, layout: Any = None,
+             out: Tensor | None = None) -> Tensor:
     """A random permutation of ``0 .. n-1`` (int64 unless ``dtype`` is given)."""
     n = _shape_arg((n,))[0]
     d = _dt.int64 if dtype is None else _dt.to_numpy(dtype)
@@ -176,8 +189,11 @@ def _tensor_or_number(x, name):
                     f"{type(x).__name__}")
 
 
-def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=None,
-           requires_grad=False, out=None, layout=None, pin_memory=False):
+def normal(mean: float | Tensor = 0.0, std: float | Tensor = 1.0,
+           size: Sequence[int] | None = None, *, generator: Generator | None = None,
+           dtype: DType | None = None, device: Device | None = None,
+           requires_grad: bool = False, out: Tensor | None = None, layout: Any = None,
+           pin_memory: bool = False) -> Tensor:
     """Normal samples with ``mean`` and ``std`` (each a tensor or a float).
 
     Tensor arguments broadcast together and give the result's shape and
@@ -224,7 +240,8 @@ def _check_float(t, kernel):
                                   f"'{_dt.name(t._arr.dtype)}'")
 
 
-def bernoulli(input, p=None, *, generator=None, out=None):
+def bernoulli(input: Tensor, p: float | Tensor | None = None, *,
+              generator: Generator | None = None, out: Tensor | None = None) -> Tensor:
     """0/1 samples (in ``input``'s dtype): with probability ``input[i]``, or
     with the one probability ``p`` for every element when it is given."""
     if out is not None:
@@ -246,7 +263,7 @@ def bernoulli(input, p=None, *, generator=None, out=None):
     return _record(_BernoulliNode, arr, input)
 
 
-def poisson(input, generator=None):
+def poisson(input: Tensor, generator: Generator | None = None) -> Tensor:
     """Poisson samples with rates ``input`` (non-negative floats)."""
     if not isinstance(input, TensorBase):
         raise TypeError(f"poisson(): argument 'input' must be Tensor, not "
@@ -259,8 +276,10 @@ def poisson(input, generator=None):
     return _record(_PoissonNode, np.asarray(arr, order="C"), input)
 
 
-def randint_like(input, low=0, high=None, *, dtype=None, generator=None,
-                 requires_grad=False, device=None, layout=None, memory_format=None):
+def randint_like(input: Tensor, low: int = 0, high: int | None = None, *,
+                 dtype: DType | None = None, generator: Generator | None = None,
+                 requires_grad: bool = False, device: Device | None = None,
+                 layout: Any = None, memory_format: Any = None) -> Tensor:
     """``randint`` with ``input``'s shape (and dtype unless ``dtype``):
     ``randint_like(x, high)`` or ``randint_like(x, low, high)``."""
     if high is None:
@@ -272,18 +291,19 @@ def randint_like(input, low=0, high=None, *, dtype=None, generator=None,
 
 # --- generator state ----------------------------------------------------------------
 
-def get_rng_state():
+def get_rng_state() -> Tensor:
     """The default generator's state, a uint8 tensor (for ``set_rng_state``)."""
     return default_generator.get_state()
 
 
-def set_rng_state(new_state):
+def set_rng_state(new_state: Tensor) -> None:
     """Restore the default generator from a ``get_rng_state()`` tensor."""
     default_generator.set_state(new_state)
 
 
 @contextlib.contextmanager
-def fork_rng(devices=None, enabled=True, device_type="cpu"):
+def fork_rng(devices: Any = None, enabled: bool = True,
+             device_type: str = "cpu") -> Any:
     """Restore the default generator's state on exit (draws inside the block
     do not change the numbers drawn after it)."""
     if not enabled:
@@ -322,7 +342,8 @@ def _check_p(p, opname, open_interval=False):
     return p
 
 
-def normal_(self, mean=0.0, std=1.0, *, generator=None):
+def normal_(self, mean: float | Tensor = 0.0, std: float | Tensor = 1.0, *,
+            generator: Generator | None = None) -> Tensor:
     """Fill with normal samples of ``mean`` and ``std`` (floating tensors)."""
     _check_float(self, "normal_kernel_cpu")
     if std < 0:
@@ -335,7 +356,8 @@ def normal_(self, mean=0.0, std=1.0, *, generator=None):
     return _fill_sample(self, z)
 
 
-def uniform_(self, a=0.0, b=1.0, *, generator=None, **kw):
+def uniform_(self, a: float = 0.0, b: float = 1.0, *,
+             generator: Generator | None = None, **kw: Any) -> Tensor:
     """Fill with samples uniform on ``[from, to)`` (``a``/``b`` positionally)."""
     a, b = kw.pop("from", a), kw.pop("to", b)
     if kw:
@@ -360,7 +382,7 @@ def _random_upper(dtype):
     return int(np.iinfo(dtype).max)
 
 
-def random_(self, *args, generator=None, **kw):
+def random_(self, *args: Any, generator: Generator | None = None, **kw: Any) -> Tensor:
     """Fill with integers uniform on ``[from, to)``: ``random_(to)``,
     ``random_(from, to)``, ``random_(from, None)`` (up to the dtype's max) or
     ``random_()`` (0 to the largest exactly representable integer)."""
@@ -389,7 +411,7 @@ def random_(self, *args, generator=None, **kw):
     return _fill_sample(self, vals)
 
 
-def bernoulli_(self, p=0.5, *, generator=None):
+def bernoulli_(self, p: float = 0.5, *, generator: Generator | None = None) -> Tensor:
     """Fill with 0/1: probability ``p`` (a float, or a tensor broadcast to self)."""
     u = _rng(generator).random(self._arr.shape)
     if isinstance(p, TensorBase):
@@ -400,7 +422,8 @@ def bernoulli_(self, p=0.5, *, generator=None):
     return _fill_sample(self, u < _check_p(p, "bernoulli_"))
 
 
-def exponential_(self, lambd=1.0, *, generator=None):
+def exponential_(self, lambd: float = 1.0, *,
+                 generator: Generator | None = None) -> Tensor:
     """Fill with exponential samples of rate ``lambd``."""
     if self._arr.dtype.kind != "f":
         raise RuntimeError(
@@ -415,14 +438,15 @@ def exponential_(self, lambd=1.0, *, generator=None):
     return _fill_sample(self, e)
 
 
-def geometric_(self, p, *, generator=None):
+def geometric_(self, p: float, *, generator: Generator | None = None) -> Tensor:
     """Fill with the number of Bernoulli(p) trials up to the first success
     (1, 2, ...)."""
     p = _check_p(p, "geometric_", open_interval=True)
     return _fill_sample(self, _rng(generator).geometric(p, self._arr.shape))
 
 
-def cauchy_(self, median=0.0, sigma=1.0, *, generator=None):
+def cauchy_(self, median: float = 0.0, sigma: float = 1.0, *,
+            generator: Generator | None = None) -> Tensor:
     """Fill with Cauchy samples (``median + sigma * tan(pi * (u - 1/2))``)."""
     _check_float(self, "cauchy_cpu")
     if not sigma > 0:
@@ -431,7 +455,8 @@ def cauchy_(self, median=0.0, sigma=1.0, *, generator=None):
         self._arr.shape))
 
 
-def log_normal_(self, mean=1.0, std=2.0, *, generator=None):
+def log_normal_(self, mean: float | Tensor = 1.0, std: float | Tensor = 2.0, *,
+                generator: Generator | None = None) -> Tensor:
     """Fill with ``exp(N(mean, std))`` samples."""
     _check_float(self, "log_normal_cpu")
     if not std > 0:

@@ -21,6 +21,8 @@ declared size must match the bytes stored for it, so a corrupt or hostile
 header cannot make the loader allocate an absurd amount of memory.
 """
 
+from __future__ import annotations
+
 import collections
 import contextlib
 import io
@@ -31,6 +33,7 @@ import pickle
 import sys
 import zipfile
 import zlib
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.lib.format as npy_format
@@ -39,6 +42,9 @@ from cygrad._tensor import Tensor
 from cygrad.creation import from_numpy
 from cygrad.nn.module import _HOOK_TABLES, Module
 from cygrad.nn.parameter import Parameter
+
+if TYPE_CHECKING:
+    from cygrad._typing import FileLike
 
 __all__ = ["add_safe_globals", "clear_safe_globals", "get_safe_globals", "load",
            "safe_globals", "save"]
@@ -52,7 +58,7 @@ def _qualified(cls):
     return f"{cls.__module__}.{cls.__qualname__}"
 
 
-def add_safe_globals(safe_globals):
+def add_safe_globals(safe_globals: list[Any]) -> None:
     """Let ``load`` construct these classes (``nn.Module`` subclasses of the
     user's own, saved whole with ``save(model)``)."""
     for cls in safe_globals:
@@ -61,17 +67,17 @@ def add_safe_globals(safe_globals):
         _SAFE_GLOBALS[_qualified(cls)] = cls
 
 
-def get_safe_globals():
+def get_safe_globals() -> list[Any]:
     """The classes ``add_safe_globals`` allowed."""
     return list(_SAFE_GLOBALS.values())
 
 
-def clear_safe_globals():
+def clear_safe_globals() -> None:
     _SAFE_GLOBALS.clear()
 
 
 @contextlib.contextmanager
-def safe_globals(safe_globals):
+def safe_globals(safe_globals: list[Any]) -> Any:
     """``add_safe_globals`` for the duration of a ``with`` block."""
     saved = dict(_SAFE_GLOBALS)
     add_safe_globals(safe_globals)
@@ -111,8 +117,9 @@ _DTYPES = frozenset(
 )
 
 
-def save(obj, f, pickle_module=None, pickle_protocol=2,
-         _use_new_zipfile_serialization=True, _disable_byteorder_record=False):
+def save(obj: object, f: FileLike, pickle_module: Any = None, pickle_protocol: int = 2,
+         _use_new_zipfile_serialization: bool = True,
+         _disable_byteorder_record: Any = False) -> None:
     """Write ``obj`` to ``f`` in cygrad's ``.npz``-based format.
 
     torch's other arguments (``pickle_module``, ``pickle_protocol``, ...) are
@@ -160,8 +167,9 @@ def _write_npz(fh, arrays):
                 npy_format.write_array(member, np.asanyarray(arr), allow_pickle=False)
 
 
-def load(f, map_location=None, pickle_module=None, *, weights_only=True, mmap=None,
-         **pickle_load_args):
+def load(f: FileLike, map_location: Any = None, pickle_module: Any = None, *,
+         weights_only: bool | None = True, mmap: bool | None = None,
+         **pickle_load_args: Any) -> Any:
     """Read an object written by :func:`save`.
 
     Parameters

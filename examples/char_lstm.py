@@ -13,6 +13,7 @@ of the logits divided by a temperature.
 import argparse
 import os
 import time
+from typing import Any
 
 import numpy as np
 
@@ -38,13 +39,14 @@ rng = np.random.default_rng(0)
 
 
 class CharLSTM(nn.Module):
-    def __init__(self, vocab, emb=32, hidden=128):
+    def __init__(self, vocab: int, emb: int = 32, hidden: int = 128) -> None:
         super().__init__()
         self.embed = nn.Embedding(vocab, emb)
         self.lstm = nn.LSTM(emb, hidden, batch_first=True)
         self.head = nn.Linear(hidden, vocab)
 
-    def forward(self, x, state=None):
+    def forward(self, x: torch.Tensor,
+                state: Any = None) -> tuple[torch.Tensor, Any]:
         out, state = self.lstm(self.embed(x), state)
         return self.head(out), state
 
@@ -67,7 +69,7 @@ for step in range(args.steps + 1):
               f"({time.perf_counter() - start:.1f}s)")
 
 
-def draw(probs):
+def draw(probs: torch.Tensor) -> int:
     """One index from ``probs`` (torch.multinomial when cygrad has it)."""
     if hasattr(torch, "multinomial"):
         return int(torch.multinomial(probs, 1).item())

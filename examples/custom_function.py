@@ -8,6 +8,8 @@ function inside a small model.
     python examples/custom_function.py
 """
 
+from typing import Any
+
 import cygrad
 from cygrad import optim
 from cygrad.autograd import Function, gradcheck
@@ -17,20 +19,21 @@ class SoftClip(Function):
     """``y = c * tanh(x / c)``;  grad_x = grad * (1 - (y / c)**2)."""
 
     @staticmethod
-    def forward(ctx, x, c):
+    def forward(ctx: Any, x: cygrad.Tensor, c: float) -> cygrad.Tensor:
         y = (x / c).tanh() * c
         ctx.save_for_backward(y)
         ctx.c = c
         return y
 
     @staticmethod
-    def backward(ctx, grad):
+    def backward(ctx: Any, grad: cygrad.Tensor) -> tuple[cygrad.Tensor, None]:
         (y,) = ctx.saved_tensors
         return grad * (1 - (y / ctx.c) ** 2), None
 
 
-def soft_clip(x, c=2.0):
-    return SoftClip.apply(x, c)
+def soft_clip(x: cygrad.Tensor, c: float = 2.0) -> cygrad.Tensor:
+    y: cygrad.Tensor = SoftClip.apply(x, c)
+    return y
 
 
 x = cygrad.tensor([-5.0, -1.0, 0.0, 0.5, 3.0], requires_grad=True)

@@ -15,8 +15,11 @@ Only the import line differs from the same program under PyTorch.
 """
 
 import argparse
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 import cygrad as torch
 
@@ -27,7 +30,7 @@ args = parser.parse_args()
 LABELS = {0: "Horizontal stripes", 1: "Vertical stripes", 2: "Checks", 3: "Dots"}
 
 
-def draw_images(n, seed):
+def draw_images(n: int, seed: int) -> tuple[NDArray[np.uint8], NDArray[np.int64]]:
     """``n`` 28x28 uint8 pictures of the four kinds, and their labels."""
     rng = np.random.default_rng(seed)
     rows, cols = np.mgrid[0:28, 0:28]
@@ -48,21 +51,23 @@ def draw_images(n, seed):
     return images, labels
 
 
-class GeneratedImages(torch.utils.data.Dataset):
+class GeneratedImages(torch.utils.data.Dataset[tuple[Any, Any]]):
     """The tutorial's CustomImageDataset, reading arrays instead of files."""
 
-    def __init__(self, images, labels, transform=None, target_transform=None):
+    def __init__(self, images: NDArray[np.uint8], labels: NDArray[np.int64],
+                 transform: Callable[[NDArray[np.uint8]], Any] | None = None,
+                 target_transform: Callable[[int], Any] | None = None) -> None:
         self.images = images
         self.labels = labels
         self.transform = transform
         self.target_transform = target_transform
 
-    def __len__(self):
+    def __len__(self) -> int:
         return len(self.labels)
 
-    def __getitem__(self, idx):
-        image = self.images[idx]
-        label = int(self.labels[idx])
+    def __getitem__(self, idx: int) -> tuple[Any, Any]:
+        image: Any = self.images[idx]
+        label: Any = int(self.labels[idx])
         if self.transform:
             image = self.transform(image)
         if self.target_transform:
@@ -70,12 +75,12 @@ class GeneratedImages(torch.utils.data.Dataset):
         return image, label
 
 
-def to_tensor(image):
+def to_tensor(image: NDArray[np.uint8]) -> torch.Tensor:
     """Like torchvision's ToTensor: uint8 (H, W) -> float32 (1, H, W) in [0, 1]."""
     return torch.from_numpy(image.astype(np.float32) / 255.0).unsqueeze(0)
 
 
-def one_hot(label):
+def one_hot(label: int) -> torch.Tensor:
     """The tutorial's target_transform: a label as a one-hot float vector."""
     target = torch.zeros(len(LABELS), dtype=torch.float)
     target[label] = 1.0
@@ -137,7 +142,7 @@ print(f"one-hot targets {tuple(targets.shape)}, rows sum to "
 
 # Worker processes read the same batches as the main process for one seed.
 if args.workers > 0:
-    def epoch_of(num_workers):
+    def epoch_of(num_workers: int) -> list[tuple[float, Any]]:
         gen = torch.Generator().manual_seed(7)
         loader = torch.utils.data.DataLoader(training_data, batch_size=64,
                                              shuffle=True, generator=gen,

@@ -45,7 +45,7 @@ dist.init_process_group("mpi")
 rank, world = dist.get_rank(), dist.get_world_size()
 
 
-def log(*parts):
+def log(*parts: object) -> None:
     if rank == 0:
         print(*parts, flush=True)
 

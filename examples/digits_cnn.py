@@ -44,7 +44,7 @@ n_train = 1400
 X_train, y_train, X_test, y_test = X[:n_train], y[:n_train], X[n_train:], y[n_train:]
 
 if hasattr(nn, "Dropout"):
-    dropout = nn.Dropout(0.25)
+    dropout: nn.Module = nn.Dropout(0.25)
 else:
     print("nn.Dropout is not in this cygrad build: the head trains without it")
     dropout = nn.Identity()

@@ -36,7 +36,7 @@ letters = sorted({c for _, name in pairs for c in name})
 print(f"{len(pairs)} surnames, {len(languages)} languages, {len(letters)} letters")
 
 
-def one_hot(name):
+def one_hot(name: str) -> torch.Tensor:
     x = np.zeros((len(name), len(letters)), dtype=np.float32)
     x[np.arange(len(name)), [letters.index(c) for c in name]] = 1
     return torch.tensor(x)
@@ -53,22 +53,23 @@ torch.manual_seed(0)
 
 
 class NameRNN(nn.Module):
-    def __init__(self, n_in, hidden, n_out):
+    def __init__(self, n_in: int, hidden: int, n_out: int) -> None:
         super().__init__()
         self.rnn = nn.RNN(n_in, hidden, num_layers=1)
         self.out = nn.Linear(hidden, n_out)
 
-    def forward(self, names):
+    def forward(self, names: list[torch.Tensor]) -> torch.Tensor:
         packed = pack_sequence(names, enforce_sorted=False)
         _, h = self.rnn(packed)  # h: (layers, batch, hidden), in the input order
-        return self.out(h[-1])
+        scores: torch.Tensor = self.out(h[-1])
+        return scores
 
 
 model = NameRNN(len(letters), 64, len(languages))
 opt = torch.optim.Adam(model.parameters(), lr=5e-3)
 
 
-def accuracy(idx):
+def accuracy(idx: np.ndarray) -> float:
     with torch.no_grad():
         pred = model([seqs[i] for i in idx]).numpy().argmax(1)
     return float((pred == labels[idx]).mean())

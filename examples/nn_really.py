@@ -29,6 +29,8 @@ data (nothing is downloaded); without it the script says so and exits.
 import argparse
 import math
 import sys
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
 
 import numpy as np
 
@@ -39,6 +41,7 @@ F = torch.nn.functional
 optim = torch.optim
 TensorDataset = torch.utils.data.TensorDataset
 DataLoader = torch.utils.data.DataLoader
+LossFn = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 
 parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
 parser.add_argument("--epochs", type=int, default=4)
@@ -72,11 +75,11 @@ lr = 0.5
 epochs = args.epochs
 
 
-def accuracy(out, yb):
+def accuracy(out: torch.Tensor, yb: torch.Tensor) -> float:
     return (torch.argmax(out, dim=1) == yb).float().mean().item()
 
 
-def report(step, model_fn, loss_fn):
+def report(step: int, model_fn: Callable[[torch.Tensor], Any], loss_fn: LossFn) -> None:
     with torch.no_grad():
         out = model_fn(x_valid)
         print(f"step {step}: valid loss {loss_fn(out, y_valid).item():.4f}, "
@@ -92,29 +95,29 @@ weights.requires_grad_()
 bias = torch.zeros(10, requires_grad=True)
 
 
-def log_softmax(x):
+def log_softmax(x: torch.Tensor) -> torch.Tensor:
     return x - x.exp().sum(-1).log().unsqueeze(-1)
 
 
-def model(xb):
+def model_by_hand(xb: torch.Tensor) -> torch.Tensor:
     return log_softmax(xb @ weights + bias)
 
 
-def nll(logp, target):
+def nll(logp: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
     return -logp[torch.arange(target.shape[0]), target].mean()
 
 
 for epoch in range(epochs):
     for i in range((n - 1) // bs + 1):
         xb, yb = x_train[i * bs:(i + 1) * bs], y_train[i * bs:(i + 1) * bs]
-        loss = nll(model(xb), yb)
+        loss = nll(model_by_hand(xb), yb)
         loss.backward()
         with torch.no_grad():
             weights -= weights.grad * lr
             bias -= bias.grad * lr
             weights.grad.zero_()
             bias.grad.zero_()
-report(1, model, nll)
+report(1, model_by_hand, nll)
 
 # -- 2. torch.nn.functional ------------------------------------------------------
 # cross_entropy = log_softmax + nll in one (and one fused kernel here).
@@ -122,26 +125,26 @@ report(1, model, nll)
 loss_func = F.cross_entropy
 
 
-def model(xb):
+def model_functional(xb: torch.Tensor) -> torch.Tensor:
     return xb @ weights + bias
 
 
-report(2, model, loss_func)
+report(2, model_functional, loss_func)
 
 # -- 3. nn.Module and nn.Parameter ----------------------------------------------
 
 
 class DigitsLogistic(nn.Module):
-    def __init__(self):
+    def __init__(self) -> None:
         super().__init__()
         self.weights = nn.Parameter(torch.randn(64, 10) / math.sqrt(64))
         self.bias = nn.Parameter(torch.zeros(10))
 
-    def forward(self, xb):
+    def forward(self, xb: torch.Tensor) -> torch.Tensor:
         return xb @ self.weights + self.bias
 
 
-def fit_by_hand(model):
+def fit_by_hand(model: nn.Module) -> None:
     for epoch in range(epochs):
         for i in range((n - 1) // bs + 1):
             xb, yb = x_train[i * bs:(i + 1) * bs], y_train[i * bs:(i + 1) * bs]
@@ -153,7 +156,7 @@ def fit_by_hand(model):
                 model.zero_grad()
 
 
-model = DigitsLogistic()
+model: nn.Module = DigitsLogistic()
 fit_by_hand(model)
 report(3, model, loss_func)
 
@@ -161,12 +164,13 @@ report(3, model, loss_func)
 
 
 class DigitsLinear(nn.Module):
-    def __init__(self):
+    def __init__(self) -> None:
         super().__init__()
         self.lin = nn.Linear(64, 10)
 
-    def forward(self, xb):
-        return self.lin(xb)
+    def forward(self, xb: torch.Tensor) -> torch.Tensor:
+        out: torch.Tensor = self.lin(xb)
+        return out
 
 
 model = DigitsLinear()
@@ -176,7 +180,7 @@ report(4, model, loss_func)
 # -- 5. torch.optim -------------------------------------------------------------
 
 
-def get_model():
+def get_model() -> tuple[nn.Module, optim.SGD]:
     model = DigitsLinear()
     return model, optim.SGD(model.parameters(), lr=lr)
 
@@ -194,7 +198,7 @@ report(5, model, loss_func)
 # -- 6. Dataset and DataLoader --------------------------------------------------
 
 train_ds = TensorDataset(x_train, y_train)
-train_dl = DataLoader(train_ds, batch_size=bs, shuffle=True)
+train_dl: Iterable[Any] = DataLoader(train_ds, batch_size=bs, shuffle=True)
 model, opt = get_model()
 for epoch in range(epochs):
     for xb, yb in train_dl:
@@ -209,7 +213,8 @@ report(6, model, loss_func)
 # norm appear; the validation set needs no gradients and can use bigger batches.
 
 
-def loss_batch(model, loss_func, xb, yb, opt=None):
+def loss_batch(model: nn.Module, loss_func: LossFn, xb: torch.Tensor, yb: torch.Tensor,
+               opt: optim.Optimizer | None = None) -> tuple[float, int]:
     loss = loss_func(model(xb), yb)
     if opt is not None:
         loss.backward()
@@ -218,7 +223,8 @@ def loss_batch(model, loss_func, xb, yb, opt=None):
     return loss.item(), len(xb)
 
 
-def fit(epochs, model, loss_func, opt, train_dl, valid_dl, step):
+def fit(epochs: int, model: nn.Module, loss_func: LossFn, opt: optim.Optimizer,
+        train_dl: Iterable[Any], valid_dl: Iterable[Any], step: int) -> None:
     for epoch in range(epochs):
         model.train()
         for xb, yb in train_dl:
@@ -231,12 +237,15 @@ def fit(epochs, model, loss_func, opt, train_dl, valid_dl, step):
         print(f"step {step}, epoch {epoch}: valid loss {val_loss:.4f}")
 
 
-def get_data(train_ds, valid_ds, bs):
+def get_data(train_ds: torch.utils.data.Dataset[Any],
+             valid_ds: torch.utils.data.Dataset[Any],
+             bs: int) -> tuple[DataLoader[Any], DataLoader[Any]]:
     return (DataLoader(train_ds, batch_size=bs, shuffle=True),
             DataLoader(valid_ds, batch_size=bs * 2))
 
 
 valid_ds = TensorDataset(x_valid, y_valid)
+valid_dl: Iterable[Any]
 train_dl, valid_dl = get_data(train_ds, valid_ds, bs)
 model, opt = get_model()
 fit(epochs, model, loss_func, opt, train_dl, valid_dl, 7)
@@ -246,30 +255,30 @@ report(7, model, loss_func)
 
 
 class Lambda(nn.Module):
-    def __init__(self, func):
+    def __init__(self, func: Callable[[torch.Tensor], torch.Tensor]) -> None:
         super().__init__()
         self.func = func
 
-    def forward(self, x):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.func(x)
 
 
 class WrappedDataLoader:
     """Applies ``func`` to every batch of ``dl``."""
 
-    def __init__(self, dl, func):
+    def __init__(self, dl: DataLoader[Any], func: Callable[..., Any]) -> None:
         self.dl = dl
         self.func = func
 
-    def __len__(self):
+    def __len__(self) -> int:
         return len(self.dl)
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Any]:
         for b in self.dl:
             yield self.func(*b)
 
 
-def preprocess(x, y):
+def preprocess(x: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     return x.view(-1, 1, 8, 8), y
 
 

@@ -13,14 +13,20 @@ matplotlib installed the loss curves and the Rosenbrock paths are drawn to
 import argparse
 import math
 import time
+from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 import cygrad
 from cygrad import nn, optim
 
 # name -> (Rosenbrock options, MLP options)
-RACE = {
+# (final loss, distance to (1, 1), seconds, path, losses) and (final loss,
+# seconds, losses)
+RosenbrockRun = tuple[float, float, float, NDArray[np.float64], list[float]]
+MLPRun = tuple[float, float, list[float]]
+RACE: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
     "SGD": ({"lr": 1e-3, "momentum": 0.9}, {"lr": 0.1, "momentum": 0.9}),
     "Adam": ({"lr": 5e-2}, {"lr": 1e-2}),
     "AdamW": ({"lr": 5e-2}, {"lr": 1e-2}),
@@ -39,17 +45,18 @@ LBFGS_STEPS = 10
 START = (-1.5, 2.0)
 
 
-def rosenbrock(p):
+def rosenbrock(p: cygrad.Tensor) -> cygrad.Tensor:
     x, y = p[0], p[1]
     return (1 - x) ** 2 + 100 * (y - x * x) ** 2
 
 
-def race_rosenbrock(name, options, steps):
+def race_rosenbrock(name: str, options: dict[str, Any], steps: int) -> RosenbrockRun:
     p = cygrad.tensor(list(START), dtype=cygrad.float64, requires_grad=True)
     opt = getattr(optim, name)([p], **options)
-    path, losses = [p.detach().numpy().copy()], []
+    path = [p.detach().numpy().copy()]
+    losses: list[float] = []
 
-    def closure():
+    def closure() -> cygrad.Tensor:
         opt.zero_grad()
         loss = rosenbrock(p)
         loss.backward()
@@ -66,7 +73,7 @@ def race_rosenbrock(name, options, steps):
     return final, distance, elapsed, np.array(path), losses
 
 
-def mlp_data(n=256, seed=0):
+def mlp_data(n: int = 256, seed: int = 0) -> tuple[cygrad.Tensor, cygrad.Tensor]:
     """y = sin(3 x0) * cos(2 x1) on random points of [-1, 1]^2."""
     rng = np.random.default_rng(seed)
     x = rng.uniform(-1, 1, (n, 2)).astype(np.float32)
@@ -74,17 +81,18 @@ def mlp_data(n=256, seed=0):
     return cygrad.from_numpy(x), cygrad.from_numpy(y)
 
 
-def race_mlp(name, options, steps, x, y):
+def race_mlp(name: str, options: dict[str, Any], steps: int, x: cygrad.Tensor,
+             y: cygrad.Tensor) -> MLPRun:
     cygrad.manual_seed(0)
     model = nn.Sequential(nn.Linear(2, 32), nn.Tanh(), nn.Linear(32, 32), nn.Tanh(),
                           nn.Linear(32, 1))
     opt = getattr(optim, name)(model.parameters(), **options)
     loss_fn = nn.MSELoss()
-    losses = []
+    losses: list[float] = []
 
-    def closure():
+    def closure() -> cygrad.Tensor:
         opt.zero_grad()
-        loss = loss_fn(model(x), y)
+        loss: cygrad.Tensor = loss_fn(model(x), y)
         loss.backward()
         return loss
 
@@ -98,7 +106,7 @@ def race_mlp(name, options, steps, x, y):
     return final, elapsed, losses
 
 
-def plot(results, mlp_results):
+def plot(results: dict[str, RosenbrockRun], mlp_results: dict[str, MLPRun]) -> None:
     try:
         import matplotlib
 
@@ -130,13 +138,14 @@ def plot(results, mlp_results):
     print("wrote optimizers_rosenbrock.png and optimizers_mlp.png")
 
 
-def main():
+def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=300)
     parser.add_argument("--no-plots", action="store_true")
     args = parser.parse_args()
 
-    results, mlp_results = {}, {}
+    results: dict[str, RosenbrockRun] = {}
+    mlp_results: dict[str, MLPRun] = {}
     x, y = mlp_data()
     print(f"{'optimizer':10s} {'rosenbrock loss':>16s} {'dist to (1,1)':>14s} "
           f"{'ms':>7s} {'mlp loss':>10s} {'ms':>7s}")

@@ -8,17 +8,23 @@ optimizer; the trajectories agree to float rounding.
 """
 
 import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
 
 import cygrad
 from cygrad import optim
 
 
-def rosenbrock(p):
+def rosenbrock(p: cygrad.Tensor) -> cygrad.Tensor:
     x, y = p[0], p[1]
     return (1 - x) ** 2 + 100 * (y - x**2) ** 2
 
 
-def sgd_momentum_by_hand(p, state, lr=1e-3, momentum=0.9):
+def sgd_momentum_by_hand(p: cygrad.Tensor, state: dict[str, Any], lr: float = 1e-3,
+                         momentum: float = 0.9) -> None:
     """buf = g on the first step, then momentum * buf + g;  p -= lr * buf."""
     g = p.grad
     buf = state.get("buf")
@@ -27,7 +33,8 @@ def sgd_momentum_by_hand(p, state, lr=1e-3, momentum=0.9):
     p -= lr * buf
 
 
-def adam_by_hand(p, state, lr=1e-2, betas=(0.9, 0.999), eps=1e-8):
+def adam_by_hand(p: cygrad.Tensor, state: dict[str, Any], lr: float = 1e-2,
+                 betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8) -> None:
     """Bias-corrected first and second moments; eps after the corrected sqrt."""
     b1, b2 = betas
     g = p.grad
@@ -38,12 +45,14 @@ def adam_by_hand(p, state, lr=1e-2, betas=(0.9, 0.999), eps=1e-8):
     p -= (lr / bc1) * m / (v.sqrt() / math.sqrt(bc2) + eps)
 
 
-def run(update, make_optimizer, steps=50):
+def run(update: Callable[[cygrad.Tensor, dict[str, Any]], None],
+        make_optimizer: Callable[[list[cygrad.Tensor]], optim.Optimizer],
+        steps: int = 50) -> tuple[NDArray[np.float64], NDArray[np.float64], float]:
     start = [-1.5, 2.0]
     p_hand = cygrad.tensor(start, dtype=cygrad.float64, requires_grad=True)
     p_lib = cygrad.tensor(start, dtype=cygrad.float64, requires_grad=True)
     opt = make_optimizer([p_lib])
-    state = {}
+    state: dict[str, Any] = {}
     worst = 0.0
     for _ in range(steps):
         rosenbrock(p_hand).backward()
@@ -59,14 +68,17 @@ def run(update, make_optimizer, steps=50):
     return p_hand.detach().numpy(), p_lib.detach().numpy(), worst
 
 
-for name, update, make in [
+Update = Callable[[cygrad.Tensor, dict[str, Any]], None]
+MakeOptimizer = Callable[[list[cygrad.Tensor]], optim.Optimizer]
+RACES: list[tuple[str, Update, MakeOptimizer]] = [
     (
         "SGD momentum=0.9",
         sgd_momentum_by_hand,
         lambda ps: optim.SGD(ps, lr=1e-3, momentum=0.9),
     ),
     ("Adam", adam_by_hand, lambda ps: optim.Adam(ps, lr=1e-2)),
-]:
+]
+for name, update, make in RACES:
     hand, lib, worst = run(update, make)
     print(
         f"{name:17s} by hand: {hand.round(6)}  cygrad.optim: {lib.round(6)}  "

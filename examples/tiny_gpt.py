@@ -17,6 +17,7 @@ import tempfile
 import time
 
 import numpy as np
+from numpy.typing import NDArray
 
 import cygrad as torch
 from cygrad import nn
@@ -37,7 +38,7 @@ chars = ["."] + sorted({c for n in names for c in n})
 stoi = {c: i for i, c in enumerate(chars)}
 
 
-def stream(words):
+def stream(words: list[str]) -> NDArray[np.int64]:
     return np.array([stoi[c] for c in "." + ".".join(words) + "."], dtype=np.int64)
 
 
@@ -47,7 +48,7 @@ print(f"{len(names)} names ({len(names) - n_val} train, {n_val} val), "
       f"vocabulary {vocab}")
 
 
-def get_batch(data):
+def get_batch(data: NDArray[np.int64]) -> tuple[torch.Tensor, torch.Tensor]:
     idx = rng.integers(0, len(data) - context - 1, batch)
     x = np.stack([data[i:i + context] for i in idx])
     y = np.stack([data[i + 1:i + context + 1] for i in idx])
@@ -55,7 +56,7 @@ def get_batch(data):
 
 
 class TinyGPT(nn.Module):
-    def __init__(self):
+    def __init__(self) -> None:
         super().__init__()
         self.tok = nn.Embedding(vocab, d_model)
         self.pos = nn.Embedding(context, d_model)
@@ -67,16 +68,17 @@ class TinyGPT(nn.Module):
         self.norm = nn.LayerNorm(d_model)
         self.head = nn.Linear(d_model, vocab)
 
-    def forward(self, x):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
         t = x.shape[1]
         h = self.tok(x) + self.pos(torch.arange(t))
         mask = nn.Transformer.generate_square_subsequent_mask(t)
         for block in self.blocks:
             h = block(h, src_mask=mask, is_causal=True)
-        return self.head(self.norm(h))
+        logits: torch.Tensor = self.head(self.norm(h))
+        return logits
 
 
-def loss_of(model, data):
+def loss_of(model: nn.Module, data: NDArray[np.int64]) -> torch.Tensor:
     x, y = get_batch(data)
     return nn.functional.cross_entropy(model(x).reshape(-1, vocab), y.reshape(-1))
 
@@ -84,7 +86,8 @@ def loss_of(model, data):
 torch.manual_seed(0)
 model = TinyGPT()
 opt = torch.optim.AdamW(model.parameters(), lr=3e-3)
-train_curve, val_curve = [], []
+train_curve: list[tuple[int, float]] = []
+val_curve: list[tuple[int, float]] = []
 start = time.perf_counter()
 for step in range(args.steps + 1):
     loss = loss_of(model, train_data)
@@ -120,7 +123,7 @@ else:
     print(f"loss curves written to {args.plot}")
 
 
-def draw(probs):
+def draw(probs: torch.Tensor) -> int:
     """One index from ``probs`` (torch.multinomial when cygrad has it)."""
     if hasattr(torch, "multinomial"):
         return int(torch.multinomial(probs, 1).item())

@@ -5,7 +5,9 @@ modules imports itself around a circle.
     _kernels  <-  autograd core  <-  tensor and ops  <-  above the ops
     <-  nn, optim, utils, distributed  <-  the package faces
 
-The test reads the source (ast); it runs nothing of it.
+The test reads the source (ast); it runs nothing of it.  Imports under
+``if TYPE_CHECKING:`` are not edges: they never run (they give mypy the
+types of higher layers for annotations, which are strings at run time).
 """
 
 import ast
@@ -75,6 +77,10 @@ def imports(name, path):
 
     def visit(node, in_function):
         for child in ast.iter_child_nodes(node):
+            if _is_type_checking_block(child):
+                # only its else branch runs
+                visit(ast.Module(body=child.orelse, type_ignores=[]), in_function)
+                continue
             inner = in_function or isinstance(
                 child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
             if isinstance(child, ast.Import):
@@ -96,6 +102,15 @@ def imports(name, path):
 
     visit(tree, False)
     return [(m, line, fn) for m, line, fn in found if m.split(".")[0] == "cygrad"]
+
+
+def _is_type_checking_block(node):
+    """``if TYPE_CHECKING:`` or ``if typing.TYPE_CHECKING:`` (any alias)."""
+    if not isinstance(node, ast.If):
+        return False
+    test = node.test
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
 
 
 def _is_import_module(call):

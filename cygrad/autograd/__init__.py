@@ -10,12 +10,29 @@ all.
 """
 
 import importlib
+import typing as _typing
 
 from cygrad._kernels.engine import is_grad_enabled
 
 from .anomaly import detect_anomaly, is_anomaly_enabled, set_detect_anomaly
 from .function import Function, FunctionCtx, once_differentiable
 from .grad_mode import enable_grad, inference_mode, no_grad, set_grad_enabled
+
+if _typing.TYPE_CHECKING:
+    # What __getattr__ loads on first use, as mypy should see it (a name
+    # such as gradcheck is both a function and its module).
+    from . import backprop, diagnostics, functional, higher, profiler  # noqa: F401
+    from .backprop import backward, grad  # noqa: F401
+    from .diagnostics import (  # noqa: F401
+        explain,
+        get_debug_level,
+        graph_stats,
+        retain_grads,
+        set_debug_level,
+    )
+    from .gradcheck import GradcheckError, gradcheck, gradgradcheck  # noqa: F401
+    from .higher import hessian, hvp, jacobian, jvp, vhp, vjp  # noqa: F401
+    from .variable import Variable  # noqa: F401
 
 # name -> the module above the ops that defines it
 _ABOVE_OPS = {
@@ -39,7 +56,7 @@ __all__ = [
 ] + [n for n, m in _ABOVE_OPS.items() if m is not None]
 
 
-def __getattr__(name):
+def __getattr__(name: str) -> _typing.Any:
     if name not in _ABOVE_OPS:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     module = importlib.import_module(f"{__name__}.{_ABOVE_OPS[name] or name}")
@@ -48,5 +65,5 @@ def __getattr__(name):
     return value
 
 
-def __dir__():
+def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_ABOVE_OPS))

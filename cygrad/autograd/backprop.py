@@ -1,10 +1,19 @@
 """``backward`` and ``grad``: entry points of the compiled engine."""
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 
 from cygrad._kernels import engine as _engine
 from cygrad._kernels.engine import TensorBase
 from cygrad.creation import zeros_like
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from cygrad._tensor import Tensor
 
 __all__ = ["backward", "grad"]
 
@@ -59,8 +68,9 @@ def _root_grads(outputs, grad_outputs, create_graph):
     return tuple(seeds)
 
 
-def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False,
-             inputs=None, grad_variables=None):
+def backward(tensors: Tensor | Sequence[Tensor], grad_tensors: Any = None,
+             retain_graph: bool | None = None, create_graph: bool = False,
+             inputs: Any = None, grad_variables: Any = None) -> None:
     """Accumulate gradients of ``tensors`` into the ``.grad`` of graph leaves.
 
     ``grad_tensors``: one gradient per tensor (None allowed for scalars).
@@ -90,8 +100,10 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False,
     _engine.run_backward(outputs, seeds, retain_graph, create_graph, None, True)
 
 
-def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
-         allow_unused=None, is_grads_batched=False, materialize_grads=False):
+def grad(outputs: Tensor | Sequence[Tensor], inputs: Any, grad_outputs: Any = None,
+         retain_graph: bool | None = None, create_graph: bool = False,
+         allow_unused: bool | None = None, is_grads_batched: bool = False,
+         materialize_grads: bool = False) -> tuple[Tensor | None, ...]:
     """Gradients of ``outputs`` with respect to ``inputs``, returned (not accumulated).
 
     ``.grad`` of every tensor is left untouched.  An input not reached by the

@@ -5,7 +5,17 @@ too, so user code and built-ins share one engine.  The ``ctx`` passed to
 ``forward``/``backward`` *is* the graph node, as in PyTorch.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 from cygrad._kernels.engine import FunctionNode, function_apply
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import TypeVar
+
+    _T = TypeVar("_T", bound=Callable[..., Any])
 
 __all__ = ["Function", "FunctionCtx", "once_differentiable"]
 
@@ -37,24 +47,24 @@ class Function(metaclass=_FunctionMeta):
     """
 
     @staticmethod
-    def forward(ctx, *args):
+    def forward(ctx: Any, *args: Any) -> Any:
         raise NotImplementedError(
             "You must implement the forward function for custom autograd.Function.")
 
     @staticmethod
-    def backward(ctx, *grad_outputs):
+    def backward(ctx: Any, *grad_outputs: Any) -> Any:
         raise NotImplementedError(
             "You must implement either the backward or vjp method for your custom "
             "autograd.Function to use it with backward mode AD.")
 
     @classmethod
-    def apply(cls, *args, **kwargs):
+    def apply(cls, *args: Any, **kwargs: Any) -> Any:
         if kwargs:
             raise TypeError(f"{cls.__name__}.apply() takes no keyword arguments")
         return function_apply(cls, cls._backward_cls, args)
 
 
-def once_differentiable(fn):
+def once_differentiable(fn: _T) -> _T:
     """Mark a backward as not differentiable: under create_graph it runs with
     grad mode off, so its results carry no history (as PyTorch's decorator)."""
     import functools

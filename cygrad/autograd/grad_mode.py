@@ -5,11 +5,22 @@ and new threads start with grad enabled, as in PyTorch.  Each class works as
 a context manager and as a decorator.
 """
 
+from __future__ import annotations
+
 import functools
 import inspect
 import threading
+from typing import TYPE_CHECKING, Any
 
 from cygrad._kernels.engine import _set_grad_mode, is_grad_enabled
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Literal, TypeVar
+
+    from typing_extensions import Self
+
+    _F = TypeVar("_F", bound=Callable[..., Any])
 
 __all__ = [
     "enable_grad",
@@ -26,27 +37,27 @@ class _GradModeContext:
 
     _mode = True
 
-    def __new__(cls, fn=None):
+    def __new__(cls, fn: Any = None) -> Self:
         # ``@no_grad`` without parentheses: decorate ``fn`` directly.
         if callable(fn) and not isinstance(fn, _GradModeContext):
             return cls()(fn)
         return super().__new__(cls)
 
-    def __init__(self, fn=None):
+    def __init__(self, fn: Any = None) -> None:
         pass
 
-    def __enter__(self):
+    def __enter__(self) -> Self:
         self._prev = _set_grad_mode(self._mode)
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> Literal[False]:
         _set_grad_mode(self._prev)
         return False
 
-    def clone(self):
+    def clone(self) -> _GradModeContext:
         return self.__class__()
 
-    def __call__(self, fn):
+    def __call__(self, fn: _F) -> _F:
         if inspect.isgeneratorfunction(fn):
             @functools.wraps(fn)
             def gen_wrapper(*args, **kwargs):
@@ -93,35 +104,35 @@ class set_grad_enabled(_GradModeContext):
     ``with`` block restores the previous mode.
     """
 
-    def __init__(self, mode):
+    def __init__(self, mode: bool) -> None:
         self._mode = bool(mode)
         self._prev = _set_grad_mode(self._mode)
 
-    def __enter__(self):
+    def __enter__(self) -> Self:
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> Literal[False]:
         _set_grad_mode(self._prev)
         return False
 
-    def clone(self):
+    def clone(self) -> _GradModeContext:
         # A decorated function's calls must not re-apply the plain-call effect.
         return _Scoped(self._mode)
 
-    def __call__(self, fn):
+    def __call__(self, fn: _F) -> _F:
         _set_grad_mode(self._prev)
         return super().__call__(fn)
 
 
 class _Scoped(_GradModeContext):
-    def __init__(self, mode):
+    def __init__(self, mode: bool) -> None:
         self._mode = mode
 
 
 _inference = threading.local()
 
 
-def is_inference_mode_enabled():
+def is_inference_mode_enabled() -> bool:
     """True inside ``inference_mode()`` (per thread)."""
     return getattr(_inference, "on", False)
 
@@ -136,23 +147,23 @@ class inference_mode(_GradModeContext):
     parentheses.
     """
 
-    def __new__(cls, mode=True):
+    def __new__(cls, mode: Any = True) -> Self:
         if callable(mode) and not isinstance(mode, _GradModeContext):
             return cls()(mode)
         return object.__new__(cls)
 
-    def __init__(self, mode=True):
+    def __init__(self, mode: bool = True) -> None:
         self.mode = bool(mode)
         self._mode = not self.mode
 
-    def __enter__(self):
+    def __enter__(self) -> Any:
         self._prev_inference = is_inference_mode_enabled()
         _inference.on = self.mode
         return super().__enter__()
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> Literal[False]:
         _inference.on = self._prev_inference
         return super().__exit__(*exc)
 
-    def clone(self):
+    def clone(self) -> _GradModeContext:
         return self.__class__(self.mode)

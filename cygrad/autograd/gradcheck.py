@@ -21,7 +21,10 @@ Inputs that require grad and are not float64 are checked on float64 copies,
 with a warning: with ``eps=1e-6`` a float32 difference quotient is noise.
 """
 
+from __future__ import annotations
+
 import warnings
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -29,6 +32,9 @@ from cygrad._kernels import engine as _engine
 from cygrad._kernels.engine import TensorBase
 
 from .backprop import grad as _grad
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 __all__ = ["GradcheckError", "gradcheck", "gradgradcheck"]
 
@@ -317,8 +323,9 @@ def _run_check(func, inputs, eps, atol, rtol, raise_exception, fast_mode, fn_nam
     return True
 
 
-def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=True,
-              fast_mode=None, seed=0):
+def gradcheck(func: Callable[..., Any], inputs: Any, *, eps: float = 1e-6,
+              atol: float = 1e-5, rtol: float = 1e-3, raise_exception: bool = True,
+              fast_mode: bool | None = None, seed: int = 0) -> bool:
     """Check the gradients of ``func`` at ``inputs`` against central differences.
 
     Parameters
@@ -357,8 +364,10 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
                       "gradcheck", seed=seed)
 
 
-def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=1e-3,
-                  raise_exception=True, fast_mode=None, seed=0):
+def gradgradcheck(func: Callable[..., Any], inputs: Any, grad_outputs: Any = None, *,
+                  eps: float = 1e-6, atol: float = 1e-5, rtol: float = 1e-3,
+                  raise_exception: bool = True, fast_mode: bool | None = None,
+                  seed: int = 0) -> bool:
     """Check second derivatives: ``gradcheck`` of the first-order gradients.
 
     The checked function maps ``(inputs, grad_outputs)`` to

@@ -14,6 +14,10 @@ vjp of ``w`` with ``v`` is ``J v``.  It costs two backward passes and needs
 the backward to be differentiable, which every cygrad op is.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 
 from cygrad._kernels import engine as _engine
@@ -22,6 +26,9 @@ from cygrad.ops.shape import reshape, stack
 
 from .backprop import grad as _grad
 from .grad_mode import enable_grad
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 __all__ = ["hessian", "hvp", "jacobian", "jvp", "vhp", "vjp"]
 
@@ -194,7 +201,8 @@ def _check_strict_graph(grads, strict, create_graph):
 
 # --- vjp / jvp --------------------------------------------------------------------------
 
-def vjp(func, inputs, v=None, create_graph=False, strict=False):
+def vjp(func: Callable[..., Any], inputs: Any, v: Any = None,
+        create_graph: bool = False, strict: bool = False) -> Any:
     """Vector-Jacobian product ``v^T J`` of ``func`` at ``inputs``.
 
     Parameters
@@ -237,7 +245,8 @@ def vjp(func, inputs, v=None, create_graph=False, strict=False):
             _tuple_postprocess(_postprocess(res, create_graph), is_in_tuple))
 
 
-def jvp(func, inputs, v=None, create_graph=False, strict=False):
+def jvp(func: Callable[..., Any], inputs: Any, v: Any = None,
+        create_graph: bool = False, strict: bool = False) -> Any:
     """Jacobian-vector product ``J v`` of ``func`` at ``inputs`` (double-vjp trick).
 
     ``v`` is shaped like ``inputs`` (None only for a one-element input).
@@ -300,8 +309,9 @@ def _stack_rows(rows, out_shape, in_shape, dtype, create_graph):
     return _engine._wrap(np.stack([np.asarray(r._arr) for r in rows]).reshape(shape))
 
 
-def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False,
-             strategy="reverse-mode"):
+def jacobian(func: Callable[..., Any], inputs: Any, create_graph: bool = False,
+             strict: bool = False, vectorize: bool = False,
+             strategy: str = "reverse-mode") -> Any:
     """The Jacobian of ``func`` at ``inputs``.
 
     Parameters
@@ -415,8 +425,9 @@ def _jacobian_forward(outs, ins, create_graph, strict):
     return tuple(jac)
 
 
-def hessian(func, inputs, create_graph=False, strict=False, vectorize=False,
-            outer_jacobian_strategy="reverse-mode"):
+def hessian(func: Callable[..., Any], inputs: Any, create_graph: bool = False,
+            strict: bool = False, vectorize: bool = False,
+            outer_jacobian_strategy: str = "reverse-mode") -> Any:
     """The Hessian of a scalar ``func`` at ``inputs``.
 
     ``func`` must return a single Tensor with one element.  For a single
@@ -462,7 +473,8 @@ def _hessian_setup(func, inputs, v, create_graph, strict, name):
     return ins, is_in_tuple, vs, out, jac
 
 
-def vhp(func, inputs, v=None, create_graph=False, strict=False):
+def vhp(func: Callable[..., Any], inputs: Any, v: Any = None,
+        create_graph: bool = False, strict: bool = False) -> Any:
     """Vector-Hessian product ``v^T H`` of a scalar ``func``.
 
     Returns ``(func_output, vhp)`` with ``vhp`` shaped like ``inputs``.
@@ -481,7 +493,8 @@ def vhp(func, inputs, v=None, create_graph=False, strict=False):
             _tuple_postprocess(_postprocess(res, create_graph), is_in_tuple))
 
 
-def hvp(func, inputs, v=None, create_graph=False, strict=False):
+def hvp(func: Callable[..., Any], inputs: Any, v: Any = None,
+        create_graph: bool = False, strict: bool = False) -> Any:
     """Hessian-vector product ``H v`` of a scalar ``func`` (double-vjp trick:
     exact for non-symmetric second derivatives too).
 

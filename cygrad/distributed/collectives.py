@@ -9,10 +9,18 @@ built on MPI's non-blocking calls; copies back and ``AVG``'s division happen in
 for backward and then overwritten is caught as for any in-place op.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 
 from cygrad._tensor import Tensor
 from cygrad.distributed.process_group import ReduceOp, _mpi, _resolve
+
+if TYPE_CHECKING:
+    from cygrad._typing import Device
+    from cygrad.distributed.process_group import ProcessGroup
 
 __all__ = [
     "Work", "all_gather", "all_gather_into_tensor", "all_gather_object", "all_reduce",
@@ -134,7 +142,9 @@ def _group(group):
     return pg, pg.comm
 
 
-def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op=False):
+def all_reduce(tensor: Tensor, op: ReduceOp = ReduceOp.SUM,
+               group: ProcessGroup | None = None,
+               async_op: bool = False) -> Work | None:
     """Reduce ``tensor`` over every rank of ``group``; all get the result."""
     pg, comm = _group(group)
     if comm is None:
@@ -152,7 +162,8 @@ def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op=False):
     return _done(async_op, [req], finish, [tensor])
 
 
-def broadcast(tensor, src=None, group=None, async_op=False, group_src=None):
+def broadcast(tensor: Tensor, src: int | None = None, group: ProcessGroup | None = None,
+              async_op: bool = False, group_src: int | None = None) -> Work | None:
     """Copy ``tensor`` of rank ``src`` (a global rank) into every rank's."""
     pg, comm = _group(group)
     if comm is None:
@@ -174,8 +185,9 @@ def _root(pg, rank, group_rank, what):
     return pg.group_rank(0 if rank is None else rank, what)
 
 
-def reduce(tensor, dst=None, op=ReduceOp.SUM, group=None, async_op=False,
-           group_dst=None):
+def reduce(tensor: Tensor, dst: int | None = None, op: ReduceOp = ReduceOp.SUM,
+           group: ProcessGroup | None = None, async_op: bool = False,
+           group_dst: int | None = None) -> Work | None:
     """Reduce ``tensor`` over ``group`` into rank ``dst``'s tensor."""
     pg, comm = _group(group)
     if comm is None:
@@ -206,7 +218,9 @@ def _same_layout(t, ref, what):
     return arr
 
 
-def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op=False):
+def all_gather_into_tensor(output_tensor: Tensor, input_tensor: Tensor,
+                           group: ProcessGroup | None = None,
+                           async_op: bool = False) -> Work | None:
     """Concatenate every rank's ``input_tensor`` into ``output_tensor`` (of
     ``world_size * input.numel()`` elements, e.g. shape ``(world_size, *shape)``
     or ``(world_size * shape[0], *shape[1:])``)."""
@@ -228,8 +242,9 @@ def _check_numel(t, want, what):
             f"shape {tuple(t._arr.shape)}")
 
 
-def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None,
-                          async_op=False):
+def reduce_scatter_tensor(output: Tensor, input: Tensor, op: ReduceOp = ReduceOp.SUM,
+                          group: ProcessGroup | None = None,
+                          async_op: bool = False) -> Work | None:
     """Reduce ``input`` (``world_size`` equal chunks) over ``group``; rank i
     receives the reduced chunk i in ``output``."""
     pg, comm = _group(group)
@@ -268,7 +283,9 @@ def _unstack(stage, tensors):
         t._ver.v += 1
 
 
-def all_gather(tensor_list, tensor, group=None, async_op=False):
+def all_gather(tensor_list: list[Tensor], tensor: Tensor,
+               group: ProcessGroup | None = None,
+               async_op: bool = False) -> Work | None:
     """Every rank's ``tensor`` into ``tensor_list`` (one per rank, in order)."""
     pg, comm = _group(group)
     if comm is None:
@@ -280,7 +297,9 @@ def all_gather(tensor_list, tensor, group=None, async_op=False):
     return _done(async_op, [req], lambda: _unstack(stage, tensor_list), tensor_list)
 
 
-def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op=False):
+def reduce_scatter(output: Tensor, input_list: list[Tensor],
+                   op: ReduceOp = ReduceOp.SUM, group: ProcessGroup | None = None,
+                   async_op: bool = False) -> Work | None:
     """Reduce ``input_list[i]`` over ``group`` into rank i's ``output``."""
     pg, comm = _group(group)
     if comm is None:
@@ -298,8 +317,9 @@ def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op=Fal
     return _done(async_op, [req], finish, [output])
 
 
-def gather(tensor, gather_list=None, dst=None, group=None, async_op=False,
-           group_dst=None):
+def gather(tensor: Tensor, gather_list: list[Tensor] | None = None,
+           dst: int | None = None, group: ProcessGroup | None = None,
+           async_op: bool = False, group_dst: int | None = None) -> Work | None:
     """Every rank's ``tensor`` into ``gather_list`` on rank ``dst`` only."""
     pg, comm = _group(group)
     if comm is None:
@@ -323,8 +343,9 @@ def gather(tensor, gather_list=None, dst=None, group=None, async_op=False,
     return _done(async_op, [req], finish, gather_list if mine else [])
 
 
-def scatter(tensor, scatter_list=None, src=None, group=None, async_op=False,
-            group_src=None):
+def scatter(tensor: Tensor, scatter_list: list[Tensor] | None = None,
+            src: int | None = None, group: ProcessGroup | None = None,
+            async_op: bool = False, group_src: int | None = None) -> Work | None:
     """Rank ``src``'s ``scatter_list[i]`` into rank i's ``tensor``."""
     pg, comm = _group(group)
     if comm is None:
@@ -348,8 +369,11 @@ def scatter(tensor, scatter_list=None, src=None, group=None, async_op=False,
     return _done(async_op, [req], out.written, [tensor])
 
 
-def all_to_all_single(output, input, output_split_sizes=None, input_split_sizes=None,
-                      group=None, async_op=False):
+def all_to_all_single(output: Tensor, input: Tensor,
+                      output_split_sizes: list[int] | None = None,
+                      input_split_sizes: list[int] | None = None,
+                      group: ProcessGroup | None = None,
+                      async_op: bool = False) -> Work | None:
     """Rank i sends chunk j of ``input`` to rank j, which stores it as chunk i of
     ``output`` (equal chunks along dim 0 unless split sizes are given)."""
     pg, comm = _group(group)
@@ -387,7 +411,8 @@ def _offsets(counts):
     return [int(x) for x in np.concatenate([[0], np.cumsum(counts)[:-1]])]
 
 
-def barrier(group=None, async_op=False, device_ids=None):
+def barrier(group: ProcessGroup | None = None, async_op: bool = False,
+            device_ids: list[int] | None = None) -> Work | None:
     """Wait until every rank of ``group`` reached this call."""
     _, comm = _group(group)
     if comm is None:
@@ -403,7 +428,8 @@ def _p2p_peer(pg, peer, group_peer, what):
     return pg.group_rank(peer, what)
 
 
-def send(tensor, dst=None, group=None, tag=0, group_dst=None):
+def send(tensor: Tensor, dst: int | None = None, group: ProcessGroup | None = None,
+         tag: int = 0, group_dst: int | None = None) -> None:
     """Send ``tensor`` to rank ``dst``; blocks until the buffer can be reused."""
     pg, comm = _group(group)
     if comm is None:
@@ -412,7 +438,8 @@ def send(tensor, dst=None, group=None, tag=0, group_dst=None):
               dest=_p2p_peer(pg, dst, group_dst, "dst"), tag=tag)
 
 
-def isend(tensor, dst=None, group=None, tag=0, group_dst=None):
+def isend(tensor: Tensor, dst: int | None = None, group: ProcessGroup | None = None,
+          tag: int = 0, group_dst: int | None = None) -> Work | None:
     """Non-blocking ``send``: returns a ``Work``."""
     pg, comm = _group(group)
     if comm is None:
@@ -422,7 +449,8 @@ def isend(tensor, dst=None, group=None, tag=0, group_dst=None):
     return Work([req], result=[tensor])
 
 
-def recv(tensor, src=None, group=None, tag=0, group_src=None):
+def recv(tensor: Tensor, src: int | None = None, group: ProcessGroup | None = None,
+         tag: int = 0, group_src: int | None = None) -> int:
     """Receive into ``tensor`` from rank ``src`` (any rank when None); returns
     the sender's global rank."""
     pg, comm = _group(group)
@@ -438,7 +466,8 @@ def recv(tensor, src=None, group=None, tag=0, group_src=None):
     return pg.ranks[status.Get_source()]
 
 
-def irecv(tensor, src=None, group=None, tag=0, group_src=None):
+def irecv(tensor: Tensor, src: int | None = None, group: ProcessGroup | None = None,
+          tag: int = 0, group_src: int | None = None) -> Work | None:
     """Non-blocking ``recv``: returns a ``Work``."""
     pg, comm = _group(group)
     if comm is None:
@@ -453,7 +482,8 @@ def irecv(tensor, src=None, group=None, tag=0, group_src=None):
 
 # --- picklable objects -----------------------------------------------------------
 
-def all_gather_object(object_list, obj, group=None):
+def all_gather_object(object_list: list[Any], obj: Any,
+                      group: ProcessGroup | None = None) -> None:
     """Every rank's ``obj`` (pickled) into ``object_list``, in rank order."""
     pg, comm = _group(group)
     if comm is None:
@@ -469,8 +499,10 @@ def _check_obj_list(lst, n, what):
         raise ValueError(f"{what} must have world_size ({n}) entries, got {len(lst)}")
 
 
-def broadcast_object_list(object_list, src=None, group=None, device=None,
-                          group_src=None):
+def broadcast_object_list(object_list: list[Any], src: int | None = None,
+                          group: ProcessGroup | None = None,
+                          device: Device | None = None,
+                          group_src: int | None = None) -> Work | None:
     """Rank ``src``'s ``object_list`` entries into every rank's list, in place."""
     pg, comm = _group(group)
     if comm is None:
@@ -484,8 +516,9 @@ def broadcast_object_list(object_list, src=None, group=None, device=None,
     object_list[:] = data
 
 
-def gather_object(obj, object_gather_list=None, dst=None, group=None,
-                  group_dst=None):
+def gather_object(obj: Any, object_gather_list: Any = None, dst: int | None = None,
+                  group: ProcessGroup | None = None,
+                  group_dst: int | None = None) -> Work | None:
     """Every rank's ``obj`` into ``object_gather_list`` on rank ``dst``."""
     pg, comm = _group(group)
     if comm is None:
@@ -498,8 +531,10 @@ def gather_object(obj, object_gather_list=None, dst=None, group=None,
         object_gather_list[:] = data
 
 
-def scatter_object_list(scatter_object_output_list, scatter_object_input_list=None,
-                        src=None, group=None, group_src=None):
+def scatter_object_list(scatter_object_output_list: Any,
+                        scatter_object_input_list: Any = None, src: int | None = None,
+                        group: ProcessGroup | None = None,
+                        group_src: int | None = None) -> Work | None:
     """Rank ``src``'s ``scatter_object_input_list[i]`` into rank i's
     ``scatter_object_output_list[0]``."""
     pg, comm = _group(group)

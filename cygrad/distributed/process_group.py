@@ -6,11 +6,17 @@ holds an MPI communicator of its own (a duplicate), so its messages never meet
 those of another group or of a user's own ``mpi4py`` code.
 """
 
+from __future__ import annotations
+
 import enum
 import os
 import sys
 import time
 import traceback
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 __all__ = [
     "Backend", "GroupMember", "ProcessGroup", "ReduceOp", "destroy_process_group",
@@ -33,7 +39,7 @@ def _mpi():
     return MPI
 
 
-def is_available():
+def is_available() -> bool:
     """True when the MPI backend can be used (``mpi4py`` is installed)."""
     try:
         import mpi4py  # noqa: F401  (the package only: MPI starts with mpi4py.MPI)
@@ -45,7 +51,7 @@ def is_available():
 is_mpi_available = is_available
 
 
-def is_torchelastic_launched():
+def is_torchelastic_launched() -> bool:
     """False: cygrad's ranks are started by MPI, not by torchelastic."""
     return False
 
@@ -137,7 +143,7 @@ group = _WorldAccessor()
 _state = {"default": None, "groups": [], "hook": None}
 
 
-def is_initialized():
+def is_initialized() -> bool:
     """True once ``init_process_group`` ran (and ``destroy_process_group`` did not)."""
     return _state["default"] is not None
 
@@ -190,9 +196,10 @@ def _abort_on_uncaught(exc_type, exc, tb):
             MPI.COMM_WORLD.Abort(1)
 
 
-def init_process_group(backend=None, init_method=None, timeout=None, world_size=-1,
-                       rank=-1, store=None, group_name="", pg_options=None,
-                       device_id=None):
+def init_process_group(backend: str | None = None, init_method: str | None = None,
+                       timeout: Any = None, world_size: int = -1, rank: int = -1,
+                       store: Any = None, group_name: str = "", pg_options: Any = None,
+                       device_id: Any = None) -> None:
     """Join the job's processes (the ranks started by ``mpiexec`` or
     ``python -m cygrad.distributed.run``) into the default group.
 
@@ -234,7 +241,7 @@ def init_process_group(backend=None, init_method=None, timeout=None, world_size=
         sys.excepthook = _abort_on_uncaught
 
 
-def destroy_process_group(group=None):
+def destroy_process_group(group: ProcessGroup | None = None) -> None:
     """Free a group's communicator; without ``group``, every group and the
     default one (``init_process_group`` may then be called again)."""
     if group is None or group is GroupMember.WORLD:
@@ -257,8 +264,10 @@ def destroy_process_group(group=None):
     _state["groups"].remove(pg)
 
 
-def new_group(ranks=None, timeout=None, backend=None, pg_options=None,
-              use_local_synchronization=False, group_desc=None):
+def new_group(ranks: Sequence[int] | None = None, timeout: Any = None,
+              backend: str | None = None, pg_options: Any = None,
+              use_local_synchronization: bool = False,
+              group_desc: str | None = None) -> ProcessGroup:
     """A group of the given global ranks (all ranks when None).
 
     Every rank of the default group must call it, members or not (as in
@@ -285,28 +294,28 @@ def new_group(ranks=None, timeout=None, backend=None, pg_options=None,
     return pg
 
 
-def get_rank(group=None):
+def get_rank(group: ProcessGroup | None = None) -> int:
     """This process's rank in ``group`` (-1 if it is not a member)."""
     return _resolve(group).rank()
 
 
-def get_world_size(group=None):
+def get_world_size(group: ProcessGroup | None = None) -> int:
     """Number of ranks in ``group`` (-1 if this process is not a member)."""
     pg = _resolve(group)
     return pg.size() if pg.comm is not None else -1
 
 
-def get_backend(group=None):
+def get_backend(group: ProcessGroup | None = None) -> str:
     """The group's backend name, ``"mpi"`` (or ``"gloo"`` if asked for so)."""
     return _resolve(group)._backend
 
 
-def get_process_group_ranks(group):
+def get_process_group_ranks(group: ProcessGroup) -> list[int]:
     """Global ranks of ``group``'s members, in group-rank order."""
     return list(_resolve(group).ranks)
 
 
-def get_global_rank(group, group_rank):
+def get_global_rank(group: ProcessGroup, group_rank: int) -> int:
     """The global rank of ``group_rank`` in ``group``."""
     pg = _resolve(group)
     if not 0 <= group_rank < pg.size():

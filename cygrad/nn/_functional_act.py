@@ -16,7 +16,10 @@ through the activation), so a leaf that requires grad is refused as torch
 refuses it.
 """
 
+from __future__ import annotations
+
 import warnings
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -26,6 +29,9 @@ from cygrad.autograd.function import Function
 from cygrad.creation import _rng, from_numpy
 
 from ._functional_dropout import _apply
+
+if TYPE_CHECKING:
+    from cygrad._typing import DType
 
 __all__ = [
     "celu", "celu_", "elu", "elu_", "gelu", "glu", "hardshrink", "hardsigmoid",
@@ -45,27 +51,27 @@ def _floating(input, name):
 # table rows under their functional names
 
 
-def relu(input, inplace=False):
+def relu(input: Tensor, inplace: bool = False) -> Tensor:
     """``max(x, 0)``;  relu'(0) = 0."""
     return _apply(input, ops.relu, inplace)
 
 
-def relu_(input):
+def relu_(input: Tensor) -> Tensor:
     """``relu`` in place."""
     return _apply(input, ops.relu, True)
 
 
-def silu(input, inplace=False):
+def silu(input: Tensor, inplace: bool = False) -> Tensor:
     """``x * sigmoid(x)`` (compiled)."""
     return _apply(input, ops.silu, inplace)
 
 
-def mish(input, inplace=False):
+def mish(input: Tensor, inplace: bool = False) -> Tensor:
     """``x * tanh(softplus(x))`` (compiled)."""
     return _apply(input, ops.mish, inplace)
 
 
-def gelu(input, approximate="none"):
+def gelu(input: Tensor, approximate: str = "none") -> Tensor:
     """``x * Phi(x)``, Phi the standard normal CDF; ``approximate="tanh"`` uses
     ``0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))`` (compiled)."""
     if approximate == "none":
@@ -75,41 +81,41 @@ def gelu(input, approximate="none"):
     raise RuntimeError("approximate argument must be either none or tanh.")
 
 
-def selu(input, inplace=False):
+def selu(input: Tensor, inplace: bool = False) -> Tensor:
     """``scale * (max(0, x) + min(0, alpha (exp(x) - 1)))``, torch's constants."""
     return _apply(input, ops.selu, inplace)
 
 
-def selu_(input):
+def selu_(input: Tensor) -> Tensor:
     return _apply(input, ops.selu, True)
 
 
-def hardsigmoid(input, inplace=False):
+def hardsigmoid(input: Tensor, inplace: bool = False) -> Tensor:
     """``relu6(x + 3) / 6``."""
     return _apply(input, ops.hardsigmoid, inplace)
 
 
-def hardswish(input, inplace=False):
+def hardswish(input: Tensor, inplace: bool = False) -> Tensor:
     """``x * relu6(x + 3) / 6``."""
     return _apply(input, ops.hardswish, inplace)
 
 
-def relu6(input, inplace=False):
+def relu6(input: Tensor, inplace: bool = False) -> Tensor:
     """``min(max(x, 0), 6)``."""
     return _apply(input, ops.relu6, inplace)
 
 
-def logsigmoid(input):
+def logsigmoid(input: Tensor) -> Tensor:
     """``log(sigmoid(x))`` without overflow."""
     return ops.logsigmoid(input)
 
 
-def softsign(input):
+def softsign(input: Tensor) -> Tensor:
     """``x / (1 + |x|)``."""
     return ops.softsign(input)
 
 
-def tanhshrink(input):
+def tanhshrink(input: Tensor) -> Tensor:
     """``x - tanh(x)``."""
     return ops.tanhshrink(input)
 
@@ -151,7 +157,8 @@ def _piecewise(input, out, slope, name, inplace):
     return _apply(input, fn, inplace)
 
 
-def leaky_relu(input, negative_slope=0.01, inplace=False):
+def leaky_relu(input: Tensor, negative_slope: float = 0.01,
+               inplace: bool = False) -> Tensor:
     """``x`` where ``x > 0``, else ``negative_slope * x`` (slope at 0)."""
     _floating(input, "leaky_relu")
     x = input._arr
@@ -161,11 +168,12 @@ def leaky_relu(input, negative_slope=0.01, inplace=False):
                       "LeakyReluBackward0", inplace)
 
 
-def leaky_relu_(input, negative_slope=0.01):
+def leaky_relu_(input: Tensor, negative_slope: float = 0.01) -> Tensor:
     return leaky_relu(input, negative_slope, True)
 
 
-def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
+def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0,
+             inplace: bool = False) -> Tensor:
     """``clamp(x, min_val, max_val)``; the gradient passes strictly inside."""
     if min_val > max_val:
         raise ValueError("min_val cannot be greater than max_val")
@@ -177,11 +185,12 @@ def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
                       "HardtanhBackward0", inplace)
 
 
-def hardtanh_(input, min_val=-1.0, max_val=1.0):
+def hardtanh_(input: Tensor, min_val: float = -1.0, max_val: float = 1.0) -> Tensor:
     return hardtanh(input, min_val, max_val, True)
 
 
-def threshold(input, threshold, value, inplace=False):
+def threshold(input: Tensor, threshold: float, value: float,
+              inplace: bool = False) -> Tensor:
     """``x`` where ``x > threshold``, else ``value``."""
     _floating(input, "threshold")
     x = input._arr
@@ -193,7 +202,7 @@ def threshold(input, threshold, value, inplace=False):
 _threshold = threshold
 
 
-def threshold_(input, threshold, value):
+def threshold_(input: Tensor, threshold: float, value: float) -> Tensor:
     return _threshold(input, threshold, value, True)
 
 
@@ -206,7 +215,7 @@ def _check_lambd(input, lambd):
             f"{lambd}")
 
 
-def softshrink(input, lambd=0.5):
+def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
     """``x - lambd`` above ``lambd``, ``x + lambd`` below ``-lambd``, else 0."""
     _floating(input, "softshrink")
     _check_lambd(input, lambd)
@@ -217,7 +226,7 @@ def softshrink(input, lambd=0.5):
                       False)
 
 
-def hardshrink(input, lambd=0.5):
+def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
     """``x`` where ``|x| > lambd``, else 0."""
     _floating(input, "hardshrink")
     x = input._arr
@@ -230,7 +239,7 @@ def hardshrink(input, lambd=0.5):
 # exponential-based activations with parameters: composites of table ops
 
 
-def elu(input, alpha=1.0, inplace=False):
+def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
     """``x`` where ``x > 0``, else ``alpha * (exp(x) - 1)``."""
     def fn(x):
         neg = ops.expm1(ops.clamp(x, max=0.0)) * alpha
@@ -238,11 +247,11 @@ def elu(input, alpha=1.0, inplace=False):
     return _apply(input, fn, inplace)
 
 
-def elu_(input, alpha=1.0):
+def elu_(input: Tensor, alpha: float = 1.0) -> Tensor:
     return elu(input, alpha, True)
 
 
-def celu(input, alpha=1.0, inplace=False):
+def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
     """``max(0, x) + min(0, alpha * (exp(x / alpha) - 1))``."""
     if alpha == 0:
         raise RuntimeError("ZeroDivisionError: alpha cannot be 0 for CELU")
@@ -253,11 +262,11 @@ def celu(input, alpha=1.0, inplace=False):
     return _apply(input, fn, inplace)
 
 
-def celu_(input, alpha=1.0):
+def celu_(input: Tensor, alpha: float = 1.0) -> Tensor:
     return celu(input, alpha, True)
 
 
-def softplus(input, beta=1.0, threshold=20.0):
+def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
     """``log(1 + exp(beta x)) / beta``; linear where ``beta x > threshold``."""
     bx = input * beta
     soft = ops.log1p(ops.exp(ops.clamp(bx, max=float(threshold)))) * (1.0 / beta)
@@ -268,7 +277,7 @@ def softplus(input, beta=1.0, threshold=20.0):
 # activations over tensors
 
 
-def prelu(input, weight):
+def prelu(input: Tensor, weight: Tensor) -> Tensor:
     """``x`` where ``x > 0``, else ``weight * x``; ``weight`` has one entry or
     one per channel (dim 1; dim 0 for a 1-D input)."""
     if not isinstance(weight, Tensor):
@@ -288,7 +297,7 @@ def prelu(input, weight):
     return ops.where(input > 0, input, weight * input)
 
 
-def glu(input, dim=-1):
+def glu(input: Tensor, dim: int = -1) -> Tensor:
     """``a * sigmoid(b)``, ``a`` and ``b`` the two halves of ``input`` along
     ``dim``."""
     if input.ndim == 0:
@@ -317,7 +326,8 @@ def _softmax_dim(name, ndim, stacklevel):
     return 0 if ndim in (0, 1, 3) else 1
 
 
-def softmin(input, dim=None, _stacklevel=3, dtype=None):
+def softmin(input: Tensor, dim: int | None = None, _stacklevel: int = 3,
+            dtype: DType | None = None) -> Tensor:
     """``softmax(-x, dim)``."""
     if dim is None:
         dim = _softmax_dim("softmin", input.ndim, _stacklevel)

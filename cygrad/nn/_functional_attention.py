@@ -22,7 +22,10 @@ torch's).  Under ``create_graph=True`` the backward is the same formulas in
 Tensor operations, so double backward works.
 """
 
+from __future__ import annotations
+
 import math
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -30,6 +33,9 @@ from cygrad import ops
 from cygrad.autograd.function import Function
 from cygrad.autograd.grad_mode import is_grad_enabled
 from cygrad.creation import from_numpy, rand
+
+if TYPE_CHECKING:
+    from cygrad._tensor import Tensor
 
 __all__ = ["scaled_dot_product_attention"]
 
@@ -183,7 +189,9 @@ def _broadcast_shapes(*shapes):
         return None
 
 
-def attention(q, k, v, mask=None, dropout_p=0.0, scale=None, safe=True):
+def attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None,
+              dropout_p: Any = 0.0, scale: float | None = None,
+              safe: Any = True) -> Tensor:
     """The node's entry: ``(out, weights)``; ``mask`` a float Tensor or None
     (additive, broadcastable to ``(..., L, S)``)."""
     e = q.shape[-1]
@@ -202,8 +210,11 @@ def _dt_name(dt):
             "bool": "bool", "int32": "int"}.get(str(dt), str(dt))
 
 
-def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,
-                                 is_causal=False, scale=None, enable_gqa=False):
+def scaled_dot_product_attention(query: Tensor, key: Tensor, value: float,
+                                 attn_mask: Tensor | None = None,
+                                 dropout_p: float = 0.0, is_causal: bool = False,
+                                 scale: float | None = None,
+                                 enable_gqa: bool = False) -> Tensor:
     r"""``softmax(q k^T * scale + mask) @ v``, as one autograd node.
 
     Parameters

@@ -25,8 +25,11 @@ volumes ``(N, C, D, H, W)`` stay 5-d: the three array maps hand them to
 ``_conv3d_arrays`` (the ``vol2col`` lowering), so the Functions are shared.
 """
 
+from __future__ import annotations
+
 import math
 import threading
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -37,6 +40,9 @@ from cygrad.autograd.grad_mode import is_grad_enabled
 from cygrad.creation import from_numpy
 
 from . import _conv3d_arrays as _a3
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 __all__ = [
     "conv1d",
@@ -598,7 +604,9 @@ def _conv(input, weight, bias, stride, padding, dilation, groups, nd, name):
     return out.squeeze(0) if unbatched else out
 
 
-def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None,
+           stride: int | tuple[int, ...] = 1, padding: int | tuple[int, ...] | str = 0,
+           dilation: int | tuple[int, ...] = 1, groups: int = 1) -> Tensor:
     """2-d convolution (cross-correlation, as torch) over (N, C, H, W) input.
 
     Parameters
@@ -618,7 +626,9 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     return _conv(input, weight, bias, stride, padding, dilation, groups, 2, "conv2d")
 
 
-def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+def conv1d(input: Tensor, weight: Tensor, bias: Tensor | None = None,
+           stride: int | tuple[int, ...] = 1, padding: int | tuple[int, ...] | str = 0,
+           dilation: int | tuple[int, ...] = 1, groups: int = 1) -> Tensor:
     """1-d convolution over (N, C, L) input; weight (C_out, C_in / groups, k)."""
     return _conv(input, weight, bias, stride, padding, dilation, groups, 1, "conv1d")
 
@@ -676,8 +686,11 @@ def _conv_transpose(input, weight, bias, stride, padding, output_padding, groups
     return out.squeeze(0) if unbatched else out
 
 
-def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0,
-                     groups=1, dilation=1):
+def conv_transpose2d(input: Tensor, weight: Tensor, bias: Tensor | None = None,
+                     stride: int | tuple[int, ...] = 1,
+                     padding: int | tuple[int, ...] | str = 0,
+                     output_padding: int | tuple[int, ...] = 0, groups: int = 1,
+                     dilation: int | tuple[int, ...] = 1) -> Tensor:
     """Transposed 2-d convolution (the input gradient of ``conv2d``).
 
     weight : Tensor (C_in, C_out / groups, kH, kW); output
@@ -687,8 +700,11 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
                            groups, dilation, 2, "conv_transpose2d")
 
 
-def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0,
-                     groups=1, dilation=1):
+def conv_transpose1d(input: Tensor, weight: Tensor, bias: Tensor | None = None,
+                     stride: int | tuple[int, ...] = 1,
+                     padding: int | tuple[int, ...] | str = 0,
+                     output_padding: int | tuple[int, ...] = 0, groups: int = 1,
+                     dilation: int | tuple[int, ...] = 1) -> Tensor:
     """Transposed 1-d convolution; weight (C_in, C_out / groups, k)."""
     return _conv_transpose(input, weight, bias, stride, padding, output_padding,
                            groups, dilation, 1, "conv_transpose1d")
@@ -762,7 +778,10 @@ class _Fold(Function):
         return from_numpy(_unfold_arr(grad._arr, ctx.ks, ctx.geo)), None, None, None
 
 
-def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
+def unfold(input: Tensor, kernel_size: int | tuple[int, ...],
+           dilation: int | tuple[int, ...] = 1,
+           padding: int | tuple[int, ...] | str = 0,
+           stride: int | tuple[int, ...] = 1) -> Tensor:
     """Sliding local blocks of (N, C, H, W) input as (N, C*kh*kw, L) columns."""
     if input.ndim not in (3, 4):
         raise RuntimeError(
@@ -792,7 +811,10 @@ def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
     return out.squeeze(0) if unbatched else out
 
 
-def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
+def fold(input: Tensor, output_size: int | tuple[int, ...],
+         kernel_size: int | tuple[int, ...], dilation: int | tuple[int, ...] = 1,
+         padding: int | tuple[int, ...] | str = 0,
+         stride: int | tuple[int, ...] = 1) -> Tensor:
     """Sum (N, C*kh*kw, L) columns back into (N, C, H, W) images (unfold's
     adjoint)."""
     if input.ndim not in (2, 3):
@@ -906,7 +928,8 @@ class _PadGrad(Function):
 _PAD_MODES = ("constant", "reflect", "replicate", "circular")
 
 
-def pad(input, pad, mode="constant", value=None):
+def pad(input: Tensor, pad: Sequence[int], mode: str = "constant",
+        value: float | None = None) -> Tensor:
     """Pad the last ``len(pad) // 2`` dimensions, as ``torch.nn.functional.pad``.
 
     ``pad = (left_last, right_last, left_second_last, ...)``; negative

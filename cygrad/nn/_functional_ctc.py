@@ -21,6 +21,8 @@ the incoming one (no second derivative through ``log_probs``; torch has
 none either).
 """
 
+from __future__ import annotations
+
 import numpy as np
 
 from cygrad._kernels import loss as _k
@@ -110,8 +112,9 @@ class _CTC(Function):
         return g, None, None, None, None, None
 
 
-def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0,
-             reduction="mean", zero_infinity=False):
+def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths: Tensor | list[int],
+             target_lengths: Tensor | list[int], blank: int = 0,
+             reduction: str = "mean", zero_infinity: bool = False) -> Tensor:
     """The CTC loss of ``log_probs`` (T, N, C) or unbatched (T, C).
 
     Parameters

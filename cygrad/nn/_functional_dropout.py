@@ -11,7 +11,10 @@ is ``grad * multiplier``.  ``inplace=True`` writes the result into the input
 (``copy_``'s autograd rules: the input's history continues through it).
 """
 
+from __future__ import annotations
+
 import warnings
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -19,6 +22,9 @@ from cygrad import ops
 from cygrad._kernels import dropout as _k
 from cygrad.autograd.grad_mode import is_grad_enabled, no_grad
 from cygrad.creation import _rng, from_numpy
+
+if TYPE_CHECKING:
+    from cygrad._tensor import Tensor
 
 __all__ = [
     "alpha_dropout",
@@ -86,7 +92,8 @@ def _feature_dropout(input, p, inplace, mask_shape):
     return _apply(input, fn, inplace)
 
 
-def dropout(input, p=0.5, training=True, inplace=False):
+def dropout(input: Tensor, p: float = 0.5, training: bool = True,
+            inplace: bool = False) -> Tensor:
     """Zero each element with probability ``p``, scale the rest by ``1/(1-p)``.
 
     Parameters
@@ -110,7 +117,8 @@ def _channel_shape(shape, batched):
     return tuple(shape[:lead]) + (1,) * (len(shape) - lead)
 
 
-def dropout1d(input, p=0.5, training=True, inplace=False):
+def dropout1d(input: Tensor, p: float = 0.5, training: bool = True,
+              inplace: bool = False) -> Tensor:
     """Zero whole channels of (C, L) or (N, C, L) with probability ``p``."""
     _check_p(p)
     if input.ndim not in (2, 3):
@@ -156,13 +164,15 @@ def _nd_dropout(input, p, training, inplace, spatial, name):
     return _feature_dropout(input, p, inplace, mask)
 
 
-def dropout2d(input, p=0.5, training=True, inplace=False):
+def dropout2d(input: Tensor, p: float = 0.5, training: bool = True,
+              inplace: bool = False) -> Tensor:
     """Zero whole channels of (C, H, W) or (N, C, H, W) with probability ``p``
     (a 3-D input is read as (N, C, L) with a warning, as torch)."""
     return _nd_dropout(input, p, training, inplace, 2, "dropout2d")
 
 
-def dropout3d(input, p=0.5, training=True, inplace=False):
+def dropout3d(input: Tensor, p: float = 0.5, training: bool = True,
+              inplace: bool = False) -> Tensor:
     """Zero whole channels of (C, D, H, W) or (N, C, D, H, W) with probability
     ``p``."""
     return _nd_dropout(input, p, training, inplace, 3, "dropout3d")
@@ -191,14 +201,16 @@ def _alpha(input, p, training, inplace, mask_shape):
     return _apply(input, fn, inplace)
 
 
-def alpha_dropout(input, p=0.5, training=False, inplace=False):
+def alpha_dropout(input: Tensor, p: float = 0.5, training: bool = False,
+                  inplace: bool = False) -> Tensor:
     """Dropout that keeps SELU's self-normalising mean and variance: dropped
     elements take SELU's saturation value, then ``a * x + b`` restores the
     moments (``training`` defaults to False, as torch)."""
     return _alpha(input, p, training, inplace, lambda x: tuple(x.shape))
 
 
-def feature_alpha_dropout(input, p=0.5, training=False, inplace=False):
+def feature_alpha_dropout(input: Tensor, p: float = 0.5, training: bool = False,
+                          inplace: bool = False) -> Tensor:
     """``alpha_dropout`` with one draw per channel (dims after the second are
     shared)."""
     def shape(x):

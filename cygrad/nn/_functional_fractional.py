@@ -16,7 +16,10 @@ wins a tie and the last NaN wins, as torch's loop.  The result is one
 gradient of that the gather), as for the other max pools.
 """
 
+from __future__ import annotations
+
 import math
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -24,6 +27,9 @@ from cygrad.creation import from_numpy, rand
 
 from ._functional_conv import _check_real, _tuple
 from ._functional_pool import _MaxPool
+
+if TYPE_CHECKING:
+    from cygrad._tensor import Tensor
 
 __all__ = [
     "fractional_max_pool2d", "fractional_max_pool2d_with_indices",
@@ -142,8 +148,10 @@ def _tuple_f(v, n):
     return v * n if len(v) == 1 else v
 
 
-def fractional_max_pool2d(input, kernel_size, output_size=None, output_ratio=None,
-                          return_indices=False, _random_samples=None):
+def fractional_max_pool2d(input: Tensor, kernel_size: int | tuple[int, ...],
+                          output_size: int | tuple[int, ...] | None = None,
+                          output_ratio: Any = None, return_indices: bool = False,
+                          _random_samples: Any = None) -> Any:
     """Fractional max pooling of (N, C, H, W) or (C, H, W) input to
     ``output_size`` (or ``int(size * output_ratio)``); ``_random_samples``
     (N, C, 2) in [0, 1) fix the windows (sample 0 for the width, 1 for the
@@ -152,25 +160,33 @@ def fractional_max_pool2d(input, kernel_size, output_size=None, output_ratio=Non
                        return_indices, _random_samples)
 
 
-def fractional_max_pool3d(input, kernel_size, output_size=None, output_ratio=None,
-                          return_indices=False, _random_samples=None):
+def fractional_max_pool3d(input: Tensor, kernel_size: int | tuple[int, ...],
+                          output_size: int | tuple[int, ...] | None = None,
+                          output_ratio: Any = None, return_indices: bool = False,
+                          _random_samples: Any = None) -> Any:
     """Fractional max pooling of (N, C, D, H, W) or (C, D, H, W) input;
     ``_random_samples`` (N, C, 3)."""
     return _fractional(input, 3, kernel_size, output_size, output_ratio,
                        return_indices, _random_samples)
 
 
-def fractional_max_pool2d_with_indices(input, kernel_size, output_size=None,
-                                       output_ratio=None, return_indices=False,
-                                       _random_samples=None):
+def fractional_max_pool2d_with_indices(input: Tensor,
+                                       kernel_size: int | tuple[int, ...],
+                                       output_size: int | tuple[int, ...] | None = None,
+                                       output_ratio: Any = None,
+                                       return_indices: bool = False,
+                                       _random_samples: Any = None) -> Any:
     """``fractional_max_pool2d`` returning ``(output, indices)``."""
     return _fractional(input, 2, kernel_size, output_size, output_ratio, True,
                        _random_samples)
 
 
-def fractional_max_pool3d_with_indices(input, kernel_size, output_size=None,
-                                       output_ratio=None, return_indices=False,
-                                       _random_samples=None):
+def fractional_max_pool3d_with_indices(input: Tensor,
+                                       kernel_size: int | tuple[int, ...],
+                                       output_size: int | tuple[int, ...] | None = None,
+                                       output_ratio: Any = None,
+                                       return_indices: bool = False,
+                                       _random_samples: Any = None) -> Any:
     """``fractional_max_pool3d`` returning ``(output, indices)``."""
     return _fractional(input, 3, kernel_size, output_size, output_ratio, True,
                        _random_samples)

@@ -7,9 +7,16 @@ statistics then take the mean over the N samples of what batch norm wrote
 (so each moves by ``momentum`` toward the samples' average statistics, as
 torch's do)."""
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 from cygrad.autograd.grad_mode import no_grad
 
 from ._functional_norm import batch_norm
+
+if TYPE_CHECKING:
+    from cygrad._tensor import Tensor
 
 __all__ = ["instance_norm"]
 
@@ -24,8 +31,10 @@ def _verify_spatial_size(shape):
             f"cygrad.Size({list(shape)})")
 
 
-def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None,
-                  use_input_stats=True, momentum=0.1, eps=1e-5):
+def instance_norm(input: Tensor, running_mean: Tensor | None = None,
+                  running_var: Tensor | None = None, weight: Tensor | None = None,
+                  bias: Tensor | None = None, use_input_stats: Any = True,
+                  momentum: float | None = 0.1, eps: float = 1e-5) -> Tensor:
     """Instance normalisation of (N, C, *) input (torch's ``F.instance_norm``).
 
     ``use_input_stats=False`` normalises by ``running_mean``/``running_var``

@@ -1,13 +1,21 @@
 """``bilinear`` and the pixel shuffles: compositions of matmul, reshape and
 permute (views where torch's are), so their gradients come from those ops."""
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from cygrad import ops
+
+if TYPE_CHECKING:
+    from cygrad._tensor import Tensor
 
 __all__ = ["bilinear", "channel_shuffle", "native_channel_shuffle", "pixel_shuffle",
            "pixel_unshuffle"]
 
 
-def bilinear(input1, input2, weight, bias=None):
+def bilinear(input1: Tensor, input2: Tensor, weight: Tensor,
+             bias: Tensor | None = None) -> Tensor:
     """``y[..., o] = sum_ij x1[..., i] weight[o, i, j] x2[..., j] + bias[o]``.
 
     input1 (*, in1), input2 (*, in2) with equal leading dims, weight
@@ -49,7 +57,7 @@ def _check_nd(input, name):
                            f"got input with {input.ndim} dimension(s)")
 
 
-def pixel_shuffle(input, upscale_factor):
+def pixel_shuffle(input: Tensor, upscale_factor: int) -> Tensor:
     """(*, C r^2, H, W) -> (*, C, H r, W r)."""
     _check_nd(input, "pixel_shuffle")
     r = int(upscale_factor)
@@ -69,7 +77,7 @@ def pixel_shuffle(input, upscale_factor):
     return x.permute(*perm).reshape(lead + (c // (r * r), h * r, w * r))
 
 
-def channel_shuffle(input, groups):
+def channel_shuffle(input: Tensor, groups: int) -> Tensor:
     """(N, C, *) with C = g k: the channels read as a (g, k) grid, transposed
     to (k, g) (ShuffleNet's shuffle); a view chain, so gradients flow back."""
     g = int(groups)
@@ -91,7 +99,7 @@ def channel_shuffle(input, groups):
 native_channel_shuffle = channel_shuffle
 
 
-def pixel_unshuffle(input, downscale_factor):
+def pixel_unshuffle(input: Tensor, downscale_factor: int) -> Tensor:
     """(*, C, H r, W r) -> (*, C r^2, H, W)."""
     _check_nd(input, "pixel_unshuffle")
     r = int(downscale_factor)

@@ -10,8 +10,11 @@ with torch's subgradient (0 where the norm is 0), so a zero vector does not
 turn gradients into NaN.
 """
 
+from __future__ import annotations
+
 import math
 import warnings
+from typing import Any
 
 import numpy as np
 
@@ -31,7 +34,8 @@ __all__ = [
 _REDUCTIONS = ("none", "mean", "sum")
 
 
-def legacy_reduction(size_average, reduce, reduction, stacklevel=3):
+def legacy_reduction(size_average: bool | None, reduce: bool | None, reduction: str,
+                     stacklevel: Any = 3) -> Tensor:
     """torch's reading of the deprecated ``size_average`` / ``reduce``."""
     if size_average is None and reduce is None:
         if reduction not in _REDUCTIONS and reduction != "batchmean":
@@ -130,7 +134,8 @@ def _norm(x, p, dim, keepdim=False):
     return _VectorNorm.apply(x, float(p), dim, keepdim)
 
 
-def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
+def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12,
+              out: Tensor | None = None) -> Tensor:
     """``input / max(||input||_p, eps)`` along ``dim``."""
     if out is not None:
         raise TypeError("normalize: out= is not supported by cygrad")
@@ -138,7 +143,8 @@ def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
     return input / denom
 
 
-def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
+def pairwise_distance(x1: Tensor, x2: Tensor, p: float = 2.0, eps: float = 1e-6,
+                      keepdim: bool = False) -> Tensor:
     """``||x1 - x2 + eps||_p`` along the last dimension."""
     nd = max(x1.ndim, x2.ndim)
     diff = x1 - x2 + eps
@@ -147,7 +153,8 @@ def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
     return _norm(diff, p, -1, keepdim)
 
 
-def cosine_similarity(x1, x2, dim=1, eps=1e-8):
+def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1,
+                      eps: float = 1e-8) -> Tensor:
     """``sum(x1 / max(||x1||, eps) * x2 / max(||x2||, eps), dim)`` (torch's
     normalise-then-multiply form) over broadcast inputs."""
     try:
@@ -169,7 +176,8 @@ def cosine_similarity(x1, x2, dim=1, eps=1e-8):
 # regression losses
 
 
-def l1_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+def l1_loss(input: Tensor, target: Tensor, size_average: bool | None = None,
+            reduce: bool | None = None, reduction: str = "mean") -> Tensor:
     """``|input - target|`` reduced."""
     reduction = legacy_reduction(size_average, reduce, reduction)
     target = _as_tensor(target, input)
@@ -177,8 +185,9 @@ def l1_loss(input, target, size_average=None, reduce=None, reduction="mean"):
     return _reduce(ops.abs(input - target), reduction)
 
 
-def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean",
-                   beta=1.0):
+def smooth_l1_loss(input: Tensor, target: Tensor, size_average: bool | None = None,
+                   reduce: bool | None = None, reduction: str = "mean",
+                   beta: float = 1.0) -> Tensor:
     """``0.5 d^2 / beta`` where ``|d| < beta``, else ``|d| - beta / 2``."""
     reduction = legacy_reduction(size_average, reduce, reduction)
     target = _as_tensor(target, input)
@@ -193,7 +202,8 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
                    reduction)
 
 
-def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
+def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean",
+               delta: float = 1.0, weight: Tensor | None = None) -> Tensor:
     """``0.5 d^2`` where ``|d| < delta``, else ``delta (|d| - delta / 2)``."""
     target = _as_tensor(target, input)
     _warn_shapes(input, target)
@@ -207,8 +217,10 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     return _reduce(loss, legacy_reduction(None, None, reduction))
 
 
-def poisson_nll_loss(input, target, log_input=True, full=False, size_average=None,
-                     eps=1e-8, reduce=None, reduction="mean"):
+def poisson_nll_loss(input: Tensor, target: Tensor, log_input: Any = True,
+                     full: bool = False, size_average: bool | None = None,
+                     eps: float = 1e-8, reduce: bool | None = None,
+                     reduction: str = "mean") -> Tensor:
     """``exp(x) - y x`` (``log_input``) or ``x - y log(x + eps)``; ``full`` adds
     Stirling's ``y log y - y + log(2 pi y) / 2`` where ``y > 1``."""
     reduction = legacy_reduction(size_average, reduce, reduction)
@@ -225,7 +237,8 @@ def poisson_nll_loss(input, target, log_input=True, full=False, size_average=Non
     return _reduce(loss, reduction)
 
 
-def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"):
+def gaussian_nll_loss(input: Tensor, target: Tensor, var: Tensor, full: bool = False,
+                      eps: float = 1e-6, reduction: str = "mean") -> Tensor:
     """``(log(max(var, eps)) + (input - target)^2 / max(var, eps)) / 2`` (+
     log(2 pi) / 2 with ``full``); the clamp passes var's gradient through,
     as torch's (it clamps a copy under no_grad)."""
@@ -292,8 +305,9 @@ class _BCE(Function):
         return gx, gy, None
 
 
-def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None,
-                         reduction="mean"):
+def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
+                         size_average: bool | None = None, reduce: bool | None = None,
+                         reduction: str = "mean") -> Tensor:
     """Binary cross-entropy of probabilities in [0, 1] (logs clamped at -100,
     as torch).  Prefer ``binary_cross_entropy_with_logits`` on logits."""
     reduction = legacy_reduction(size_average, reduce, reduction)
@@ -312,8 +326,9 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
     return _reduce(_BCE.apply(input, target, weight), reduction)
 
 
-def kl_div(input, target, size_average=None, reduce=None, reduction="mean",
-           log_target=False):
+def kl_div(input: Tensor, target: Tensor, size_average: bool | None = None,
+           reduce: bool | None = None, reduction: str = "mean",
+           log_target: bool = False) -> Tensor:
     """``target (log target - input)`` pointwise (``exp(t) (t - input)`` with
     ``log_target``); ``batchmean`` divides the sum by the batch size."""
     reduction = legacy_reduction(size_average, reduce, reduction)
@@ -335,7 +350,8 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean",
     return _reduce(loss, reduction)
 
 
-def gumbel_softmax(logits, tau=1, hard=False, eps=1e-10, dim=-1):
+def gumbel_softmax(logits: Any, tau: Any = 1, hard: Any = False, eps: float = 1e-10,
+                   dim: int = -1) -> Tensor:
     """``softmax((logits + g) / tau)`` with Gumbel(0, 1) noise g from cygrad's
     generator; ``hard``: the one-hot argmax in the forward, the soft sample's
     gradient (straight-through)."""
@@ -365,16 +381,18 @@ def _same_dims(name, **ts):
                            f"got sizes: {sizes} ")
 
 
-def margin_ranking_loss(input1, input2, target, margin=0, size_average=None,
-                        reduce=None, reduction="mean"):
+def margin_ranking_loss(input1: Tensor, input2: Tensor, target: Tensor,
+                        margin: float = 0, size_average: bool | None = None,
+                        reduce: bool | None = None, reduction: str = "mean") -> Tensor:
     """``max(0, -target (input1 - input2) + margin)``."""
     reduction = legacy_reduction(size_average, reduce, reduction)
     _same_dims("margin_ranking_loss", input1=input1, input2=input2, target=target)
     return _reduce(ops.clamp(-target * (input1 - input2) + margin, min=0.0), reduction)
 
 
-def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=None,
-                         reduction="mean"):
+def hinge_embedding_loss(input: Tensor, target: Tensor, margin: float = 1.0,
+                         size_average: bool | None = None, reduce: bool | None = None,
+                         reduction: str = "mean") -> Tensor:
     """``input`` where target is 1, ``max(0, margin - input)`` where it is -1."""
     reduction = legacy_reduction(size_average, reduce, reduction)
     target = _as_tensor(target, input)
@@ -383,15 +401,19 @@ def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=No
     return _reduce(margin_part + self_part, reduction)
 
 
-def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+def soft_margin_loss(input: Tensor, target: Tensor, size_average: bool | None = None,
+                     reduce: bool | None = None, reduction: str = "mean") -> Tensor:
     """``log(1 + exp(-target input))``."""
     reduction = legacy_reduction(size_average, reduce, reduction)
     target = _as_tensor(target, input)
     return _reduce(-ops.logsigmoid(target * input), reduction)
 
 
-def multilabel_soft_margin_loss(input, target, weight=None, size_average=None,
-                                reduce=None, reduction="mean"):
+def multilabel_soft_margin_loss(input: Tensor, target: Tensor,
+                                weight: Tensor | None = None,
+                                size_average: bool | None = None,
+                                reduce: bool | None = None,
+                                reduction: str = "mean") -> Tensor:
     """``-mean_c(y log sigmoid(x) + (1 - y) log sigmoid(-x))`` per sample."""
     reduction = legacy_reduction(size_average, reduce, reduction)
     target = _as_tensor(target, input)
@@ -403,8 +425,9 @@ def multilabel_soft_margin_loss(input, target, weight=None, size_average=None,
     return _reduce(loss, reduction)
 
 
-def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=None,
-                      reduce=None, reduction="mean"):
+def multi_margin_loss(input: Tensor, target: Tensor, p: float = 1, margin: float = 1.0,
+                      weight: Tensor | None = None, size_average: bool | None = None,
+                      reduce: bool | None = None, reduction: str = "mean") -> Tensor:
     """``sum_{j != y} max(0, margin - x[y] + x[j])^p / C`` per sample, times
     ``weight[y]``."""
     reduction = legacy_reduction(size_average, reduce, reduction)
@@ -432,8 +455,10 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
     return _reduce(loss, reduction)
 
 
-def cosine_embedding_loss(input1, input2, target, margin=0, size_average=None,
-                          reduce=None, reduction="mean"):
+def cosine_embedding_loss(input1: Tensor, input2: Tensor, target: Tensor,
+                          margin: float = 0, size_average: bool | None = None,
+                          reduce: bool | None = None,
+                          reduction: str = "mean") -> Tensor:
     """``1 - cos`` where target is 1, ``max(0, cos - margin)`` where -1; cos
     with torch's 1e-12 under each squared norm."""
     reduction = legacy_reduction(size_average, reduce, reduction)
@@ -448,9 +473,10 @@ def cosine_embedding_loss(input1, input2, target, margin=0, size_average=None,
     return _reduce(pos + neg, reduction)
 
 
-def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6,
-                        swap=False, size_average=None, reduce=None,
-                        reduction="mean"):
+def triplet_margin_loss(anchor: Tensor, positive: Tensor, negative: Tensor,
+                        margin: float = 1.0, p: float = 2, eps: float = 1e-6,
+                        swap: bool = False, size_average: bool | None = None,
+                        reduce: bool | None = None, reduction: str = "mean") -> Tensor:
     """``max(d(a, p) - d(a, n) + margin, 0)``, d the ``pairwise_distance``;
     ``swap`` uses ``min(d(a, n), d(p, n))``."""
     reduction = legacy_reduction(size_average, reduce, reduction)
@@ -470,8 +496,10 @@ def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6,
     return _reduce(ops.clamp(d_ap - d_an + margin, min=0.0), reduction)
 
 
-def multilabel_margin_loss(input, target, size_average=None, reduce=None,
-                           reduction="mean"):
+def multilabel_margin_loss(input: Tensor, target: Tensor,
+                           size_average: bool | None = None,
+                           reduce: bool | None = None,
+                           reduction: str = "mean") -> Tensor:
     """``sum_{k, i} max(0, 1 - (x[y_k] - x[i])) / C`` per sample, over the
     target classes ``y_k`` (read up to the first -1) and the classes ``i``
     not among them; hinge'(0) = 0 (torch's strict ``> 0``)."""
@@ -513,9 +541,11 @@ _TYPE_NAMES = {np.dtype(np.float32): "Float", np.dtype(np.float64): "Double",
                np.dtype(bool): "Bool", np.dtype(np.float16): "Half"}
 
 
-def triplet_margin_with_distance_loss(anchor, positive, negative, *,
-                                      distance_function=None, margin=1.0,
-                                      swap=False, reduction="mean"):
+def triplet_margin_with_distance_loss(anchor: Tensor, positive: Tensor,
+                                      negative: Tensor, *,
+                                      distance_function: Any = None,
+                                      margin: float = 1.0, swap: bool = False,
+                                      reduction: str = "mean") -> Tensor:
     """``max(d(a, p) - d(a, n) + margin, 0)`` for any distance ``d`` (default
     ``pairwise_distance``); ``swap`` uses ``min(d(a, n), d(p, n))``."""
     if reduction not in _REDUCTIONS:

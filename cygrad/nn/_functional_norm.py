@@ -12,7 +12,10 @@ outside autograd, with the unbiased batch variance, as torch:
 ``running = (1 - momentum) * running + momentum * batch``.
 """
 
+from __future__ import annotations
+
 import math
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -22,6 +25,9 @@ from cygrad.autograd.grad_mode import is_grad_enabled
 from cygrad.creation import from_numpy
 
 from ._functional_conv import _check_real, _size_str
+
+if TYPE_CHECKING:
+    from cygrad._tensor import Tensor
 
 __all__ = ["batch_norm", "group_norm", "layer_norm", "rms_norm"]
 
@@ -136,8 +142,10 @@ def _bn_backward_graph(ctx, x, w, grad):
     return gx, gw, gb, None, None, None, None
 
 
-def batch_norm(input, running_mean, running_var, weight=None, bias=None,
-               training=False, momentum=0.1, eps=1e-5):
+def batch_norm(input: Tensor, running_mean: Tensor, running_var: Tensor,
+               weight: Tensor | None = None, bias: Tensor | None = None,
+               training: bool = False, momentum: float | None = 0.1,
+               eps: float = 1e-5) -> Tensor:
     """Normalise each channel (dim 1) of (N, C, *) input.
 
     Training: by the batch mean and biased variance; ``running_mean`` and
@@ -313,7 +321,8 @@ def _check_trailing(input, shape, weight, bias, star):
             )
 
 
-def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
+def layer_norm(input: Tensor, normalized_shape: Any, weight: Tensor | None = None,
+               bias: Tensor | None = None, eps: float = 1e-5) -> Tensor:
     """Normalise over the trailing ``normalized_shape`` dimensions:
     ``(x - mean) / sqrt(var + eps) * weight + bias`` (biased variance)."""
     shape = _normalized(normalized_shape)
@@ -325,7 +334,8 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     return _RowNorm.apply(input, weight, bias, geom)
 
 
-def rms_norm(input, normalized_shape, weight=None, eps=None):
+def rms_norm(input: Tensor, normalized_shape: Any, weight: Tensor | None = None,
+             eps: float | None = None) -> Tensor:
     """``x / sqrt(mean(x^2) + eps) * weight`` over the trailing dimensions;
     ``eps=None`` is the dtype's machine epsilon (as torch)."""
     shape = _normalized(normalized_shape)
@@ -339,7 +349,8 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
     return _RowNorm.apply(input, weight, None, geom)
 
 
-def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
+def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None,
+               bias: Tensor | None = None, eps: float = 1e-5) -> Tensor:
     """Normalise (N, C, *) input over groups of ``C / num_groups`` channels
     (and all spatial positions), then a per-channel affine."""
     if input.ndim < 2:

@@ -17,7 +17,10 @@ kernel of ``_kernels/interp.pyx``, whose adjoint is its gradient (so it
 differentiates to any order).
 """
 
+from __future__ import annotations
+
 import math
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -28,6 +31,9 @@ from cygrad.autograd.grad_mode import is_grad_enabled
 from cygrad.creation import from_numpy
 
 from ._functional_conv import _check_real, _Pad, _size_str, _tuple
+
+if TYPE_CHECKING:
+    from cygrad._tensor import Tensor
 
 __all__ = [
     "adaptive_avg_pool1d",
@@ -215,8 +221,11 @@ def _run_max(input, nd, fixed, windows, outs, return_indices):
     return y
 
 
-def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1,
-               ceil_mode=False, return_indices=False):
+def max_pool2d(input: Tensor, kernel_size: int | tuple[int, ...],
+               stride: int | tuple[int, ...] | None = None,
+               padding: int | tuple[int, ...] | str = 0,
+               dilation: int | tuple[int, ...] = 1, ceil_mode: bool = False,
+               return_indices: bool = False) -> Any:
     """2-d max pooling of (N, C, H, W) or (C, H, W) input.
 
     Windows ``kernel_size`` (dilated by ``dilation``) every ``stride`` (default:
@@ -229,8 +238,11 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1,
                      return_indices, "max_pool2d")
 
 
-def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1,
-               ceil_mode=False, return_indices=False):
+def max_pool1d(input: Tensor, kernel_size: int | tuple[int, ...],
+               stride: int | tuple[int, ...] | None = None,
+               padding: int | tuple[int, ...] | str = 0,
+               dilation: int | tuple[int, ...] = 1, ceil_mode: bool = False,
+               return_indices: bool = False) -> Any:
     """1-d max pooling of (N, C, L) or (C, L) input (see ``max_pool2d``)."""
     return _max_pool(input, 1, kernel_size, stride, padding, dilation, ceil_mode,
                      return_indices, "max_pool1d")
@@ -339,16 +351,20 @@ def _avg_pool(input, nd, kernel_size, stride, padding, ceil_mode, count_include_
     return _AvgPool.apply(input, win, y_shape)
 
 
-def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
-               count_include_pad=True, divisor_override=None):
+def avg_pool2d(input: Tensor, kernel_size: int | tuple[int, ...],
+               stride: int | tuple[int, ...] | None = None,
+               padding: int | tuple[int, ...] | str = 0, ceil_mode: bool = False,
+               count_include_pad: bool = True, divisor_override: Any = None) -> Tensor:
     """2-d average pooling; the divisor counts the zero padding when
     ``count_include_pad`` (torch's default), or is ``divisor_override``."""
     return _avg_pool(input, 2, kernel_size, stride, padding, ceil_mode,
                      count_include_pad, divisor_override, "avg_pool2d")
 
 
-def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
-               count_include_pad=True):
+def avg_pool1d(input: Tensor, kernel_size: int | tuple[int, ...],
+               stride: int | tuple[int, ...] | None = None,
+               padding: int | tuple[int, ...] | str = 0, ceil_mode: bool = False,
+               count_include_pad: bool = True) -> Tensor:
     """1-d average pooling of (N, C, L) or (C, L) input."""
     return _avg_pool(input, 1, kernel_size, stride, padding, ceil_mode,
                      count_include_pad, None, "avg_pool1d")
@@ -404,13 +420,13 @@ def _adaptive_avg(input, nd, output_size, name):
     return _AvgPool.apply(input, win, y_shape)
 
 
-def adaptive_avg_pool2d(input, output_size):
+def adaptive_avg_pool2d(input: Tensor, output_size: int | tuple[int, ...]) -> Tensor:
     """Average over ``output_size`` windows spanning floor(i*H/OH) to
     ceil((i+1)*H/OH) (an entry None keeps that input size)."""
     return _adaptive_avg(input, 2, output_size, "adaptive_avg_pool2d")
 
 
-def adaptive_avg_pool1d(input, output_size):
+def adaptive_avg_pool1d(input: Tensor, output_size: int | tuple[int, ...]) -> Tensor:
     """1-d adaptive average pooling of (N, C, L) or (C, L) input."""
     return _adaptive_avg(input, 1, output_size, "adaptive_avg_pool1d")
 
@@ -423,12 +439,14 @@ def _adaptive_max(input, nd, output_size, return_indices, name):
     return _run_max(input, nd, None, windows, outs, return_indices)
 
 
-def adaptive_max_pool2d(input, output_size, return_indices=False):
+def adaptive_max_pool2d(input: Tensor, output_size: int | tuple[int, ...],
+                        return_indices: bool = False) -> Any:
     """Max over the adaptive windows of ``adaptive_avg_pool2d``."""
     return _adaptive_max(input, 2, output_size, return_indices, "adaptive_max_pool2d")
 
 
-def adaptive_max_pool1d(input, output_size, return_indices=False):
+def adaptive_max_pool1d(input: Tensor, output_size: int | tuple[int, ...],
+                        return_indices: bool = False) -> Any:
     """1-d adaptive max pooling."""
     return _adaptive_max(input, 1, output_size, return_indices, "adaptive_max_pool1d")
 
@@ -479,8 +497,10 @@ def _linear_axis(size, out, scale, align_corners):
     return i0, i1, lam
 
 
-def interpolate(input, size=None, scale_factor=None, mode="nearest",
-                align_corners=None, recompute_scale_factor=None, antialias=False):
+def interpolate(input: Tensor, size: Any = None, scale_factor: Any = None,
+                mode: str = "nearest", align_corners: bool | None = None,
+                recompute_scale_factor: bool | None = None,
+                antialias: bool = False) -> Tensor:
     """Resize the spatial dimensions of (N, C, L) or (N, C, H, W) input.
 
     Modes 'nearest' (source ``floor(o * in / out)``), 'nearest-exact'

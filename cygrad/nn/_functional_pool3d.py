@@ -19,6 +19,10 @@ counts are).
 gather at the indices (``_IdxGather``).
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 import math
 
 import numpy as np
@@ -34,6 +38,9 @@ from ._functional_pool import (
     _INTP, _AvgPool, _IdxGather, _MaxPool, _adaptive_sizes, _adaptive_windows,
     _avg_windows, _check_pool_input, _gather_arr, _pool_geometry,
 )
+
+if TYPE_CHECKING:
+    from cygrad._tensor import Tensor
 
 __all__ = [
     "adaptive_avg_pool3d", "adaptive_max_pool3d", "adaptive_max_pool3d_with_indices",
@@ -81,8 +88,11 @@ def _run_max3(input, outs, fixed=None, windows=None, return_indices=False):
     return y
 
 
-def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1,
-               ceil_mode=False, return_indices=False):
+def max_pool3d(input: Tensor, kernel_size: int | tuple[int, ...],
+               stride: int | tuple[int, ...] | None = None,
+               padding: int | tuple[int, ...] | str = 0,
+               dilation: int | tuple[int, ...] = 1, ceil_mode: bool = False,
+               return_indices: bool = False) -> Any:
     """3-d max pooling of (N, C, D, H, W) or (C, D, H, W) input (see
     ``max_pool2d``); indices are flat ``d * H * W + h * W + w``."""
     if input.ndim in (4, 5) and 0 in tuple(input.shape[-4:]):
@@ -99,8 +109,12 @@ def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1,
                      return_indices=return_indices)
 
 
-def max_pool3d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1,
-                            ceil_mode=False, return_indices=True):
+def max_pool3d_with_indices(input: Tensor, kernel_size: int | tuple[int, ...],
+                            stride: int | tuple[int, ...] | None = None,
+                            padding: int | tuple[int, ...] | str = 0,
+                            dilation: int | tuple[int, ...] = 1,
+                            ceil_mode: bool = False,
+                            return_indices: bool = True) -> Any:
     """``max_pool3d`` returning ``(output, indices)``."""
     return max_pool3d(input, kernel_size, stride, padding, dilation, ceil_mode,
                       return_indices=True)
@@ -113,7 +127,8 @@ def _adaptive_sizes3(input, output_size, name):
     return _adaptive_sizes(input, 3, output_size, name)
 
 
-def adaptive_max_pool3d(input, output_size, return_indices=False):
+def adaptive_max_pool3d(input: Tensor, output_size: int | tuple[int, ...],
+                        return_indices: bool = False) -> Any:
     """Max over adaptive windows (floor(i*D/OD) to ceil((i+1)*D/OD) per axis)."""
     spatial, outs = _adaptive_sizes3(input, output_size, "adaptive_max_pool3d")
     windows = []
@@ -123,7 +138,8 @@ def adaptive_max_pool3d(input, output_size, return_indices=False):
     return _run_max3(input, outs, windows=windows, return_indices=return_indices)
 
 
-def adaptive_max_pool3d_with_indices(input, output_size, return_indices=True):
+def adaptive_max_pool3d_with_indices(input: Tensor, output_size: int | tuple[int, ...],
+                                     return_indices: bool = True) -> Any:
     """``adaptive_max_pool3d`` returning ``(output, indices)``."""
     return adaptive_max_pool3d(input, output_size, return_indices=True)
 
@@ -157,8 +173,10 @@ def _inv(counts):
     return s
 
 
-def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
-               count_include_pad=True, divisor_override=None):
+def avg_pool3d(input: Tensor, kernel_size: int | tuple[int, ...],
+               stride: int | tuple[int, ...] | None = None,
+               padding: int | tuple[int, ...] | str = 0, ceil_mode: bool = False,
+               count_include_pad: bool = True, divisor_override: Any = None) -> Tensor:
     """3-d average pooling (see ``avg_pool2d``); the divisor is the window's
     volume (with the padding when ``count_include_pad``) or
     ``divisor_override``."""
@@ -186,7 +204,7 @@ def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
                      (wins[0][0], wins[0][1]), hw_scale, d_scale)
 
 
-def adaptive_avg_pool3d(input, output_size):
+def adaptive_avg_pool3d(input: Tensor, output_size: int | tuple[int, ...]) -> Tensor:
     """Average to ``output_size`` (an int or 3 entries, None keeping that size)
     over the adaptive windows of ``adaptive_max_pool3d``."""
     spatial, outs = _adaptive_sizes3(input, output_size, "adaptive_avg_pool3d")
@@ -196,7 +214,9 @@ def adaptive_avg_pool3d(input, output_size):
     return _run_avg3(input, outs, (wins[1], wins[2]), wins[0], hw_scale, d_scale)
 
 
-def lp_pool3d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+def lp_pool3d(input: Tensor, norm_type: float, kernel_size: int | tuple[int, ...],
+              stride: int | tuple[int, ...] | None = None,
+              ceil_mode: bool = False) -> Tensor:
     """``(sum over the window of x ** p) ** (1 / p)`` on (N, C, D, H, W) input."""
     kd, kh, kw = _tuple(kernel_size, 3, "kernel_size")
     out = avg_pool3d(input.pow(norm_type), kernel_size, stride, 0, ceil_mode)
@@ -293,20 +313,26 @@ def _max_unpool(input, indices, nd, kernel_size, stride, padding, output_size):
     return _MaxUnpool.apply(input, idx, lead + outs, size)
 
 
-def max_unpool1d(input, indices, kernel_size, stride=None, padding=0,
-                 output_size=None):
+def max_unpool1d(input: Tensor, indices: Tensor, kernel_size: int | tuple[int, ...],
+                 stride: int | tuple[int, ...] | None = None,
+                 padding: int | tuple[int, ...] | str = 0,
+                 output_size: int | tuple[int, ...] | None = None) -> Tensor:
     """The inverse of ``max_pool1d``: each value at its index, zeros elsewhere;
     length ``(L - 1) * stride - 2 * padding + kernel_size`` or ``output_size``."""
     return _max_unpool(input, indices, 1, kernel_size, stride, padding, output_size)
 
 
-def max_unpool2d(input, indices, kernel_size, stride=None, padding=0,
-                 output_size=None):
+def max_unpool2d(input: Tensor, indices: Tensor, kernel_size: int | tuple[int, ...],
+                 stride: int | tuple[int, ...] | None = None,
+                 padding: int | tuple[int, ...] | str = 0,
+                 output_size: int | tuple[int, ...] | None = None) -> Tensor:
     """The inverse of ``max_pool2d`` (indices flat in each (H, W) plane)."""
     return _max_unpool(input, indices, 2, kernel_size, stride, padding, output_size)
 
 
-def max_unpool3d(input, indices, kernel_size, stride=None, padding=0,
-                 output_size=None):
+def max_unpool3d(input: Tensor, indices: Tensor, kernel_size: int | tuple[int, ...],
+                 stride: int | tuple[int, ...] | None = None,
+                 padding: int | tuple[int, ...] | str = 0,
+                 output_size: int | tuple[int, ...] | None = None) -> Tensor:
     """The inverse of ``max_pool3d`` (indices flat in each (D, H, W) volume)."""
     return _max_unpool(input, indices, 3, kernel_size, stride, padding, output_size)

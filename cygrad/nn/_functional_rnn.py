@@ -21,12 +21,19 @@ Double backward (``create_graph=True``) is not supported: the backward is
 one compiled pass and raises a RuntimeError saying so.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 
 from cygrad._kernels import rnn as _k
 from cygrad.autograd.function import Function
 from cygrad.autograd.grad_mode import is_grad_enabled
 from cygrad.creation import from_numpy, rand
+
+if TYPE_CHECKING:
+    from cygrad._tensor import Tensor
 
 __all__ = ["rnn_cell", "rnn_layer"]
 
@@ -283,7 +290,7 @@ def _pick(spec, r):
 # entry points used by the modules
 
 
-def dropout_mask(x, p, training):
+def dropout_mask(x: Tensor, p: float, training: bool) -> Tensor:
     """Inverted dropout between layers: ``x * mask / (1 - p)``.
 
     TODO(#18): becomes ``F.dropout(x, p, training)`` once it exists.
@@ -297,7 +304,8 @@ def dropout_mask(x, p, training):
     return x * from_numpy(keep._arr.astype(x._arr.dtype) * scale)
 
 
-def rnn_layer(mode, x, h0, c0, weights, hidden, proj, dirs, bias, batch_sizes):
+def rnn_layer(mode: str, x: Tensor, h0: Any, c0: Any, weights: Any, hidden: Any,
+              proj: Any, dirs: Any, bias: Tensor, batch_sizes: Any) -> Any:
     """Run one layer; ``x`` (N, I) rows time-major (see the module docstring).
 
     Returns ``(out (N, D * Hout), hn (D, B, Hout), cn (D, B, H) or None)``.
@@ -405,7 +413,8 @@ class _Cell(Function):
         return None, gx, gh, gc, gwih, gwhh, gbih, gbhh
 
 
-def rnn_cell(mode, x, h, c, w_ih, w_hh, b_ih, b_hh):
+def rnn_cell(mode: str, x: Tensor, h: Any, c: Any, w_ih: Any, w_hh: Any, b_ih: Any,
+             b_hh: Any) -> Any:
     """One cell step on a batch ``x`` (B, I), ``h`` (B, H): ``h'`` or
     ``(h', c')`` (one autograd node)."""
     return _Cell.apply(mode, x, h, c, w_ih, w_hh, b_ih, b_hh)

@@ -11,6 +11,8 @@ looked-up rows of ``weight`` in place, outside autograd, as torch's
 whose own backward gathers again, so second derivatives work.
 """
 
+from __future__ import annotations
+
 import numpy as np
 
 from cygrad import ops
@@ -140,8 +142,9 @@ def _renorm_(weight, idx, max_norm, norm_type):
             weight._bump_version()
 
 
-def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
-              scale_grad_by_freq=False, sparse=False):
+def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None,
+              max_norm: float | None = None, norm_type: float = 2.0,
+              scale_grad_by_freq: bool = False, sparse: bool = False) -> Tensor:
     """Rows of ``weight`` at the indices ``input``.
 
     Parameters
@@ -180,7 +183,7 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
     return _Embedding.apply(weight, idx, skip, bool(scale_grad_by_freq))
 
 
-def one_hot(tensor, num_classes=-1):
+def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
     """int64 tensor of shape ``tensor.shape + (num_classes,)`` with a 1 at each
     class index (``num_classes=-1``: one more than the largest index)."""
     arr = tensor._arr
@@ -246,10 +249,12 @@ def _bags(input, offsets, include_last_offset):
     return idx, bag, nbags
 
 
-def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2,
-                  scale_grad_by_freq=False, mode="mean", sparse=False,
-                  per_sample_weights=None, include_last_offset=False,
-                  padding_idx=None):
+def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None,
+                  max_norm: float | None = None, norm_type: float = 2,
+                  scale_grad_by_freq: bool = False, mode: str = "mean",
+                  sparse: bool = False, per_sample_weights: Tensor | None = None,
+                  include_last_offset: bool = False,
+                  padding_idx: int | None = None) -> Tensor:
     """Sums, means or maxima of bags of embedding rows.
 
     ``input`` is (B, N) (B bags of N indices) or 1-D with ``offsets`` (the

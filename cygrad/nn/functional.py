@@ -7,6 +7,10 @@ backward does the same when the engine runs it without building a graph
 caller asked for ``create_graph=True``, so second derivatives work.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 import math
 import warnings
 
@@ -21,6 +25,9 @@ from cygrad.ops.registry import _ns, xp_helper
 
 from . import _functional_act as _act
 from . import _functional_loss as _lossf
+
+if TYPE_CHECKING:
+    from cygrad._typing import DType
 
 __all__ = [
     "binary_cross_entropy_with_logits",
@@ -147,7 +154,7 @@ class _LinearBias(_Linear):
     _node_name = "AddmmBackward0"
 
 
-def linear(input, weight, bias=None):
+def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """``input @ weight.T + bias`` as one autograd node.
 
     Parameters
@@ -178,11 +185,11 @@ def linear(input, weight, bias=None):
 # activations (the Tensor ops, under torch's functional names)
 
 
-def tanh(input):
+def tanh(input: Tensor) -> Tensor:
     return ops.tanh(input)
 
 
-def sigmoid(input):
+def sigmoid(input: Tensor) -> Tensor:
     return ops.sigmoid(input)
 
 
@@ -197,7 +204,8 @@ def _softmax_input(input, dtype, name):
     return input
 
 
-def softmax(input, dim=None, _stacklevel=3, dtype=None):
+def softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3,
+            dtype: DType | None = None) -> Tensor:
     """``exp(x) / sum(exp(x), dim)``, computed stably.  Without ``dim``,
     torch's deprecated guess (with its warning)."""
     if dim is None:
@@ -205,7 +213,8 @@ def softmax(input, dim=None, _stacklevel=3, dtype=None):
     return ops.softmax(_softmax_input(input, dtype, "softmax"), dim)
 
 
-def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
+def log_softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3,
+                dtype: DType | None = None) -> Tensor:
     """``x - logsumexp(x, dim)``, computed stably.  Without ``dim``, torch's
     deprecated guess (with its warning)."""
     if dim is None:
@@ -292,8 +301,9 @@ def _mse_grad_tensors(x, y, g, reduction):
 xp_helper("mse_grad", _mse_grad_arrays, _mse_grad_tensors)
 
 
-def mse_loss(input, target, size_average=None, reduce=None, reduction="mean",
-             weight=None):
+def mse_loss(input: Tensor, target: Tensor, size_average: bool | None = None,
+             reduce: bool | None = None, reduction: str = "mean",
+             weight: Tensor | None = None) -> Tensor:
     """Mean squared error ``(input - target)**2`` with ``reduction``.
 
     Parameters
@@ -394,10 +404,12 @@ def _bce_logits_grad_tensors(x, y, g, reduction, need_x, need_y):
 xp_helper("bce_logits_grad", _bce_logits_grad_arrays, _bce_logits_grad_tensors)
 
 
-def binary_cross_entropy_with_logits(
-    input, target, weight=None, size_average=None, reduce=None, reduction="mean",
-    pos_weight=None
-):
+def binary_cross_entropy_with_logits(input: Tensor, target: Tensor,
+                                     weight: Tensor | None = None,
+                                     size_average: bool | None = None,
+                                     reduce: bool | None = None,
+                                     reduction: str = "mean",
+                                     pos_weight: Tensor | None = None) -> Tensor:
     """Sigmoid + binary cross-entropy in one stable step.
 
     ``l = -w [p y log(sigmoid(x)) + (1 - y) log(1 - sigmoid(x))]``, computed
@@ -553,16 +565,10 @@ def _ce_grad_tensors(input, target, weight, grad, rule):
 xp_helper("cross_entropy_grad", _ce_grad_arrays, _ce_grad_tensors)
 
 
-def cross_entropy(
-    input,
-    target,
-    weight=None,
-    size_average=None,
-    ignore_index=-100,
-    reduce=None,
-    reduction="mean",
-    label_smoothing=0.0,
-):
+def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
+                  size_average: bool | None = None, ignore_index: int = -100,
+                  reduce: bool | None = None, reduction: str = "mean",
+                  label_smoothing: float = 0.0) -> Tensor:
     """Cross-entropy between logits and class indices, as one fused kernel.
 
     ``l_i = w[t_i] * (logsumexp(x_i) - x_i[t_i])``; ``mean`` divides the sum
@@ -677,8 +683,9 @@ def _smoothed(input, target, weight, ignore_index, reduction, eps, nll):
     return nll * (1.0 - eps) + smooth.sum() * (eps / c / denom if denom else math.nan)
 
 
-def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100,
-             reduce=None, reduction="mean"):
+def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,
+             size_average: bool | None = None, ignore_index: int = -100,
+             reduce: bool | None = None, reduction: str = "mean") -> Tensor:
     """Negative log-likelihood of log-probabilities: ``-w[t] * input[t]``.
 
     Composed of Tensor ops (not fused); prefer ``cross_entropy`` on logits.

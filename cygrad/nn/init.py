@@ -6,12 +6,19 @@ draws come from cygrad's own generator, so ``cygrad.manual_seed`` makes them
 reproducible; they are not the numbers torch would draw for the same seed.
 """
 
+from __future__ import annotations
+
 import math
 import warnings
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from cygrad.creation import _rng, rand, randn
+
+if TYPE_CHECKING:
+    from cygrad._tensor import Tensor
+    from cygrad.creation import Generator
 
 __all__ = [
     "calculate_gain",
@@ -42,7 +49,7 @@ def _write(tensor, values):
     return tensor
 
 
-def calculate_gain(nonlinearity, param=None):
+def calculate_gain(nonlinearity: str, param: float | None = None) -> float:
     """The recommended gain for ``nonlinearity`` (torch's table).
 
     ``linear``, the conv variants and ``sigmoid``: 1; ``tanh``: 5/3;
@@ -106,45 +113,46 @@ def _randn(tensor):
     return randn(*tensor.shape, dtype=tensor.dtype)._arr
 
 
-def constant_(tensor, val):
+def constant_(tensor: Tensor, val: float) -> Tensor:
     """Fill ``tensor`` with ``val``."""
     return _write(tensor, val)
 
 
-def zeros_(tensor):
+def zeros_(tensor: Tensor) -> Tensor:
     """Fill ``tensor`` with 0."""
     return _write(tensor, 0)
 
 
-def ones_(tensor):
+def ones_(tensor: Tensor) -> Tensor:
     """Fill ``tensor`` with 1."""
     return _write(tensor, 1)
 
 
-def uniform_(tensor, a=0.0, b=1.0):
+def uniform_(tensor: Tensor, a: float = 0.0, b: float = 1.0) -> Tensor:
     """Fill ``tensor`` with draws from U(a, b)."""
     return _write(tensor, a + (b - a) * _rand(tensor))
 
 
-def normal_(tensor, mean=0.0, std=1.0):
+def normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0) -> Tensor:
     """Fill ``tensor`` with draws from N(mean, std**2)."""
     return _write(tensor, mean + std * _randn(tensor))
 
 
-def xavier_uniform_(tensor, gain=1.0):
+def xavier_uniform_(tensor: Tensor, gain: float = 1.0) -> Tensor:
     """U(-a, a) with ``a = gain * sqrt(6 / (fan_in + fan_out))`` (Glorot)."""
     fan_in, fan_out = _fans(tensor)
     a = gain * math.sqrt(6.0 / float(fan_in + fan_out))
     return uniform_(tensor, -a, a)
 
 
-def xavier_normal_(tensor, gain=1.0):
+def xavier_normal_(tensor: Tensor, gain: float = 1.0) -> Tensor:
     """N(0, std**2) with ``std = gain * sqrt(2 / (fan_in + fan_out))``."""
     fan_in, fan_out = _fans(tensor)
     return normal_(tensor, 0.0, gain * math.sqrt(2.0 / float(fan_in + fan_out)))
 
 
-def kaiming_uniform_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu"):
+def kaiming_uniform_(tensor: Tensor, a: float = 0, mode: str = "fan_in",
+                     nonlinearity: str = "leaky_relu") -> Tensor:
     """U(-bound, bound), ``bound = gain * sqrt(3 / fan)`` (He).
 
     ``gain = calculate_gain(nonlinearity, a)``; ``fan`` is fan_in or fan_out
@@ -157,7 +165,8 @@ def kaiming_uniform_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu"):
     return uniform_(tensor, -bound, bound)
 
 
-def kaiming_normal_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu"):
+def kaiming_normal_(tensor: Tensor, a: float = 0, mode: str = "fan_in",
+                    nonlinearity: str = "leaky_relu") -> Tensor:
     """N(0, std**2), ``std = gain / sqrt(fan)`` (He)."""
     if 0 in tuple(tensor.shape):
         return tensor
@@ -181,7 +190,8 @@ def _floating(tensor):
             f"nn.init: expected a floating point tensor, got {tensor._arr.dtype}")
 
 
-def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
+def trunc_normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float = -2.0,
+                  b: float = 2.0, generator: Generator | None = None) -> Tensor:
     """N(mean, std**2) restricted to [a, b] (a and b are values, not numbers
     of std): draws outside are drawn again, so the law is exact."""
     _floating(tensor)
@@ -204,7 +214,8 @@ def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
     return _write(tensor, out.reshape(tensor._arr.shape))
 
 
-def orthogonal_(tensor, gain=1, generator=None):
+def orthogonal_(tensor: Tensor, gain: float = 1,
+                generator: Generator | None = None) -> Tensor:
     """A (semi-)orthogonal matrix (Saxe et al.) times ``gain``: the Q of the
     QR of a normal draw, its columns' signs fixed by R's diagonal; dims
     after the first are flattened."""
@@ -227,7 +238,8 @@ def orthogonal_(tensor, gain=1, generator=None):
     return _write(tensor, (gain * q).reshape(tensor._arr.shape))
 
 
-def sparse_(tensor, sparsity, std=0.01, generator=None):
+def sparse_(tensor: Tensor, sparsity: float, std: float = 0.01,
+            generator: Generator | None = None) -> Tensor:
     """2-D: N(0, std**2) entries, with ``ceil(sparsity * rows)`` of each
     column's entries set to zero at random rows (Martens 2010)."""
     _floating(tensor)
@@ -242,7 +254,7 @@ def sparse_(tensor, sparsity, std=0.01, generator=None):
     return _write(tensor, vals)
 
 
-def eye_(tensor):
+def eye_(tensor: Tensor) -> Tensor:
     """The 2-D identity (ones on the main diagonal of a possibly
     rectangular matrix)."""
     if tensor.ndim != 2:
@@ -250,7 +262,7 @@ def eye_(tensor):
     return _write(tensor, np.eye(*tensor.shape))
 
 
-def dirac_(tensor, groups=1):
+def dirac_(tensor: Tensor, groups: int = 1) -> Tensor:
     """A 3-, 4- or 5-D convolution weight that keeps its input: a 1 at the
     kernel's centre for channel d of each group's output d."""
     nd = tensor.ndim

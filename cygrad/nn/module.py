@@ -6,9 +6,12 @@ and kept in insertion order; every traversal (``parameters()``,
 models enumerate their parameters identically.
 """
 
+from __future__ import annotations
+
 import collections
 import collections.abc
 import itertools
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -22,6 +25,13 @@ from cygrad.utils.hooks import RemovableHandle
 from . import _hooks
 from ._buffer import Buffer
 from .parameter import Parameter
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator, Mapping
+
+    from typing_extensions import Self
+
+    from cygrad._typing import Device, Hook
 
 __all__ = ["Module"]
 
@@ -47,7 +57,7 @@ class Module:
 
     training: bool
 
-    def __init__(self):
+    def __init__(self) -> None:
         object.__setattr__(self, "training", True)
         object.__setattr__(self, "_parameters", {})
         object.__setattr__(self, "_buffers", {})
@@ -55,14 +65,14 @@ class Module:
         object.__setattr__(self, "_modules", {})
         self._init_hooks()
 
-    def _init_hooks(self):
+    def _init_hooks(self) -> None:
         for table in _HOOK_TABLES:
             object.__setattr__(self, table, collections.OrderedDict())
         object.__setattr__(self, "_hooked", False)
 
     # -- registration -----------------------------------------------------
 
-    def __setattr__(self, name, value):
+    def __setattr__(self, name: str, value: Any) -> None:
         params = self.__dict__.get("_parameters")
         if isinstance(value, Parameter):
             if params is None:
@@ -119,7 +129,7 @@ class Module:
         if keep != "_buffers":
             self._non_persistent.discard(name)
 
-    def __getattr__(self, name):
+    def __getattr__(self, name: str) -> Any:
         # only called when normal lookup fails
         d = self.__dict__
         for table in ("_parameters", "_buffers", "_modules"):
@@ -129,7 +139,7 @@ class Module:
             f"'{type(self).__name__}' object has no attribute '{name}'"
         )
 
-    def __delattr__(self, name):
+    def __delattr__(self, name: str) -> None:
         for table in ("_parameters", "_buffers", "_modules"):
             if name in self.__dict__.get(table, ()):
                 del self.__dict__[table][name]
@@ -137,7 +147,7 @@ class Module:
                 return
         object.__delattr__(self, name)
 
-    def __dir__(self):
+    def __dir__(self) -> list[str]:
         extra = itertools.chain(self._parameters, self._buffers, self._modules)
         return sorted(set(super().__dir__()) | set(extra))
 
@@ -151,7 +161,7 @@ class Module:
         if hasattr(self, name) and name not in getattr(self, f"_{kind}s", ()):
             raise KeyError(f"attribute '{name}' already exists")
 
-    def register_parameter(self, name, param):
+    def register_parameter(self, name: str, param: Parameter | None) -> None:
         """Add ``param`` (a ``Parameter`` or None) under ``name``."""
         self._check_name(name, "parameter")
         if param is not None and not isinstance(param, Parameter):
@@ -162,7 +172,8 @@ class Module:
         self._forget(name, keep="_parameters")
         self._parameters[name] = param
 
-    def register_buffer(self, name, tensor, persistent=True):
+    def register_buffer(self, name: str, tensor: Tensor | None,
+                        persistent: bool = True) -> None:
         """Add a non-parameter tensor (saved in ``state_dict`` if persistent)."""
         self._check_name(name, "buffer")
         if tensor is not None and not isinstance(tensor, Tensor):
@@ -177,7 +188,7 @@ class Module:
         else:
             self._non_persistent.add(name)
 
-    def add_module(self, name, module):
+    def add_module(self, name: str, module: Module | None) -> None:
         """Add a child module under ``name``."""
         if module is not None and not isinstance(module, Module):
             raise TypeError(f"{type(module).__name__} is not a Module subclass")
@@ -189,7 +200,8 @@ class Module:
 
     # -- traversal --------------------------------------------------------
 
-    def named_modules(self, memo=None, prefix="", remove_duplicate=True):
+    def named_modules(self, memo: set[Module] | None = None, prefix: str = "",
+                      remove_duplicate: bool = True) -> Iterator[tuple[str, Module]]:
         """Yield ``(dotted_name, module)`` for this module and every descendant."""
         memo = set() if memo is None else memo
         stack = [(prefix, self)]
@@ -207,22 +219,22 @@ class Module:
             ]
             stack.extend(reversed(children))
 
-    def modules(self):
+    def modules(self) -> Iterator[Module]:
         for _, m in self.named_modules():
             yield m
 
-    def named_children(self):
+    def named_children(self) -> Iterator[tuple[str, Module]]:
         seen = set()
         for name, m in self._modules.items():
             if m is not None and id(m) not in seen:
                 seen.add(id(m))
                 yield name, m
 
-    def children(self):
+    def children(self) -> Iterator[Module]:
         for _, m in self.named_children():
             yield m
 
-    def get_submodule(self, target):
+    def get_submodule(self, target: str) -> Module:
         """The submodule at dotted path ``target`` (``""``: self)."""
         if target == "":
             return self
@@ -244,11 +256,11 @@ class Module:
             raise AttributeError(f"`{name}` is not {kind}")
         return getattr(mod, name)
 
-    def get_parameter(self, target):
+    def get_parameter(self, target: str) -> Parameter:
         """The parameter at dotted path ``target`` (``"0.weight"``)."""
         return self._get_leaf(target, "_parameters", "an nn.Parameter")
 
-    def get_buffer(self, target):
+    def get_buffer(self, target: str) -> Tensor:
         """The buffer at dotted path ``target``."""
         return self._get_leaf(target, "_buffers", "a buffer")
 
@@ -267,30 +279,33 @@ class Module:
                     seen.add(id(value))
                 yield (f"{mod_name}.{name}" if mod_name else name), value
 
-    def named_parameters(self, prefix="", recurse=True, remove_duplicate=True):
+    def named_parameters(
+        self, prefix: str = "", recurse: bool = True, remove_duplicate: bool = True
+    ) -> Iterator[tuple[str, Parameter]]:
         """Yield ``(dotted_name, parameter)``, e.g. ``("0.weight", w)``."""
         yield from self._named_members("_parameters", prefix, recurse, remove_duplicate)
 
-    def parameters(self, recurse=True):
+    def parameters(self, recurse: bool = True) -> Iterator[Parameter]:
         """Yield every parameter once, in registration order."""
         for _, p in self.named_parameters(recurse=recurse):
             yield p
 
-    def named_buffers(self, prefix="", recurse=True, remove_duplicate=True):
+    def named_buffers(self, prefix: str = "", recurse: bool = True,
+                      remove_duplicate: bool = True) -> Iterator[tuple[str, Tensor]]:
         yield from self._named_members("_buffers", prefix, recurse, remove_duplicate)
 
-    def buffers(self, recurse=True):
+    def buffers(self, recurse: bool = True) -> Iterator[Tensor]:
         for _, b in self.named_buffers(recurse=recurse):
             yield b
 
     # -- calling ----------------------------------------------------------
 
-    def forward(self, *args, **kwargs):
+    def forward(self, *args: Any, **kwargs: Any) -> Any:
         raise NotImplementedError(
             f'Module [{type(self).__name__}] is missing the required "forward" function'
         )
 
-    def __call__(self, *args, **kwargs):
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if not self.__dict__.get("_hooked"):
             return self.forward(*args, **kwargs)
         return _hooks.call_with_hooks(self, args, kwargs)
@@ -315,15 +330,17 @@ class Module:
         self._refresh_hooked()
         return handle
 
-    def register_forward_pre_hook(self, hook, *, prepend=False, with_kwargs=False):
+    def register_forward_pre_hook(self, hook: Hook, *, prepend: bool = False,
+                                  with_kwargs: bool = False) -> RemovableHandle:
         """Call ``hook(module, args)`` (``hook(module, args, kwargs)`` with
         ``with_kwargs``) before ``forward``; a non-None result replaces the
         args (a tuple, or ``(args, kwargs)``).  Returns a ``RemovableHandle``."""
         flags = ("_forward_pre_hooks_with_kwargs",) if with_kwargs else ()
         return self._add_hook("_forward_pre_hooks", hook, prepend, flags)
 
-    def register_forward_hook(self, hook, *, prepend=False, with_kwargs=False,
-                              always_call=False):
+    def register_forward_hook(self, hook: Hook, *, prepend: bool = False,
+                              with_kwargs: bool = False,
+                              always_call: bool = False) -> RemovableHandle:
         """Call ``hook(module, args, output)`` (``hook(module, args, kwargs,
         output)`` with ``with_kwargs``) after ``forward``; a non-None result
         replaces the output.  ``always_call``: also when forward raised."""
@@ -332,24 +349,26 @@ class Module:
             flags += ("_forward_hooks_always_called",)
         return self._add_hook("_forward_hooks", hook, prepend, flags)
 
-    def register_full_backward_pre_hook(self, hook, prepend=False):
+    def register_full_backward_pre_hook(self, hook: Hook,
+                                        prepend: bool = False) -> RemovableHandle:
         """Call ``hook(module, grad_output)`` when the gradients of the
         module's outputs are known; a non-None result replaces them."""
         return self._add_hook("_backward_pre_hooks", hook, prepend)
 
-    def register_full_backward_hook(self, hook, prepend=False):
+    def register_full_backward_hook(self, hook: Hook,
+                                    prepend: bool = False) -> RemovableHandle:
         """Call ``hook(module, grad_input, grad_output)`` when the gradients
         of the module's tensor inputs are computed; a non-None result (a
         tuple as long as grad_input) replaces them."""
         return self._add_hook("_backward_hooks", hook, prepend)
 
-    def register_backward_hook(self, hook):
+    def register_backward_hook(self, hook: Hook) -> RemovableHandle:
         """Deprecated in torch: the same as ``register_full_backward_hook``."""
         return self.register_full_backward_hook(hook)
 
     # -- modes and gradients ----------------------------------------------
 
-    def train(self, mode=True):
+    def train(self, mode: bool = True) -> Self:
         """Set training mode on this module and its descendants; return self."""
         if not isinstance(mode, bool):
             raise ValueError(
@@ -359,16 +378,16 @@ class Module:
             object.__setattr__(m, "training", mode)
         return self
 
-    def eval(self):
+    def eval(self) -> Self:
         """Same as ``train(False)``."""
         return self.train(False)
 
-    def requires_grad_(self, requires_grad=True):
+    def requires_grad_(self, requires_grad: bool = True) -> Self:
         for p in self.parameters():
             p.requires_grad_(requires_grad)
         return self
 
-    def zero_grad(self, set_to_none=True):
+    def zero_grad(self, set_to_none: bool = True) -> None:
         """Reset every parameter's ``.grad`` (to None by default, as torch)."""
         for p in self.parameters():
             if p.grad is None:
@@ -379,7 +398,7 @@ class Module:
                 p.grad._arr[...] = 0
                 p.grad._bump_version()
 
-    def apply(self, fn):
+    def apply(self, fn: Callable[[Module], None]) -> Self:
         """Call ``fn(m)`` on every submodule (children first) and on self."""
         for m in self.children():
             m.apply(fn)
@@ -388,7 +407,7 @@ class Module:
 
     # -- dtype ------------------------------------------------------------
 
-    def to(self, *args, **kwargs):
+    def to(self, *args: Any, **kwargs: Any) -> Self:
         """Cast every floating parameter and buffer to a floating ``dtype``
         in place: ``to(dtype)``, ``to(device)``, ``to(device, dtype)``,
         ``to(tensor)``, with torch's keywords (the device must be the CPU).
@@ -413,43 +432,43 @@ class Module:
                         t.grad = t.grad.to(dtype)
         return self
 
-    def float(self):
+    def float(self) -> Self:
         return self._cast_floats(np.float32)
 
-    def double(self):
+    def double(self) -> Self:
         return self._cast_floats(np.float64)
 
-    def half(self):
+    def half(self) -> Self:
         return self._cast_floats(np.float16)
 
-    def bfloat16(self):
+    def bfloat16(self) -> Self:
         raise _dt.bfloat16.error()
 
-    def type(self, dst_type):
+    def type(self, dst_type: Any) -> Self:
         """Cast every parameter and buffer to ``dst_type`` (a dtype or a
         legacy type name)."""
         if isinstance(dst_type, str):
             dst_type = _dt.from_type_name(dst_type)
         return self._cast_floats(_dt.to_numpy(dst_type))
 
-    def cpu(self):
+    def cpu(self) -> Self:
         return self
 
-    def compile(self, *args, **kwargs):
+    def compile(self, *args: Any, **kwargs: Any) -> None:
         """Nothing to do: cygrad's kernels are compiled already (see
         ``cygrad.compile``); the module runs as it is."""
 
-    def share_memory(self):
+    def share_memory(self) -> Self:
         """A no-op returning the module: cygrad's tensors live in the process's
         memory, and worker processes receive copies (there is no shared CPU
         storage to move them to)."""
         return self
 
-    def cuda(self, device=None):
+    def cuda(self, device: Device | None = None) -> Self:
         check_device("cuda" if device is None else device)
         return self
 
-    def to_empty(self, *, device=None, recurse=True):
+    def to_empty(self, *, device: Device | None = None, recurse: bool = True) -> Self:
         """Give every parameter and buffer fresh uninitialised storage of its
         shape and dtype (on the CPU); parameters keep their identity."""
         if device is not None:
@@ -463,7 +482,8 @@ class Module:
 
     # -- state dict -------------------------------------------------------
 
-    def state_dict(self, destination=None, prefix="", keep_vars=False):
+    def state_dict(self, destination: dict[str, Any] | None = None, prefix: str = "",
+                   keep_vars: bool = False) -> dict[str, Any]:
         """Ordered mapping of dotted names to parameters and persistent buffers.
 
         Values share storage with the module's tensors (detached unless
@@ -480,7 +500,8 @@ class Module:
                     out[dotted + name] = b if keep_vars else b.detach()
         return out
 
-    def load_state_dict(self, state_dict, strict=True, assign=False):
+    def load_state_dict(self, state_dict: Mapping[str, Any], strict: bool = True,
+                        assign: bool = False) -> Any:
         """Copy values from ``state_dict`` into this module's tensors.
 
         Parameters
@@ -551,14 +572,14 @@ class Module:
 
     # -- repr -------------------------------------------------------------
 
-    def extra_repr(self):
+    def extra_repr(self) -> str:
         """One line of the module's own settings, shown inside its repr."""
         return ""
 
-    def _get_name(self):
+    def _get_name(self) -> str:
         return type(self).__name__
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         # torch's layout: one line when the module has one line of settings
         # and no children, else one line per setting and per child
         extra = self.extra_repr()

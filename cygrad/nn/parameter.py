@@ -1,5 +1,9 @@
 """``Parameter``: a tensor that a ``Module`` registers as learnable."""
 
+from __future__ import annotations
+
+from typing import Any
+
 import numpy as np
 
 from cygrad import _copying
@@ -24,10 +28,11 @@ class Parameter(Tensor):
     appears in ``parameters()`` and ``state_dict()``.
     """
 
-    def __new__(cls, data=None, requires_grad=True):
+    def __new__(cls, data: Tensor | None = None,
+                requires_grad: bool = True) -> Parameter:
         return Tensor.__new__(cls)
 
-    def __init__(self, data=None, requires_grad=True):
+    def __init__(self, data: Tensor | None = None, requires_grad: bool = True) -> None:
         if data is None:
             self._arr = np.empty(0, np.float32)
             self._ver = _engine.Version()
@@ -41,9 +46,9 @@ class Parameter(Tensor):
         if requires_grad:
             self.requires_grad_(True)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return "Parameter containing:\n" + super().__repr__()
 
-    def __deepcopy__(self, memo):
+    def __deepcopy__(self, memo: dict[int, Any]) -> Parameter:
         # torch's Parameter copy: values and requires_grad, no .grad
         return _copying.deepcopy_tensor(self, memo, keep_grad=False, keep_attrs=False)

@@ -1,6 +1,9 @@
 """The base of every learning-rate scheduler (torch's ``LRScheduler``)."""
 
+from __future__ import annotations
+
 import warnings
+from typing import Any
 
 from .optimizer import Optimizer
 
@@ -71,7 +74,7 @@ class LRScheduler:
     _get_lr_called_within_step = False
     _is_initial = False
 
-    def __init__(self, optimizer, last_epoch=-1):
+    def __init__(self, optimizer: Optimizer, last_epoch: int = -1) -> None:
         if not isinstance(optimizer, Optimizer):
             raise TypeError(f"{type(optimizer).__name__} is not an Optimizer")
         self.optimizer = optimizer
@@ -98,7 +101,7 @@ class LRScheduler:
         finally:
             self._is_initial = False
 
-    def get_lr(self):
+    def get_lr(self) -> list[float]:
         """The rates of the current ``last_epoch`` (called by :meth:`step`)."""
         raise NotImplementedError
 
@@ -111,11 +114,11 @@ class LRScheduler:
                 stacklevel=3,
             )
 
-    def get_last_lr(self):
+    def get_last_lr(self) -> list[float]:
         """The rates the last :meth:`step` set, one per parameter group."""
         return self._last_lr
 
-    def step(self, epoch=None):
+    def step(self, epoch: int | None = None) -> None:
         """Advance one epoch (or, deprecated, jump to ``epoch``) and set the rates."""
         if self._step_count == 1:
             if "step" in self.optimizer.__dict__:
@@ -164,10 +167,10 @@ class LRScheduler:
     def _group_lrs(self):
         return group_values(self.optimizer, "lr")
 
-    def state_dict(self):
+    def state_dict(self) -> dict[str, Any]:
         """Everything but the optimizer (plain Python values)."""
         return {k: v for k, v in self.__dict__.items() if k != "optimizer"}
 
-    def load_state_dict(self, state_dict):
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         """Restore a :meth:`state_dict`."""
         self.__dict__.update(state_dict)

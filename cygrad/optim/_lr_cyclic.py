@@ -5,11 +5,17 @@ the current rate), and the first two also cycle the momentum (``momentum``,
 or ``betas[0]`` for Adam-style optimizers) in the opposite direction.
 """
 
+from __future__ import annotations
+
 import math
 import types
+from typing import TYPE_CHECKING, Any
 
 from ._lr_base import LRScheduler, group_values, per_group
 from .optimizer import Optimizer
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 __all__ = ["CosineAnnealingWarmRestarts", "CyclicLR", "OneCycleLR"]
 
@@ -57,22 +63,13 @@ class CyclicLR(LRScheduler):
         optimizer without momentum or betas.
     """
 
-    def __init__(
-        self,
-        optimizer,
-        base_lr,
-        max_lr,
-        step_size_up=2000,
-        step_size_down=None,
-        mode="triangular",
-        gamma=1.0,
-        scale_fn=None,
-        scale_mode="cycle",
-        cycle_momentum=True,
-        base_momentum=0.8,
-        max_momentum=0.9,
-        last_epoch=-1,
-    ):
+    def __init__(self, optimizer: Optimizer, base_lr: float | list[float],
+                 max_lr: float | list[float], step_size_up: int = 2000,
+                 step_size_down: int | None = None, mode: str = "triangular",
+                 gamma: float = 1.0, scale_fn: Callable[[float], float] | None = None,
+                 scale_mode: str = "cycle", cycle_momentum: bool = True,
+                 base_momentum: float | list[float] = 0.8,
+                 max_momentum: float | list[float] = 0.9, last_epoch: int = -1) -> None:
         if not isinstance(optimizer, Optimizer):
             raise TypeError(f"{type(optimizer).__name__} is not an Optimizer")
         self.optimizer = optimizer
@@ -110,7 +107,7 @@ class CyclicLR(LRScheduler):
         elif self.mode == "exp_range":
             self.scale_mode = "iterations"
 
-    def scale_fn(self, x):
+    def scale_fn(self, x: float) -> float:
         """The amplitude's scale at cycle (or step) ``x``."""
         if self._scale_fn_custom is not None:
             return self._scale_fn_custom(x)
@@ -120,7 +117,7 @@ class CyclicLR(LRScheduler):
             return 1 / (2.0 ** (x - 1))
         return self.gamma**x
 
-    def get_lr(self):
+    def get_lr(self) -> list[float]:
         self._warn_if_called_outside_step()
         cycle = math.floor(1 + self.last_epoch / self.total_size)
         x = 1.0 + self.last_epoch / self.total_size - cycle
@@ -141,7 +138,7 @@ class CyclicLR(LRScheduler):
                 _set_momentum(group, self.use_beta1, momentum)
         return lrs
 
-    def state_dict(self):
+    def state_dict(self) -> dict[str, Any]:
         """As the base; a custom ``scale_fn`` object keeps its ``__dict__``."""
         state = super().state_dict()
         fn = state.pop("_scale_fn_custom")
@@ -150,7 +147,7 @@ class CyclicLR(LRScheduler):
             state["_scale_fn_custom"] = dict(fn.__dict__)
         return state
 
-    def load_state_dict(self, state_dict):
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         state_dict = dict(state_dict)
         fn = state_dict.pop("_scale_fn_custom")
         super().load_state_dict(state_dict)
@@ -175,7 +172,8 @@ class CosineAnnealingWarmRestarts(LRScheduler):
         ``eta_min`` not a number, or a negative epoch.
     """
 
-    def __init__(self, optimizer, T_0, T_mult=1, eta_min=0.0, last_epoch=-1):
+    def __init__(self, optimizer: Optimizer, T_0: int, T_mult: int = 1,
+                 eta_min: float = 0.0, last_epoch: int = -1) -> None:
         if T_0 <= 0 or not isinstance(T_0, int):
             raise ValueError(f"Expected positive integer T_0, but got {T_0}")
         if T_mult < 1 or not isinstance(T_mult, int):
@@ -192,7 +190,7 @@ class CosineAnnealingWarmRestarts(LRScheduler):
         self.T_cur = last_epoch
         super().__init__(optimizer, last_epoch)
 
-    def get_lr(self):
+    def get_lr(self) -> list[float]:
         self._warn_if_called_outside_step()
         return [
             self.eta_min
@@ -202,7 +200,7 @@ class CosineAnnealingWarmRestarts(LRScheduler):
             for base_lr in self.base_lrs
         ]
 
-    def step(self, epoch=None):
+    def step(self, epoch: int | None = None) -> None:
         """Advance one epoch, or set the (possibly fractional) ``epoch``."""
         if epoch is None and self.last_epoch < 0:
             epoch = 0
@@ -260,23 +258,14 @@ class OneCycleLR(LRScheduler):
         ``anneal_strategy`` and momentum cycling without a momentum.
     """
 
-    def __init__(
-        self,
-        optimizer,
-        max_lr,
-        total_steps=None,
-        epochs=None,
-        steps_per_epoch=None,
-        pct_start=0.3,
-        anneal_strategy="cos",
-        cycle_momentum=True,
-        base_momentum=0.85,
-        max_momentum=0.95,
-        div_factor=25.0,
-        final_div_factor=1e4,
-        three_phase=False,
-        last_epoch=-1,
-    ):
+    def __init__(self, optimizer: Optimizer, max_lr: float | list[float],
+                 total_steps: int | None = None, epochs: int | None = None,
+                 steps_per_epoch: int | None = None, pct_start: float = 0.3,
+                 anneal_strategy: str = "cos", cycle_momentum: bool = True,
+                 base_momentum: float | list[float] = 0.85,
+                 max_momentum: float | list[float] = 0.95, div_factor: float = 25.0,
+                 final_div_factor: float = 1e4, three_phase: bool = False,
+                 last_epoch: int = -1) -> None:
         if not isinstance(optimizer, Optimizer):
             raise TypeError(f"{type(optimizer).__name__} is not an Optimizer")
         self.optimizer = optimizer
@@ -346,7 +335,7 @@ class OneCycleLR(LRScheduler):
             return end + (start - end) / 2.0 * (math.cos(math.pi * pct) + 1)
         return (end - start) * pct + start
 
-    def get_lr(self):
+    def get_lr(self) -> list[float]:
         self._warn_if_called_outside_step()
         step = self.last_epoch
         if step > self.total_steps:

@@ -1,7 +1,10 @@
 """ReduceLROnPlateau: cut the rate when a metric stops improving."""
 
+from __future__ import annotations
+
 import warnings
 from math import inf
+from typing import Any
 
 from ._lr_base import EPOCH_DEPRECATION_WARNING, LRScheduler, group_values
 from .optimizer import Optimizer
@@ -38,18 +41,10 @@ class ReduceLROnPlateau(LRScheduler):
         ``min_lr`` not one per group.
     """
 
-    def __init__(
-        self,
-        optimizer,
-        mode="min",
-        factor=0.1,
-        patience=10,
-        threshold=1e-4,
-        threshold_mode="rel",
-        cooldown=0,
-        min_lr=0,
-        eps=1e-8,
-    ):
+    def __init__(self, optimizer: Optimizer, mode: str = "min", factor: float = 0.1,
+                 patience: int = 10, threshold: float = 1e-4,
+                 threshold_mode: str = "rel", cooldown: int = 0,
+                 min_lr: float | list[float] = 0, eps: float = 1e-8) -> None:
         if factor >= 1.0:
             raise ValueError("Factor should be < 1.0.")
         self.factor = factor
@@ -80,7 +75,7 @@ class ReduceLROnPlateau(LRScheduler):
         self.cooldown_counter = 0
         self.num_bad_epochs = 0
 
-    def step(self, metrics, epoch=None):
+    def step(self, metrics: Any, epoch: int | None = None) -> None:
         """Record one epoch's ``metrics`` and cut the rates if it is time."""
         current = float(metrics)
         if epoch is None:
@@ -121,7 +116,7 @@ class ReduceLROnPlateau(LRScheduler):
                 group["lr"] = new_lr
 
     @property
-    def in_cooldown(self):
+    def in_cooldown(self) -> bool:
         return self.cooldown_counter > 0
 
     def _is_better(self, a, best):
@@ -143,6 +138,6 @@ class ReduceLROnPlateau(LRScheduler):
         self.threshold = threshold
         self.threshold_mode = threshold_mode
 
-    def load_state_dict(self, state_dict):
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         self.__dict__.update(state_dict)
         self._init_is_better(self.mode, self.threshold, self.threshold_mode)

@@ -1,5 +1,9 @@
 """Adadelta: per-element rates from running averages of g**2 and update**2."""
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from cygrad.optim._kernels import k2 as _k
 
 from .optimizer import (
@@ -10,6 +14,10 @@ from .optimizer import (
     step_state,
     zeros_state,
 )
+
+if TYPE_CHECKING:
+    from cygrad._tensor import Tensor
+    from cygrad._typing import Params
 
 __all__ = ["Adadelta"]
 
@@ -49,19 +57,10 @@ class Adadelta(Optimizer):
         ``"Invalid weight_decay value: ..."``.
     """
 
-    def __init__(
-        self,
-        params,
-        lr=1.0,
-        rho=0.9,
-        eps=1e-6,
-        weight_decay=0,
-        foreach=None,
-        *,
-        capturable=False,
-        maximize=False,
-        differentiable=False,
-    ):
+    def __init__(self, params: Params, lr: float | Tensor = 1.0, rho: float = 0.9,
+                 eps: float = 1e-6, weight_decay: float = 0,
+                 foreach: bool | None = None, *, capturable: bool = False,
+                 maximize: bool = False, differentiable: bool = False) -> None:
         check_torch_only_options(capturable, differentiable)
         defaults = {
             "lr": lr,

@@ -1,5 +1,9 @@
 """Adafactor: factored second moments for matrices, relative step sizes."""
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from cygrad.creation import from_numpy
@@ -12,6 +16,10 @@ from .optimizer import (
     step_state,
     zeros_state,
 )
+
+if TYPE_CHECKING:
+    from cygrad._tensor import Tensor
+    from cygrad._typing import Params
 
 __all__ = ["Adafactor"]
 
@@ -62,18 +70,10 @@ class Adafactor(Optimizer):
         but is: ..."``, ``"weight_decay should be >= 0 but is: ..."``.
     """
 
-    def __init__(
-        self,
-        params,
-        lr=1e-2,
-        beta2_decay=-0.8,
-        eps=(None, 1e-3),
-        d=1.0,
-        weight_decay=0.0,
-        *,
-        foreach=None,
-        maximize=False,
-    ):
+    def __init__(self, params: Params, lr: float | Tensor = 1e-2,
+                 beta2_decay: float = -0.8, eps: float = (None, 1e-3), d: float = 1.0,
+                 weight_decay: float = 0.0, *, foreach: bool | None = None,
+                 maximize: bool = False) -> None:
         defaults = {
             "lr": lr,
             "beta2_decay": beta2_decay,

@@ -1,5 +1,9 @@
 """Adagrad, with learning-rate decay."""
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 from cygrad.optim._kernels import k as _k
 
 from .optimizer import (
@@ -10,6 +14,10 @@ from .optimizer import (
     step_state,
     zeros_state,
 )
+
+if TYPE_CHECKING:
+    from cygrad._tensor import Tensor
+    from cygrad._typing import Params
 
 __all__ = ["Adagrad"]
 
@@ -52,20 +60,11 @@ class Adagrad(Optimizer):
         ``"Invalid epsilon value: ..."``.
     """
 
-    def __init__(
-        self,
-        params,
-        lr=1e-2,
-        lr_decay=0,
-        weight_decay=0,
-        initial_accumulator_value=0,
-        eps=1e-10,
-        foreach=None,
-        *,
-        maximize=False,
-        fused=None,
-        differentiable=False,
-    ):
+    def __init__(self, params: Params, lr: float | Tensor = 1e-2, lr_decay: float = 0,
+                 weight_decay: float = 0, initial_accumulator_value: float = 0,
+                 eps: float = 1e-10, foreach: bool | None = None, *,
+                 maximize: bool = False, fused: bool | None = None,
+                 differentiable: bool = False) -> None:
         check_torch_only_options(differentiable=differentiable)
         defaults = {
             "lr": lr,
@@ -80,7 +79,7 @@ class Adagrad(Optimizer):
         }
         super().__init__(params, defaults)  # add_param_group creates the state
 
-    def add_param_group(self, param_group):
+    def add_param_group(self, param_group: dict[str, Any]) -> None:
         super().add_param_group(param_group)
         self._init_state(self.param_groups[-1])
 

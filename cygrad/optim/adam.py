@@ -1,5 +1,9 @@
 """Adam, with L2 or decoupled (AdamW) weight decay and AMSGrad."""
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from cygrad.optim._kernels import k as _k
 
 from .optimizer import (
@@ -12,6 +16,10 @@ from .optimizer import (
     step_state,
     zeros_state,
 )
+
+if TYPE_CHECKING:
+    from cygrad._tensor import Tensor
+    from cygrad._typing import Params
 
 __all__ = ["Adam"]
 
@@ -58,22 +66,12 @@ class Adam(Optimizer):
         ``[0, 1)``, ``"Invalid weight_decay value: ..."``.
     """
 
-    def __init__(
-        self,
-        params,
-        lr=1e-3,
-        betas=(0.9, 0.999),
-        eps=1e-8,
-        weight_decay=0,
-        amsgrad=False,
-        *,
-        maximize=False,
-        decoupled_weight_decay=False,
-        foreach=None,
-        fused=None,
-        capturable=False,
-        differentiable=False,
-    ):
+    def __init__(self, params: Params, lr: float | Tensor = 1e-3,
+                 betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
+                 weight_decay: float = 0, amsgrad: bool = False, *,
+                 maximize: bool = False, decoupled_weight_decay: bool = False,
+                 foreach: bool | None = None, fused: bool | None = None,
+                 capturable: bool = False, differentiable: bool = False) -> None:
         check_torch_only_options(capturable, differentiable)
         defaults = {
             "lr": lr,

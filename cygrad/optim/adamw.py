@@ -1,7 +1,15 @@
 """AdamW: Adam with decoupled weight decay."""
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from .adam import Adam
 from .optimizer import check_torch_only_options
+
+if TYPE_CHECKING:
+    from cygrad._tensor import Tensor
+    from cygrad._typing import Params
 
 __all__ = ["AdamW"]
 
@@ -29,21 +37,12 @@ class AdamW(Adam):
         Accepted when False; True raises ``NotImplementedError``.
     """
 
-    def __init__(
-        self,
-        params,
-        lr=1e-3,
-        betas=(0.9, 0.999),
-        eps=1e-8,
-        weight_decay=1e-2,
-        amsgrad=False,
-        *,
-        maximize=False,
-        foreach=None,
-        fused=None,
-        capturable=False,
-        differentiable=False,
-    ):
+    def __init__(self, params: Params, lr: float | Tensor = 1e-3,
+                 betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
+                 weight_decay: float = 1e-2, amsgrad: bool = False, *,
+                 maximize: bool = False, foreach: bool | None = None,
+                 fused: bool | None = None, capturable: bool = False,
+                 differentiable: bool = False) -> None:
         check_torch_only_options(capturable, differentiable)
         super().__init__(
             params,

@@ -1,5 +1,9 @@
 """ASGD: averaged stochastic gradient descent."""
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from cygrad.optim._kernels import k2 as _k
 
 from .optimizer import (
@@ -12,6 +16,10 @@ from .optimizer import (
     step_state,
     zeros_state,
 )
+
+if TYPE_CHECKING:
+    from cygrad._tensor import Tensor
+    from cygrad._typing import Params
 
 __all__ = ["ASGD"]
 
@@ -56,19 +64,10 @@ class ASGD(Optimizer):
 
     _scalar_keys = ("eta", "mu")
 
-    def __init__(
-        self,
-        params,
-        lr=1e-2,
-        lambd=1e-4,
-        alpha=0.75,
-        t0=1e6,
-        weight_decay=0,
-        foreach=None,
-        maximize=False,
-        differentiable=False,
-        capturable=False,
-    ):
+    def __init__(self, params: Params, lr: float | Tensor = 1e-2, lambd: float = 1e-4,
+                 alpha: float = 0.75, t0: float = 1e6, weight_decay: float = 0,
+                 foreach: bool | None = None, maximize: bool = False,
+                 differentiable: bool = False, capturable: bool = False) -> None:
         check_torch_only_options(capturable, differentiable)
         defaults = {
             "lr": lr,

@@ -1,6 +1,9 @@
 """L-BFGS with an optional strong-Wolfe line search, over flat compiled buffers."""
 
+from __future__ import annotations
+
 import math
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -11,6 +14,11 @@ from cygrad.creation import from_numpy
 from cygrad.optim._kernels import k as _k
 
 from .optimizer import Optimizer, _check_param_layout, _copy_value
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from cygrad._typing import Params
 
 __all__ = ["LBFGS"]
 
@@ -116,17 +124,10 @@ class LBFGS(Optimizer):
         At ``step``, for a line search other than ``"strong_wolfe"``.
     """
 
-    def __init__(
-        self,
-        params,
-        lr=1,
-        max_iter=20,
-        max_eval=None,
-        tolerance_grad=1e-7,
-        tolerance_change=1e-9,
-        history_size=100,
-        line_search_fn=None,
-    ):
+    def __init__(self, params: Params, lr: float | Tensor = 1, max_iter: int = 20,
+                 max_eval: int | None = None, tolerance_grad: float = 1e-7,
+                 tolerance_change: float = 1e-9, history_size: int = 100,
+                 line_search_fn: str | None = None) -> None:
         if not 0.0 <= lr:
             raise ValueError(f"Invalid learning rate: {lr}")
         if max_eval is None:
@@ -156,7 +157,7 @@ class LBFGS(Optimizer):
         self._sizes = [p._arr.size for p in self._params]
         self._numel = sum(self._sizes)
 
-    def add_param_group(self, param_group):
+    def add_param_group(self, param_group: dict[str, Any]) -> None:
         if self.param_groups:
             raise ValueError(
                 "LBFGS doesn't support per-parameter options (parameter groups)"
@@ -224,7 +225,7 @@ class LBFGS(Optimizer):
 
     # -------------------------------------------------------------- step
 
-    def step(self, closure):
+    def step(self, closure: Callable[[], Any] | None) -> Any:
         """Run up to ``max_iter`` iterations; returns the closure's first loss.
 
         Parameters
@@ -375,7 +376,7 @@ class LBFGS(Optimizer):
 
     # ------------------------------------------------------- state dicts
 
-    def state_dict(self):
+    def state_dict(self) -> dict[str, Any]:
         """As torch's: the history as lists ``old_dirs`` (y), ``old_stps`` (s),
         ``ro`` and ``al`` (0-d tensors, oldest first; ``al`` padded with None
         to ``history_size``)."""
@@ -401,7 +402,7 @@ class LBFGS(Optimizer):
             st["al"] = al + [None] * (hist.history_size - len(al))
         return st
 
-    def load_state_dict(self, state_dict):
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         """Load a state in torch's layout (from :meth:`state_dict` or torch's)."""
         if not isinstance(state_dict, dict) or "state" not in state_dict:
             raise ValueError(

@@ -13,14 +13,22 @@ a formula of the epoch; the cyclic ones live in ``_lr_cyclic`` and
 ReduceLROnPlateau in ``_lr_plateau``, all re-exported here.
 """
 
+from __future__ import annotations
+
 import math
 import types
 from bisect import bisect_right
 from collections import Counter
+from typing import TYPE_CHECKING, Any
 
 from ._lr_base import LRScheduler, group_values
 from ._lr_cyclic import CosineAnnealingWarmRestarts, CyclicLR, OneCycleLR
 from ._lr_plateau import ReduceLROnPlateau
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable, Sequence
+
+    from cygrad.optim.optimizer import Optimizer
 
 __all__ = [
     "ChainedScheduler",
@@ -97,12 +105,14 @@ class LambdaLR(_LambdaState, LRScheduler):
         If one is not callable.
     """
 
-    def __init__(self, optimizer, lr_lambda, last_epoch=-1):
+    def __init__(self, optimizer: Optimizer,
+                 lr_lambda: Callable[[int], float] | list[Callable[[int], float]],
+                 last_epoch: int = -1) -> None:
         self.optimizer = optimizer
         self.lr_lambdas = _lambdas(optimizer, lr_lambda)
         super().__init__(optimizer, last_epoch)
 
-    def get_lr(self):
+    def get_lr(self) -> list[float]:
         self._warn_if_called_outside_step()
         return [
             base_lr * fn(self.last_epoch)
@@ -119,12 +129,14 @@ class MultiplicativeLR(_LambdaState, LRScheduler):
         As :class:`LambdaLR`.
     """
 
-    def __init__(self, optimizer, lr_lambda, last_epoch=-1):
+    def __init__(self, optimizer: Optimizer,
+                 lr_lambda: Callable[[int], float] | list[Callable[[int], float]],
+                 last_epoch: int = -1) -> None:
         self.optimizer = optimizer
         self.lr_lambdas = _lambdas(optimizer, lr_lambda)
         super().__init__(optimizer, last_epoch)
 
-    def get_lr(self):
+    def get_lr(self) -> list[float]:
         self._warn_if_called_outside_step()
         if self._is_initial:
             return self._group_lrs()
@@ -140,12 +152,13 @@ class StepLR(LRScheduler):
     Closed form: ``base_lr * gamma ** (epoch // step_size)``.
     """
 
-    def __init__(self, optimizer, step_size, gamma=0.1, last_epoch=-1):
+    def __init__(self, optimizer: Optimizer, step_size: int, gamma: float = 0.1,
+                 last_epoch: int = -1) -> None:
         self.step_size = step_size
         self.gamma = gamma
         super().__init__(optimizer, last_epoch)
 
-    def get_lr(self):
+    def get_lr(self) -> list[float]:
         self._warn_if_called_outside_step()
         if self.last_epoch == 0 or self.last_epoch % self.step_size != 0:
             return self._group_lrs()
@@ -164,12 +177,13 @@ class MultiStepLR(LRScheduler):
     Closed form: ``base_lr * gamma ** (number of milestones <= epoch)``.
     """
 
-    def __init__(self, optimizer, milestones, gamma=0.1, last_epoch=-1):
+    def __init__(self, optimizer: Optimizer, milestones: Iterable[int],
+                 gamma: float = 0.1, last_epoch: int = -1) -> None:
         self.milestones = Counter(milestones)
         self.gamma = gamma
         super().__init__(optimizer, last_epoch)
 
-    def get_lr(self):
+    def get_lr(self) -> list[float]:
         self._warn_if_called_outside_step()
         if self.last_epoch not in self.milestones:
             return self._group_lrs()
@@ -187,11 +201,12 @@ class MultiStepLR(LRScheduler):
 class ExponentialLR(LRScheduler):
     """Multiply the rate by ``gamma`` every epoch: ``base_lr * gamma ** epoch``."""
 
-    def __init__(self, optimizer, gamma, last_epoch=-1):
+    def __init__(self, optimizer: Optimizer, gamma: float,
+                 last_epoch: int = -1) -> None:
         self.gamma = gamma
         super().__init__(optimizer, last_epoch)
 
-    def get_lr(self):
+    def get_lr(self) -> list[float]:
         self._warn_if_called_outside_step()
         if self._is_initial:
             return self._group_lrs()
@@ -209,12 +224,13 @@ class CosineAnnealingLR(LRScheduler):
     changes to the rate persist), and past ``T_max`` the rate rises again.
     """
 
-    def __init__(self, optimizer, T_max, eta_min=0.0, last_epoch=-1):
+    def __init__(self, optimizer: Optimizer, T_max: float, eta_min: float = 0.0,
+                 last_epoch: int = -1) -> None:
         self.T_max = T_max
         self.eta_min = eta_min
         super().__init__(optimizer, last_epoch)
 
-    def get_lr(self):
+    def get_lr(self) -> list[float]:
         self._warn_if_called_outside_step()
         t, T, eta_min = self.last_epoch, self.T_max, self.eta_min
         if self._is_initial:
@@ -256,7 +272,8 @@ class ConstantLR(LRScheduler):
         ``"Constant multiplicative factor expected to be between 0 and 1."``
     """
 
-    def __init__(self, optimizer, factor=1.0 / 3, total_iters=5, last_epoch=-1):
+    def __init__(self, optimizer: Optimizer, factor: float = 1.0 / 3,
+                 total_iters: int = 5, last_epoch: int = -1) -> None:
         if factor > 1.0 or factor < 0:
             raise ValueError(
                 "Constant multiplicative factor expected to be between 0 and 1."
@@ -265,7 +282,7 @@ class ConstantLR(LRScheduler):
         self.total_iters = total_iters
         super().__init__(optimizer, last_epoch)
 
-    def get_lr(self):
+    def get_lr(self) -> list[float]:
         self._warn_if_called_outside_step()
         if self.last_epoch == 0:
             return [lr * self.factor for lr in self._group_lrs()]
@@ -292,14 +309,9 @@ class LinearLR(LRScheduler):
         not in ``[0, 1]``.
     """
 
-    def __init__(
-        self,
-        optimizer,
-        start_factor=1.0 / 3,
-        end_factor=1.0,
-        total_iters=5,
-        last_epoch=-1,
-    ):
+    def __init__(self, optimizer: Optimizer, start_factor: float = 1.0 / 3,
+                 end_factor: float = 1.0, total_iters: int = 5,
+                 last_epoch: int = -1) -> None:
         if start_factor > 1.0 or start_factor <= 0:
             raise ValueError(
                 "Starting multiplicative factor expected to be greater than 0 and "
@@ -314,7 +326,7 @@ class LinearLR(LRScheduler):
         self.total_iters = total_iters
         super().__init__(optimizer, last_epoch)
 
-    def get_lr(self):
+    def get_lr(self) -> list[float]:
         self._warn_if_called_outside_step()
         if self.last_epoch == 0:
             return [lr * self.start_factor for lr in self._group_lrs()]
@@ -343,12 +355,13 @@ class PolynomialLR(LRScheduler):
     """``base_lr * (1 - min(epoch, total_iters) / total_iters) ** power``
     (applied as a ratio to the current rate, as torch)."""
 
-    def __init__(self, optimizer, total_iters=5, power=1.0, last_epoch=-1):
+    def __init__(self, optimizer: Optimizer, total_iters: int = 5, power: float = 1.0,
+                 last_epoch: int = -1) -> None:
         self.total_iters = total_iters
         self.power = power
         super().__init__(optimizer, last_epoch)
 
-    def get_lr(self):
+    def get_lr(self) -> list[float]:
         self._warn_if_called_outside_step()
         if self._is_initial or self.last_epoch > self.total_iters:
             return self._group_lrs()
@@ -419,7 +432,8 @@ class SequentialLR(_Composite, LRScheduler):
         not one milestone fewer than schedulers (torch's messages).
     """
 
-    def __init__(self, optimizer, schedulers, milestones, last_epoch=-1):
+    def __init__(self, optimizer: Optimizer, schedulers: Sequence[Any],
+                 milestones: Iterable[int], last_epoch: int = -1) -> None:
         if len(schedulers) < 1:
             raise ValueError(
                 f"{type(self).__name__} expects at least one scheduler, but got no "
@@ -453,7 +467,7 @@ class SequentialLR(_Composite, LRScheduler):
         elif hasattr(scheduler, "last_epoch"):
             scheduler.last_epoch -= 1
 
-    def step(self):
+    def step(self) -> None:
         """One epoch of the scheduler whose milestone has been reached."""
         self.last_epoch += 1
         idx = bisect_right(self._milestones, self.last_epoch)
@@ -474,7 +488,8 @@ class ChainedScheduler(_Composite, LRScheduler):
         No scheduler, a ReduceLROnPlateau or schedulers of another optimizer.
     """
 
-    def __init__(self, schedulers, optimizer=None):
+    def __init__(self, schedulers: Sequence[Any],
+                 optimizer: Optimizer | None = None) -> None:
         if len(schedulers) < 1:
             raise ValueError(
                 f"{type(self).__name__} expects at least one scheduler to be "
@@ -486,7 +501,7 @@ class ChainedScheduler(_Composite, LRScheduler):
         self.optimizer = optimizer
         self._last_lr = group_values(self._schedulers[-1].optimizer, "lr")
 
-    def step(self):
+    def step(self) -> None:
         """One epoch of every scheduler, in order."""
         for scheduler in self._schedulers:
             scheduler.step()

@@ -1,12 +1,19 @@
 """Muon: momentum orthogonalised by a bfloat16 Newton-Schulz iteration."""
 
+from __future__ import annotations
+
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from cygrad._kernels import optim_muon as _km
 
 from .optimizer import Optimizer, flat_state, zeros_state
+
+if TYPE_CHECKING:
+    from cygrad._tensor import Tensor
+    from cygrad._typing import Params
 
 __all__ = ["Muon"]
 
@@ -120,18 +127,13 @@ class Muon(Optimizer):
         2-D; at ``step``, ``ns_steps >= 100`` or not three coefficients.
     """
 
-    def __init__(
-        self,
-        params,
-        lr=1e-3,
-        weight_decay=0.1,
-        momentum=0.95,
-        nesterov=True,
-        ns_coefficients=(DEFAULT_A, DEFAULT_B, DEFAULT_C),
-        eps=EPS,
-        ns_steps=DEFAULT_NS_STEPS,
-        adjust_lr_fn=None,
-    ):
+    def __init__(self, params: Params, lr: float | Tensor = 1e-3,
+                 weight_decay: float = 0.1, momentum: float = 0.95,
+                 nesterov: bool = True,
+                 ns_coefficients: tuple[float, float, float] = (
+                     DEFAULT_A, DEFAULT_B, DEFAULT_C),
+                 eps: float = EPS, ns_steps: int = DEFAULT_NS_STEPS,
+                 adjust_lr_fn: str | None = None) -> None:
         defaults = {
             "lr": lr,
             "weight_decay": weight_decay,

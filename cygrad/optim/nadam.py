@@ -1,5 +1,9 @@
 """NAdam: Adam with Nesterov momentum and a momentum-decay schedule."""
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from cygrad.optim._kernels import k2 as _k
 
 from .optimizer import (
@@ -13,6 +17,10 @@ from .optimizer import (
     step_state,
     zeros_state,
 )
+
+if TYPE_CHECKING:
+    from cygrad._tensor import Tensor
+    from cygrad._typing import Params
 
 __all__ = ["NAdam"]
 
@@ -64,21 +72,12 @@ class NAdam(Optimizer):
 
     _scalar_keys = ("mu_product",)
 
-    def __init__(
-        self,
-        params,
-        lr=2e-3,
-        betas=(0.9, 0.999),
-        eps=1e-8,
-        weight_decay=0,
-        momentum_decay=4e-3,
-        decoupled_weight_decay=False,
-        *,
-        foreach=None,
-        maximize=False,
-        capturable=False,
-        differentiable=False,
-    ):
+    def __init__(self, params: Params, lr: float | Tensor = 2e-3,
+                 betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
+                 weight_decay: float = 0, momentum_decay: float = 4e-3,
+                 decoupled_weight_decay: bool = False, *, foreach: bool | None = None,
+                 maximize: bool = False, capturable: bool = False,
+                 differentiable: bool = False) -> None:
         check_torch_only_options(capturable, differentiable)
         defaults = {
             "lr": lr,

@@ -8,6 +8,10 @@ under ``no_grad``).  The arithmetic lives in ``cygrad._kernels.optim``:
 one compiled, in-place pass per parameter.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 import copy
 import warnings
 from collections import defaultdict
@@ -18,6 +22,11 @@ from cygrad.autograd import diagnostics as _diagnostics
 from cygrad.autograd.grad_mode import enable_grad, no_grad
 from cygrad.creation import from_numpy, get_default_dtype
 from cygrad._tensor import Tensor
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
+
+    from cygrad._typing import Hook, Params
 
 __all__ = [
     "Optimizer",
@@ -216,14 +225,14 @@ def _add_hook(hooks, hook):
     return handle
 
 
-def register_optimizer_step_pre_hook(hook):
+def register_optimizer_step_pre_hook(hook: Hook) -> Any:
     """A pre-hook of every optimizer's ``step``: ``hook(optimizer, args, kwargs)``
     (``args`` starts with the optimizer, as torch's) returns None or
     ``(new_args, new_kwargs)``; runs before per-optimizer hooks."""
     return _add_hook(_global_step_pre_hooks, hook)
 
 
-def register_optimizer_step_post_hook(hook):
+def register_optimizer_step_post_hook(hook: Hook) -> Any:
     """A post-hook of every optimizer's ``step``: ``hook(optimizer, args, kwargs)``."""
     return _add_hook(_global_step_post_hooks, hook)
 
@@ -312,17 +321,17 @@ class Optimizer:
 
     # ----------------------------------------------------------------- hooks
 
-    def register_step_pre_hook(self, hook):
+    def register_step_pre_hook(self, hook: Hook) -> Any:
         """``hook(optimizer, args, kwargs)`` before each ``step``; it may return
         ``(new_args, new_kwargs)``.  Returns a handle with ``remove()``."""
         return _add_hook(self.__dict__.setdefault("_step_pre_hooks", {}), hook)
 
-    def register_step_post_hook(self, hook):
+    def register_step_post_hook(self, hook: Hook) -> Any:
         """``hook(optimizer, args, kwargs)`` after each ``step``.  Returns a
         handle with ``remove()``."""
         return _add_hook(self.__dict__.setdefault("_step_post_hooks", {}), hook)
 
-    def __init__(self, params, defaults):
+    def __init__(self, params: Params, defaults: dict[str, Any]) -> None:
         self.defaults = defaults
         self.state = defaultdict(dict)
         self.param_groups = []
@@ -344,7 +353,7 @@ class Optimizer:
     def _validate(self, group):
         """Raise ``ValueError`` naming a bad hyperparameter of ``group``."""
 
-    def add_param_group(self, param_group):
+    def add_param_group(self, param_group: dict[str, Any]) -> None:
         """Add a group of parameters, with options defaulting to ``defaults``.
 
         Raises
@@ -413,7 +422,7 @@ class Optimizer:
 
     # -------------------------------------------------------------- stepping
 
-    def zero_grad(self, set_to_none=True):
+    def zero_grad(self, set_to_none: bool = True) -> None:
         """Reset every parameter's gradient: to ``None`` (default) or to zeros."""
         _diagnostics.optimizer_zero_grad(self)
         for group in self.param_groups:
@@ -430,7 +439,7 @@ class Optimizer:
                 grad._arr[...] = 0
                 grad._bump_version()
 
-    def step(self, closure=None):
+    def step(self, closure: Callable[[], Any] | None = None) -> Any:
         """One update of every parameter that has a gradient.
 
         Parameters
@@ -502,7 +511,7 @@ class Optimizer:
 
     # ----------------------------------------------------------- state dicts
 
-    def state_dict(self):
+    def state_dict(self) -> dict[str, Any]:
         """A deep copy of the state: ``{"state": {index: {...}}, "param_groups":
         [{..., "params": [indices]}]}``, parameters numbered in order across groups.
         """
@@ -523,7 +532,7 @@ class Optimizer:
         }
         return {"state": state, "param_groups": groups}
 
-    def load_state_dict(self, state_dict):
+    def load_state_dict(self, state_dict: Mapping[str, Any]) -> None:
         """Load a state made by :meth:`state_dict` (deep-copied, validated).
 
         Groups are matched by order and must have the same sizes; floating
@@ -605,7 +614,7 @@ class Optimizer:
         self.state = state
         self.param_groups = groups
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         lines = [f"{type(self).__name__} ("]
         for i, group in enumerate(self.param_groups):
             lines.append(f"Parameter Group {i}")

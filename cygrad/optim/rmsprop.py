@@ -1,5 +1,9 @@
 """RMSprop, plain or centered, with optional momentum."""
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from cygrad.optim._kernels import k as _k
 
 from .optimizer import (
@@ -10,6 +14,10 @@ from .optimizer import (
     step_state,
     zeros_state,
 )
+
+if TYPE_CHECKING:
+    from cygrad._tensor import Tensor
+    from cygrad._typing import Params
 
 __all__ = ["RMSprop"]
 
@@ -58,21 +66,11 @@ class RMSprop(Optimizer):
         ``"Invalid alpha value: ..."``.
     """
 
-    def __init__(
-        self,
-        params,
-        lr=1e-2,
-        alpha=0.99,
-        eps=1e-8,
-        weight_decay=0,
-        momentum=0,
-        centered=False,
-        *,
-        maximize=False,
-        foreach=None,
-        capturable=False,
-        differentiable=False,
-    ):
+    def __init__(self, params: Params, lr: float | Tensor = 1e-2, alpha: float = 0.99,
+                 eps: float = 1e-8, weight_decay: float = 0, momentum: float = 0,
+                 centered: bool = False, *, maximize: bool = False,
+                 foreach: bool | None = None, capturable: bool = False,
+                 differentiable: bool = False) -> None:
         check_torch_only_options(capturable, differentiable)
         defaults = {
             "lr": lr,

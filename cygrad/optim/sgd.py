@@ -1,5 +1,9 @@
 """Stochastic gradient descent, with momentum, Nesterov and weight decay."""
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from cygrad.optim._kernels import k as _k
 
 from .optimizer import (
@@ -8,6 +12,10 @@ from .optimizer import (
     flat_state,
     zeros_state,
 )
+
+if TYPE_CHECKING:
+    from cygrad._tensor import Tensor
+    from cygrad._typing import Params
 
 __all__ = ["SGD"]
 
@@ -52,20 +60,10 @@ class SGD(Optimizer):
         or ``"Nesterov momentum requires a momentum and zero dampening"``.
     """
 
-    def __init__(
-        self,
-        params,
-        lr=1e-3,
-        momentum=0,
-        dampening=0,
-        weight_decay=0,
-        nesterov=False,
-        *,
-        maximize=False,
-        foreach=None,
-        fused=None,
-        differentiable=False,
-    ):
+    def __init__(self, params: Params, lr: float | Tensor = 1e-3, momentum: float = 0,
+                 dampening: float = 0, weight_decay: float = 0, nesterov: bool = False,
+                 *, maximize: bool = False, foreach: bool | None = None,
+                 fused: bool | None = None, differentiable: bool = False) -> None:
         check_torch_only_options(differentiable=differentiable)
         defaults = {
             "lr": lr,

@@ -1,7 +1,15 @@
 """SparseAdam: exists so torch code constructs it; cygrad has no sparse gradients."""
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from .optimizer import check_betas
 from .optimizer import Optimizer
+
+if TYPE_CHECKING:
+    from cygrad._tensor import Tensor
+    from cygrad._typing import Params
 
 __all__ = ["SparseAdam"]
 
@@ -35,7 +43,9 @@ class SparseAdam(Optimizer):
         At ``step``, for any parameter with a gradient.
     """
 
-    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, maximize=False):
+    def __init__(self, params: Params, lr: float | Tensor = 1e-3,
+                 betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
+                 maximize: bool = False) -> None:
         defaults = {"lr": lr, "betas": tuple(betas), "eps": eps, "maximize": maximize}
         super().__init__(params, defaults)
 

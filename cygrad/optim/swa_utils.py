@@ -6,9 +6,12 @@ parameters' dtype, with torch's formulas: the running mean
 ``avg + (p - avg) / (n + 1)``; the multi-tensor forms are ATen's ``lerp``.
 """
 
+from __future__ import annotations
+
 import copy
 import itertools
 import math
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -19,6 +22,12 @@ from cygrad.nn.module import Module
 from cygrad.nn.parameter import Parameter
 
 from ._lr_base import LRScheduler, per_group
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable
+
+    from cygrad._typing import Device
+    from cygrad.optim.optimizer import Optimizer
 
 __all__ = [
     "SWALR",
@@ -48,7 +57,7 @@ def _check_decay(decay):
         )
 
 
-def get_ema_multi_avg_fn(decay=0.999):
+def get_ema_multi_avg_fn(decay: float = 0.999) -> Callable[..., Any]:
     """In place over lists of tensors: ``ema = lerp(ema, p, 1 - decay)``
     (integer tensors: ``ema * decay + p * (1 - decay)``)."""
     _check_decay(decay)
@@ -64,7 +73,7 @@ def get_ema_multi_avg_fn(decay=0.999):
     return ema_update
 
 
-def get_swa_multi_avg_fn():
+def get_swa_multi_avg_fn() -> Callable[..., Any]:
     """In place over lists of tensors: ``avg = lerp(avg, p, 1 / (n + 1))``."""
 
     def swa_update(averaged_params, current_params, num_averaged):
@@ -86,7 +95,7 @@ def get_swa_multi_avg_fn():
     return swa_update
 
 
-def get_ema_avg_fn(decay=0.999):
+def get_ema_avg_fn(decay: float = 0.999) -> Callable[..., Any]:
     """``(ema, p, n) -> decay * ema + (1 - decay) * p``."""
     _check_decay(decay)
 
@@ -97,7 +106,7 @@ def get_ema_avg_fn(decay=0.999):
     return ema_update
 
 
-def get_swa_avg_fn():
+def get_swa_avg_fn() -> Callable[..., Any]:
     """``(avg, p, n) -> avg + (p - avg) / (n + 1)``: the running mean."""
 
     def swa_update(averaged_param, current_param, num_averaged):
@@ -148,8 +157,8 @@ class AveragedModel(Module):
         If both ``avg_fn`` and ``multi_avg_fn`` are given (as torch).
     """
 
-    def __init__(self, model, device=None, avg_fn=None, multi_avg_fn=None,
-                 use_buffers=False):
+    def __init__(self, model: Module, device: Device | None = None, avg_fn: Any = None,
+                 multi_avg_fn: Any = None, use_buffers: bool = False) -> None:
         super().__init__()
         if avg_fn is not None and multi_avg_fn is not None:
             raise AssertionError("Only one of avg_fn and multi_avg_fn should be provided")
@@ -159,10 +168,10 @@ class AveragedModel(Module):
         self.multi_avg_fn = multi_avg_fn
         self.use_buffers = use_buffers
 
-    def forward(self, *args, **kwargs):
+    def forward(self, *args: Any, **kwargs: Any) -> Any:
         return self.module(*args, **kwargs)
 
-    def update_parameters(self, model):
+    def update_parameters(self, model: Module) -> None:
         """Fold ``model``'s current parameters into the average."""
         if self.use_buffers:
             ours = list(itertools.chain(self.module.parameters(), self.module.buffers()))
@@ -206,7 +215,8 @@ def _is_batch_norm(module):
     )
 
 
-def update_bn(loader, model, device=None):
+def update_bn(loader: Iterable[Any], model: Module,
+              device: Device | None = None) -> None:
     """Recompute the running statistics of ``model``'s batch-norm layers with
     one pass over ``loader`` (torch's ``update_bn``).
 
@@ -255,8 +265,9 @@ class SWALR(LRScheduler):
         >= 0 (torch's messages).
     """
 
-    def __init__(self, optimizer, swa_lr, anneal_epochs=10, anneal_strategy="cos",
-                 last_epoch=-1):
+    def __init__(self, optimizer: Optimizer, swa_lr: float | list[float],
+                 anneal_epochs: int = 10, anneal_strategy: str = "cos",
+                 last_epoch: int = -1) -> None:
         swa_lrs = per_group("swa_lr", optimizer, swa_lr)
         for lr, group in zip(swa_lrs, optimizer.param_groups):
             group["swa_lr"] = lr
@@ -273,7 +284,7 @@ class SWALR(LRScheduler):
         self.anneal_epochs = anneal_epochs
         super().__init__(optimizer, last_epoch)
 
-    def anneal_func(self, t):
+    def anneal_func(self, t: Any) -> float:
         if self._anneal_strategy == "cos":
             return (1 - math.cos(math.pi * t)) / 2
         return t
@@ -284,7 +295,7 @@ class SWALR(LRScheduler):
             return swa_lr
         return (lr - alpha * swa_lr) / (1 - alpha)
 
-    def get_lr(self):
+    def get_lr(self) -> list[float]:
         self._warn_if_called_outside_step()
         step = self._step_count - 1
         if self.anneal_epochs == 0:

@@ -2,6 +2,10 @@
 constructor arguments and calls its ``nn.functional`` form; reprs print as
 torch's."""
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 
 from cygrad._device import check_device
@@ -12,6 +16,10 @@ from .. import functional as F
 from .. import init
 from ..module import Module
 from ..parameter import Parameter
+
+if TYPE_CHECKING:
+    from cygrad._tensor import Tensor
+    from cygrad._typing import Device, DType
 
 __all__ = [
     "CELU",
@@ -49,14 +57,14 @@ class _Inplace(Module):
 
     _fn = None
 
-    def __init__(self, inplace=False):
+    def __init__(self, inplace: bool = False) -> None:
         super().__init__()
         self.inplace = inplace
 
-    def forward(self, input):
+    def forward(self, input: Tensor) -> Tensor:
         return type(self)._fn(input, inplace=self.inplace)
 
-    def extra_repr(self):
+    def extra_repr(self) -> str:
         return "inplace=True" if self.inplace else ""
 
 
@@ -65,10 +73,10 @@ class _Plain(Module):
 
     _fn = None
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__()
 
-    def forward(self, input):
+    def forward(self, input: Tensor) -> Tensor:
         return type(self)._fn(input)
 
 
@@ -107,7 +115,7 @@ class Hardsigmoid(_Inplace):
 
     _fn = staticmethod(A.hardsigmoid)
 
-    def extra_repr(self):
+    def extra_repr(self) -> str:
         return ""          # torch's repr omits the flag here
 
 
@@ -116,7 +124,7 @@ class Hardswish(_Inplace):
 
     _fn = staticmethod(A.hardswish)
 
-    def extra_repr(self):
+    def extra_repr(self) -> str:
         return ""          # torch's repr omits the flag here
 
 
@@ -153,29 +161,29 @@ class Tanhshrink(_Plain):
 class GELU(Module):
     """``x * Phi(x)``; ``approximate="tanh"`` for the tanh form."""
 
-    def __init__(self, approximate="none"):
+    def __init__(self, approximate: Any = "none") -> None:
         super().__init__()
         self.approximate = approximate
 
-    def forward(self, input):
+    def forward(self, input: Tensor) -> Tensor:
         return A.gelu(input, approximate=self.approximate)
 
-    def extra_repr(self):
+    def extra_repr(self) -> str:
         return f"approximate={self.approximate!r}"
 
 
 class LeakyReLU(Module):
     """``x`` for ``x > 0``, else ``negative_slope * x``."""
 
-    def __init__(self, negative_slope=0.01, inplace=False):
+    def __init__(self, negative_slope: float = 0.01, inplace: bool = False) -> None:
         super().__init__()
         self.negative_slope = negative_slope
         self.inplace = inplace
 
-    def forward(self, input):
+    def forward(self, input: Tensor) -> Tensor:
         return A.leaky_relu(input, self.negative_slope, self.inplace)
 
-    def extra_repr(self):
+    def extra_repr(self) -> str:
         s = f"negative_slope={self.negative_slope}"
         return s + (", inplace=True" if self.inplace else "")
 
@@ -183,15 +191,15 @@ class LeakyReLU(Module):
 class _Alpha(Module):
     _fn = None
 
-    def __init__(self, alpha=1.0, inplace=False):
+    def __init__(self, alpha: float = 1.0, inplace: bool = False) -> None:
         super().__init__()
         self.alpha = alpha
         self.inplace = inplace
 
-    def forward(self, input):
+    def forward(self, input: Tensor) -> Tensor:
         return type(self)._fn(input, self.alpha, self.inplace)
 
-    def extra_repr(self):
+    def extra_repr(self) -> str:
         return f"alpha={self.alpha}" + (", inplace=True" if self.inplace else "")
 
 
@@ -210,15 +218,15 @@ class CELU(_Alpha):
 class Softplus(Module):
     """``log(1 + exp(beta x)) / beta``, linear above ``threshold``."""
 
-    def __init__(self, beta=1.0, threshold=20.0):
+    def __init__(self, beta: float = 1.0, threshold: float = 20.0) -> None:
         super().__init__()
         self.beta = beta
         self.threshold = threshold
 
-    def forward(self, input):
+    def forward(self, input: Tensor) -> Tensor:
         return A.softplus(input, self.beta, self.threshold)
 
-    def extra_repr(self):
+    def extra_repr(self) -> str:
         return f"beta={self.beta}, threshold={self.threshold}"
 
 
@@ -226,8 +234,9 @@ class Hardtanh(Module):
     """``clamp(x, min_val, max_val)`` (``min_value``/``max_value``: torch's
     deprecated spellings)."""
 
-    def __init__(self, min_val=-1.0, max_val=1.0, inplace=False, min_value=None,
-                 max_value=None):
+    def __init__(self, min_val: float = -1.0, max_val: float = 1.0,
+                 inplace: bool = False, min_value: Any = None,
+                 max_value: Any = None) -> None:
         super().__init__()
         if min_value is not None:
             min_val = min_value
@@ -239,10 +248,10 @@ class Hardtanh(Module):
         self.max_val = max_val
         self.inplace = inplace
 
-    def forward(self, input):
+    def forward(self, input: Tensor) -> Tensor:
         return A.hardtanh(input, self.min_val, self.max_val, self.inplace)
 
-    def extra_repr(self):
+    def extra_repr(self) -> str:
         s = f"min_val={self.min_val}, max_val={self.max_val}"
         return s + (", inplace=True" if self.inplace else "")
 
@@ -250,16 +259,16 @@ class Hardtanh(Module):
 class Threshold(Module):
     """``x`` where ``x > threshold``, else ``value``."""
 
-    def __init__(self, threshold, value, inplace=False):
+    def __init__(self, threshold: float, value: float, inplace: bool = False) -> None:
         super().__init__()
         self.threshold = threshold
         self.value = value
         self.inplace = inplace
 
-    def forward(self, input):
+    def forward(self, input: Tensor) -> Tensor:
         return A.threshold(input, self.threshold, self.value, self.inplace)
 
-    def extra_repr(self):
+    def extra_repr(self) -> str:
         s = f"threshold={self.threshold}, value={self.value}"
         return s + (", inplace=True" if self.inplace else "")
 
@@ -267,21 +276,21 @@ class Threshold(Module):
 class Softshrink(Module):
     """Shrink toward 0 by ``lambd``; 0 inside ``[-lambd, lambd]``."""
 
-    def __init__(self, lambd=0.5):
+    def __init__(self, lambd: float = 0.5) -> None:
         super().__init__()
         self.lambd = lambd
 
-    def forward(self, input):
+    def forward(self, input: Tensor) -> Tensor:
         return A.softshrink(input, self.lambd)
 
-    def extra_repr(self):
+    def extra_repr(self) -> str:
         return str(self.lambd)
 
 
 class Hardshrink(Softshrink):
     """``x`` where ``|x| > lambd``, else 0."""
 
-    def forward(self, input):
+    def forward(self, input: Tensor) -> Tensor:
         return A.hardshrink(input, self.lambd)
 
 
@@ -289,7 +298,8 @@ class PReLU(Module):
     """``x`` for ``x > 0``, else ``weight * x``, with a learned ``weight`` of
     ``num_parameters`` entries (one, or one per channel), filled with ``init``."""
 
-    def __init__(self, num_parameters=1, init=0.25, device=None, dtype=None):
+    def __init__(self, num_parameters: int = 1, init: float = 0.25,
+                 device: Device | None = None, dtype: DType | None = None) -> None:
         super().__init__()
         check_device(device)
         self.num_parameters = num_parameters
@@ -298,64 +308,64 @@ class PReLU(Module):
         self.weight = Parameter(empty(num_parameters, dtype=dt))
         self.reset_parameters()
 
-    def reset_parameters(self):
+    def reset_parameters(self) -> None:
         init.constant_(self.weight, self.init)
 
-    def forward(self, input):
+    def forward(self, input: Tensor) -> Tensor:
         return A.prelu(input, self.weight)
 
-    def extra_repr(self):
+    def extra_repr(self) -> str:
         return f"num_parameters={self.num_parameters}"
 
 
 class GLU(Module):
     """``a * sigmoid(b)`` of the halves of the input along ``dim``."""
 
-    def __init__(self, dim=-1):
+    def __init__(self, dim: int = -1) -> None:
         super().__init__()
         self.dim = dim
 
-    def forward(self, input):
+    def forward(self, input: Tensor) -> Tensor:
         return A.glu(input, self.dim)
 
-    def extra_repr(self):
+    def extra_repr(self) -> str:
         return f"dim={self.dim}"
 
 
 class _DimModule(Module):
-    def __init__(self, dim=None):
+    def __init__(self, dim: int | None = None) -> None:
         super().__init__()
         self.dim = dim
 
-    def extra_repr(self):
+    def extra_repr(self) -> str:
         return f"dim={self.dim}"
 
 
 class Softmax(_DimModule):
     """``softmax(x, dim)``."""
 
-    def forward(self, input):
+    def forward(self, input: Tensor) -> Tensor:
         return F.softmax(input, self.dim, _stacklevel=5)
 
 
 class LogSoftmax(_DimModule):
     """``log_softmax(x, dim)``."""
 
-    def forward(self, input):
+    def forward(self, input: Tensor) -> Tensor:
         return F.log_softmax(input, self.dim, _stacklevel=5)
 
 
 class Softmin(_DimModule):
     """``softmax(-x, dim)``."""
 
-    def forward(self, input):
+    def forward(self, input: Tensor) -> Tensor:
         return A.softmin(input, self.dim, _stacklevel=5)
 
 
 class Softmax2d(_Plain):
     """Softmax over the channels of (N, C, H, W) or (C, H, W) inputs."""
 
-    def forward(self, input):
+    def forward(self, input: Tensor) -> Tensor:
         if input.ndim not in (3, 4):
             raise ValueError(
                 f"Softmax2d: expected input to be 3D or 4D, got {input.ndim}D instead")

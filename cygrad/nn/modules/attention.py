@@ -2,7 +2,10 @@
 conventions and return values, on the attention node of
 ``cygrad.nn._functional_attention``."""
 
+from __future__ import annotations
+
 import math
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -15,6 +18,10 @@ from .._functional_attention import attention
 from ..module import Module
 from ..parameter import Parameter
 from .linear import NonDynamicallyQuantizableLinear
+
+if TYPE_CHECKING:
+    from cygrad._tensor import Tensor
+    from cygrad._typing import Device, DType
 
 __all__ = ["MultiheadAttention", "NonDynamicallyQuantizableLinear"]
 
@@ -68,9 +75,11 @@ class MultiheadAttention(Module):
     ``attn_mask`` (L, S) or (N * num_heads, L, S).
     """
 
-    def __init__(self, embed_dim, num_heads, dropout=0.0, bias=True, add_bias_kv=False,
-                 add_zero_attn=False, kdim=None, vdim=None, batch_first=False,
-                 device=None, dtype=None):
+    def __init__(self, embed_dim: int, num_heads: int, dropout: float = 0.0,
+                 bias: bool = True, add_bias_kv: bool = False,
+                 add_zero_attn: bool = False, kdim: int | None = None,
+                 vdim: int | None = None, batch_first: bool = False,
+                 device: Device | None = None, dtype: DType | None = None) -> None:
         super().__init__()
         if device not in (None, "cpu"):
             raise ValueError(f"cygrad runs on the CPU only, got device={device!r}")
@@ -113,7 +122,7 @@ class MultiheadAttention(Module):
         self.add_zero_attn = bool(add_zero_attn)
         self._reset_parameters()
 
-    def _reset_parameters(self):
+    def _reset_parameters(self) -> None:
         if self._qkv_same_embed_dim:
             init.xavier_uniform_(self.in_proj_weight)
         else:
@@ -139,8 +148,10 @@ class MultiheadAttention(Module):
         bs = (None, None, None) if b is None else (b[0:e], b[e:2 * e], b[2 * e:])
         return ws, bs
 
-    def forward(self, query, key, value, key_padding_mask=None, need_weights=True,
-                attn_mask=None, average_attn_weights=True, is_causal=False):
+    def forward(self, query: Tensor, key: Tensor, value: float,
+                key_padding_mask: Tensor | None = None, need_weights: bool = True,
+                attn_mask: Tensor | None = None, average_attn_weights: bool = True,
+                is_causal: bool = False) -> Any:
         batched = query.dim() == 3
         if batched and self.batch_first:
             query, key, value = (t.transpose(0, 1) for t in (query, key, value))

@@ -2,7 +2,10 @@
 ``ConvTranspose2d``, ``ConvTranspose3d``, with torch's arguments, parameter names and shapes and
 default initialisation (so state dicts move between the two libraries)."""
 
+from __future__ import annotations
+
 import math
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -14,6 +17,10 @@ from .. import init
 from ..module import Module
 from ..parameter import Parameter
 from .lazy import LazyModuleMixin
+
+if TYPE_CHECKING:
+    from cygrad._tensor import Tensor
+    from cygrad._typing import Device, DType
 
 __all__ = ["Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d"]
 
@@ -31,9 +38,12 @@ class _ConvNd(Module):
 
     _nd = 2
 
-    def __init__(self, in_channels, out_channels, kernel_size, stride, padding,
-                 dilation, transposed, output_padding, groups, bias, padding_mode,
-                 device=None, dtype=None):
+    def __init__(self, in_channels: int, out_channels: int,
+                 kernel_size: int | tuple[int, ...], stride: int | tuple[int, ...],
+                 padding: int | tuple[int, ...] | str, dilation: int | tuple[int, ...],
+                 transposed: Any, output_padding: int | tuple[int, ...], groups: int,
+                 bias: bool, padding_mode: str, device: Device | None = None,
+                 dtype: DType | None = None) -> None:
         super().__init__()
         check_device(device)
         nd = self._nd
@@ -94,7 +104,7 @@ class _ConvNd(Module):
             self.register_parameter("bias", None)
         self.reset_parameters()
 
-    def reset_parameters(self):
+    def reset_parameters(self) -> None:
         """Draw the parameters again from torch's default distributions."""
         if self.weight.numel() > 0:
             init.kaiming_uniform_(self.weight, a=math.sqrt(5))
@@ -104,7 +114,7 @@ class _ConvNd(Module):
                 bound = 1 / math.sqrt(fan_in)
                 init.uniform_(self.bias, -bound, bound)
 
-    def extra_repr(self):
+    def extra_repr(self) -> str:
         nd = self._nd
         s = (f"{self.in_channels}, {self.out_channels}, "
              f"kernel_size={self.kernel_size}, stride={self.stride}")
@@ -132,7 +142,7 @@ class _ConvNd(Module):
         return fn(input, weight, bias, self.stride, self.padding, self.dilation,
                   self.groups)
 
-    def forward(self, input):
+    def forward(self, input: Tensor) -> Tensor:
         return self._conv_forward(input, self.weight, self.bias)
 
 
@@ -152,9 +162,12 @@ class Conv2d(_ConvNd):
 
     _nd = 2
 
-    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0,
-                 dilation=1, groups=1, bias=True, padding_mode="zeros", device=None,
-                 dtype=None):
+    def __init__(self, in_channels: int, out_channels: int,
+                 kernel_size: int | tuple[int, ...], stride: int | tuple[int, ...] = 1,
+                 padding: int | tuple[int, ...] | str = 0,
+                 dilation: int | tuple[int, ...] = 1, groups: int = 1,
+                 bias: bool = True, padding_mode: str = "zeros",
+                 device: Device | None = None, dtype: DType | None = None) -> None:
         super().__init__(in_channels, out_channels, kernel_size, stride, padding,
                          dilation, False, 0, groups, bias, padding_mode, device,
                          dtype)
@@ -165,17 +178,24 @@ class Conv1d(_ConvNd):
 
     _nd = 1
 
-    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0,
-                 dilation=1, groups=1, bias=True, padding_mode="zeros", device=None,
-                 dtype=None):
+    def __init__(self, in_channels: int, out_channels: int,
+                 kernel_size: int | tuple[int, ...], stride: int | tuple[int, ...] = 1,
+                 padding: int | tuple[int, ...] | str = 0,
+                 dilation: int | tuple[int, ...] = 1, groups: int = 1,
+                 bias: bool = True, padding_mode: str = "zeros",
+                 device: Device | None = None, dtype: DType | None = None) -> None:
         super().__init__(in_channels, out_channels, kernel_size, stride, padding,
                          dilation, False, 0, groups, bias, padding_mode, device,
                          dtype)
 
 
 class _ConvTransposeNd(_ConvNd):
-    def __init__(self, in_channels, out_channels, kernel_size, stride, padding,
-                 output_padding, groups, bias, dilation, padding_mode, device, dtype):
+    def __init__(self, in_channels: int, out_channels: int,
+                 kernel_size: int | tuple[int, ...], stride: int | tuple[int, ...],
+                 padding: int | tuple[int, ...] | str,
+                 output_padding: int | tuple[int, ...], groups: int, bias: bool,
+                 dilation: int | tuple[int, ...], padding_mode: str,
+                 device: Device | None, dtype: DType | None) -> None:
         if padding_mode != "zeros":
             raise ValueError(
                 f'Only "zeros" padding mode is supported for {type(self).__name__}'
@@ -189,7 +209,8 @@ class _ConvTransposeNd(_ConvNd):
                          dilation, True, output_padding, groups, bias, padding_mode,
                          device, dtype)
 
-    def forward(self, input, output_size=None):
+    def forward(self, input: Tensor,
+                output_size: int | tuple[int, ...] | None = None) -> Tensor:
         nd = self._nd
         name = f"conv_transpose{nd}d"
         Fc._check_input_dim(input, nd, name)
@@ -216,9 +237,13 @@ class ConvTranspose2d(_ConvTransposeNd):
 
     _nd = 2
 
-    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0,
-                 output_padding=0, groups=1, bias=True, dilation=1,
-                 padding_mode="zeros", device=None, dtype=None):
+    def __init__(self, in_channels: int, out_channels: int,
+                 kernel_size: int | tuple[int, ...], stride: int | tuple[int, ...] = 1,
+                 padding: int | tuple[int, ...] | str = 0,
+                 output_padding: int | tuple[int, ...] = 0, groups: int = 1,
+                 bias: bool = True, dilation: int | tuple[int, ...] = 1,
+                 padding_mode: str = "zeros", device: Device | None = None,
+                 dtype: DType | None = None) -> None:
         super().__init__(in_channels, out_channels, kernel_size, stride, padding,
                          output_padding, groups, bias, dilation, padding_mode, device,
                          dtype)
@@ -230,9 +255,13 @@ class ConvTranspose1d(_ConvTransposeNd):
 
     _nd = 1
 
-    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0,
-                 output_padding=0, groups=1, bias=True, dilation=1,
-                 padding_mode="zeros", device=None, dtype=None):
+    def __init__(self, in_channels: int, out_channels: int,
+                 kernel_size: int | tuple[int, ...], stride: int | tuple[int, ...] = 1,
+                 padding: int | tuple[int, ...] | str = 0,
+                 output_padding: int | tuple[int, ...] = 0, groups: int = 1,
+                 bias: bool = True, dilation: int | tuple[int, ...] = 1,
+                 padding_mode: str = "zeros", device: Device | None = None,
+                 dtype: DType | None = None) -> None:
         super().__init__(in_channels, out_channels, kernel_size, stride, padding,
                          output_padding, groups, bias, dilation, padding_mode, device,
                          dtype)
@@ -244,9 +273,12 @@ class Conv3d(_ConvNd):
 
     _nd = 3
 
-    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0,
-                 dilation=1, groups=1, bias=True, padding_mode="zeros", device=None,
-                 dtype=None):
+    def __init__(self, in_channels: int, out_channels: int,
+                 kernel_size: int | tuple[int, ...], stride: int | tuple[int, ...] = 1,
+                 padding: int | tuple[int, ...] | str = 0,
+                 dilation: int | tuple[int, ...] = 1, groups: int = 1,
+                 bias: bool = True, padding_mode: str = "zeros",
+                 device: Device | None = None, dtype: DType | None = None) -> None:
         super().__init__(in_channels, out_channels, kernel_size, stride, padding,
                          dilation, False, 0, groups, bias, padding_mode, device,
                          dtype)
@@ -258,9 +290,13 @@ class ConvTranspose3d(_ConvTransposeNd):
 
     _nd = 3
 
-    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0,
-                 output_padding=0, groups=1, bias=True, dilation=1,
-                 padding_mode="zeros", device=None, dtype=None):
+    def __init__(self, in_channels: int, out_channels: int,
+                 kernel_size: int | tuple[int, ...], stride: int | tuple[int, ...] = 1,
+                 padding: int | tuple[int, ...] | str = 0,
+                 output_padding: int | tuple[int, ...] = 0, groups: int = 1,
+                 bias: bool = True, dilation: int | tuple[int, ...] = 1,
+                 padding_mode: str = "zeros", device: Device | None = None,
+                 dtype: DType | None = None) -> None:
         super().__init__(in_channels, out_channels, kernel_size, stride, padding,
                          output_padding, groups, bias, dilation, padding_mode, device,
                          dtype)

@@ -1,6 +1,13 @@
 """``Flatten`` and ``Unflatten``: reshape layers (views, as torch)."""
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 from ..module import Module
+
+if TYPE_CHECKING:
+    from cygrad._tensor import Tensor
 
 __all__ = ["Flatten", "Unflatten"]
 
@@ -9,22 +16,22 @@ class Flatten(Module):
     """Flatten dimensions ``start_dim`` to ``end_dim`` (default: all but the
     batch dimension) into one."""
 
-    def __init__(self, start_dim=1, end_dim=-1):
+    def __init__(self, start_dim: int = 1, end_dim: int = -1) -> None:
         super().__init__()
         self.start_dim = start_dim
         self.end_dim = end_dim
 
-    def forward(self, input):
+    def forward(self, input: Tensor) -> Tensor:
         return input.flatten(self.start_dim, self.end_dim)
 
-    def extra_repr(self):
+    def extra_repr(self) -> str:
         return f"start_dim={self.start_dim}, end_dim={self.end_dim}"
 
 
 class Unflatten(Module):
     """Expand dimension ``dim`` into ``unflattened_size``."""
 
-    def __init__(self, dim, unflattened_size):
+    def __init__(self, dim: int, unflattened_size: Any) -> None:
         super().__init__()
         if isinstance(dim, str):
             raise TypeError("Unflatten: named dimensions are not supported by cygrad")
@@ -42,7 +49,7 @@ class Unflatten(Module):
         self.dim = int(dim)
         self.unflattened_size = tuple(unflattened_size)
 
-    def forward(self, input):
+    def forward(self, input: Tensor) -> Tensor:
         shape = tuple(input.shape)
         dim = self.dim + len(shape) if self.dim < 0 else self.dim
         if not 0 <= dim < len(shape):
@@ -68,5 +75,5 @@ class Unflatten(Module):
             )
         return input.reshape(shape[:dim] + tuple(sizes) + shape[dim + 1:])
 
-    def extra_repr(self):
+    def extra_repr(self) -> str:
         return f"dim={self.dim}, unflattened_size={self.unflattened_size}"

@@ -2,10 +2,17 @@
 defaults (``affine=False``, ``track_running_stats=False``), parameter and
 buffer names, and unbatched input (one dimension fewer)."""
 
+from __future__ import annotations
+
 import warnings
+from typing import TYPE_CHECKING
 
 from .._functional_instance import instance_norm
 from .normalization import _BatchNorm
+
+if TYPE_CHECKING:
+    from cygrad._tensor import Tensor
+    from cygrad._typing import Device, DType
 
 __all__ = ["InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d"]
 
@@ -21,8 +28,10 @@ class _InstanceNorm(_BatchNorm):
 
     _spatial = 1  # spatial dimensions of one sample
 
-    def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=False,
-                 track_running_stats=False, device=None, dtype=None, *, bias=True):
+    def __init__(self, num_features: int, eps: float = 1e-5,
+                 momentum: float | None = 0.1, affine: bool = False,
+                 track_running_stats: bool = False, device: Device | None = None,
+                 dtype: DType | None = None, *, bias: bool = True) -> None:
         super().__init__(num_features, eps, momentum, affine, track_running_stats,
                          device, dtype, bias=bias)
 
@@ -32,7 +41,7 @@ class _InstanceNorm(_BatchNorm):
             raise ValueError(
                 f"expected {lo}D or {lo + 1}D input (got {input.ndim}D input)")
 
-    def forward(self, input):
+    def forward(self, input: Tensor) -> Tensor:
         self._check_input_dim(input)
         no_batch = self._spatial + 1
         feature_dim = input.ndim - no_batch

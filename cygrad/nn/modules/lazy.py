@@ -8,6 +8,10 @@ initialisation, and turns the module into its eager class
 (``LazyLinear`` -> ``Linear``), as torch does.
 """
 
+from __future__ import annotations
+
+from typing import Any
+
 import numpy as np
 
 from cygrad.creation import from_numpy
@@ -21,7 +25,7 @@ class LazyModuleMixin:
 
     cls_to_become = None
 
-    def has_uninitialized_params(self):
+    def has_uninitialized_params(self) -> bool:
         """True until the first call (then the module is its eager class)."""
         return isinstance(self, LazyModuleMixin)
 
@@ -30,7 +34,7 @@ class LazyModuleMixin:
         """Give tensor ``t`` fresh storage of ``shape`` (its dtype kept)."""
         t.data = from_numpy(np.zeros(shape, t._arr.dtype))
 
-    def __call__(self, *args, **kwargs):
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if not args:
             raise ValueError(f"{type(self).__name__}: the first call needs the input "
                              "tensor to infer the parameters' shapes")

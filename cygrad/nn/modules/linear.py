@@ -1,6 +1,9 @@
 """``Linear``: ``y = x @ W.T + b`` with torch's default initialisation."""
 
+from __future__ import annotations
+
 import math
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -12,6 +15,10 @@ from .. import init
 from ..module import Module
 from ..parameter import Parameter
 from .lazy import LazyModuleMixin
+
+if TYPE_CHECKING:
+    from cygrad._tensor import Tensor
+    from cygrad._typing import Device, DType
 
 __all__ = ["Bilinear", "Identity", "LazyLinear", "Linear",
            "NonDynamicallyQuantizableLinear"]
@@ -37,7 +44,8 @@ class Linear(Module):
     bias : Parameter of shape (out_features,), from the same interval
     """
 
-    def __init__(self, in_features, out_features, bias=True, device=None, dtype=None):
+    def __init__(self, in_features: int, out_features: int, bias: bool = True,
+                 device: Device | None = None, dtype: DType | None = None) -> None:
         super().__init__()
         check_device(device)
         self.in_features = int(in_features)
@@ -52,7 +60,7 @@ class Linear(Module):
             self.register_parameter("bias", None)
         self.reset_parameters()
 
-    def reset_parameters(self):
+    def reset_parameters(self) -> None:
         """Draw the parameters again from torch's default distributions."""
         init.kaiming_uniform_(self.weight, a=math.sqrt(5))
         if self.bias is not None:
@@ -60,10 +68,10 @@ class Linear(Module):
             bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0
             init.uniform_(self.bias, -bound, bound)
 
-    def forward(self, input):
+    def forward(self, input: Tensor) -> Tensor:
         return F.linear(input, self.weight, self.bias)
 
-    def extra_repr(self):
+    def extra_repr(self) -> str:
         return (
             f"in_features={self.in_features}, out_features={self.out_features}, "
             f"bias={self.bias is not None}"
@@ -82,14 +90,15 @@ class LazyLinear(LazyModuleMixin, Linear):
 
     cls_to_become = Linear
 
-    def __init__(self, out_features, bias=True, device=None, dtype=None):
+    def __init__(self, out_features: int, bias: bool = True,
+                 device: Device | None = None, dtype: DType | None = None) -> None:
         Linear.__init__(self, 0, out_features, bias, device, dtype)
 
-    def reset_parameters(self):
+    def reset_parameters(self) -> None:
         if not self.has_uninitialized_params() and self.in_features != 0:
             Linear.reset_parameters(self)
 
-    def initialize_parameters(self, input):
+    def initialize_parameters(self, input: Tensor) -> None:
         self.in_features = int(input.shape[-1])
         self._materialize(self.weight, (self.out_features, self.in_features))
         if self.bias is not None:
@@ -113,8 +122,9 @@ class Bilinear(Module):
     bias : (out_features,), the same interval
     """
 
-    def __init__(self, in1_features, in2_features, out_features, bias=True,
-                 device=None, dtype=None):
+    def __init__(self, in1_features: int, in2_features: int, out_features: int,
+                 bias: bool = True, device: Device | None = None,
+                 dtype: DType | None = None) -> None:
         super().__init__()
         check_device(device)
         self.in1_features = in1_features
@@ -129,16 +139,16 @@ class Bilinear(Module):
             self.register_parameter("bias", None)
         self.reset_parameters()
 
-    def reset_parameters(self):
+    def reset_parameters(self) -> None:
         bound = 1 / math.sqrt(self.weight.shape[1])
         init.uniform_(self.weight, -bound, bound)
         if self.bias is not None:
             init.uniform_(self.bias, -bound, bound)
 
-    def forward(self, input1, input2):
+    def forward(self, input1: Tensor, input2: Tensor) -> Tensor:
         return F.bilinear(input1, input2, self.weight, self.bias)
 
-    def extra_repr(self):
+    def extra_repr(self) -> str:
         return (f"in1_features={self.in1_features}, in2_features={self.in2_features}, "
                 f"out_features={self.out_features}, bias={self.bias is not None}")
 
@@ -147,8 +157,8 @@ class Identity(Module):
     """Returns its input unchanged (constructor arguments are ignored, as
     torch's)."""
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__()
 
-    def forward(self, input):
+    def forward(self, input: Tensor) -> Any:
         return input

@@ -2,13 +2,19 @@
 (the deprecated ``size_average`` / ``reduce`` read as torch reads them, with
 its warning), class weights as buffers, each calling its functional form."""
 
+from __future__ import annotations
+
 import warnings
+from typing import TYPE_CHECKING, Any
 
 from .. import _functional_ctc as _ctc
 from .. import _functional_loss as L
 from .. import functional as F
 from ..module import Module
 from .fold import PairwiseDistance
+
+if TYPE_CHECKING:
+    from cygrad._tensor import Tensor
 
 __all__ = [
     "BCELoss", "BCEWithLogitsLoss", "CosineEmbeddingLoss", "CrossEntropyLoss",
@@ -19,13 +25,15 @@ __all__ = [
 
 
 class _Loss(Module):
-    def __init__(self, size_average=None, reduce=None, reduction="mean"):
+    def __init__(self, size_average: bool | None = None, reduce: bool | None = None,
+                 reduction: str = "mean") -> None:
         super().__init__()
         self.reduction = L.legacy_reduction(size_average, reduce, reduction, 4)
 
 
 class _WeightedLoss(_Loss):
-    def __init__(self, weight=None, size_average=None, reduce=None, reduction="mean"):
+    def __init__(self, weight: Tensor | None = None, size_average: bool | None = None,
+                 reduce: bool | None = None, reduction: str = "mean") -> None:
         super().__init__(size_average, reduce, reduction)
         self.register_buffer("weight", weight)
 
@@ -33,36 +41,37 @@ class _WeightedLoss(_Loss):
 class MSELoss(_Loss):
     """Mean squared error; ``reduction`` is "mean" (default), "sum" or "none"."""
 
-    def forward(self, input, target):
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
         return F.mse_loss(input, target, reduction=self.reduction)
 
 
 class L1Loss(_Loss):
     """Mean absolute error ``|input - target|``."""
 
-    def forward(self, input, target):
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
         return L.l1_loss(input, target, reduction=self.reduction)
 
 
 class SmoothL1Loss(_Loss):
     """Quadratic below ``beta``, linear above (``beta=0``: L1)."""
 
-    def __init__(self, size_average=None, reduce=None, reduction="mean", beta=1.0):
+    def __init__(self, size_average: bool | None = None, reduce: bool | None = None,
+                 reduction: str = "mean", beta: float = 1.0) -> None:
         super().__init__(size_average, reduce, reduction)
         self.beta = beta
 
-    def forward(self, input, target):
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
         return L.smooth_l1_loss(input, target, reduction=self.reduction, beta=self.beta)
 
 
 class HuberLoss(_Loss):
     """Quadratic below ``delta``, ``delta``-scaled linear above."""
 
-    def __init__(self, reduction="mean", delta=1.0):
+    def __init__(self, reduction: str = "mean", delta: float = 1.0) -> None:
         super().__init__(reduction=reduction)
         self.delta = delta
 
-    def forward(self, input, target):
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
         return L.huber_loss(input, target, reduction=self.reduction, delta=self.delta)
 
 
@@ -79,13 +88,14 @@ class CrossEntropyLoss(_WeightedLoss):
     label_smoothing : float in [0, 1]
     """
 
-    def __init__(self, weight=None, size_average=None, ignore_index=-100, reduce=None,
-                 reduction="mean", label_smoothing=0.0):
+    def __init__(self, weight: Tensor | None = None, size_average: bool | None = None,
+                 ignore_index: int = -100, reduce: bool | None = None,
+                 reduction: str = "mean", label_smoothing: float = 0.0) -> None:
         super().__init__(weight, size_average, reduce, reduction)
         self.ignore_index = ignore_index
         self.label_smoothing = label_smoothing
 
-    def forward(self, input, target):
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
         return F.cross_entropy(input, target, weight=self.weight,
                                ignore_index=self.ignore_index,
                                reduction=self.reduction,
@@ -95,12 +105,13 @@ class CrossEntropyLoss(_WeightedLoss):
 class NLLLoss(_WeightedLoss):
     """Negative log-likelihood of log-probabilities and class indices."""
 
-    def __init__(self, weight=None, size_average=None, ignore_index=-100, reduce=None,
-                 reduction="mean"):
+    def __init__(self, weight: Tensor | None = None, size_average: bool | None = None,
+                 ignore_index: int = -100, reduce: bool | None = None,
+                 reduction: str = "mean") -> None:
         super().__init__(weight, size_average, reduce, reduction)
         self.ignore_index = ignore_index
 
-    def forward(self, input, target):
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
         return F.nll_loss(input, target, weight=self.weight,
                           ignore_index=self.ignore_index, reduction=self.reduction)
 
@@ -115,13 +126,14 @@ class BCEWithLogitsLoss(_Loss):
     pos_weight : Tensor, optional weight of positive examples
     """
 
-    def __init__(self, weight=None, size_average=None, reduce=None, reduction="mean",
-                 pos_weight=None):
+    def __init__(self, weight: Tensor | None = None, size_average: bool | None = None,
+                 reduce: bool | None = None, reduction: str = "mean",
+                 pos_weight: Tensor | None = None) -> None:
         super().__init__(size_average, reduce, reduction)
         self.register_buffer("weight", weight)
         self.register_buffer("pos_weight", pos_weight)
 
-    def forward(self, input, target):
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
         return F.binary_cross_entropy_with_logits(
             input, target, weight=self.weight, reduction=self.reduction,
             pos_weight=self.pos_weight)
@@ -130,7 +142,7 @@ class BCEWithLogitsLoss(_Loss):
 class BCELoss(_WeightedLoss):
     """Binary cross-entropy of probabilities (logs clamped at -100)."""
 
-    def forward(self, input, target):
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
         return L.binary_cross_entropy(input, target, weight=self.weight,
                                       reduction=self.reduction)
 
@@ -139,12 +151,12 @@ class KLDivLoss(_Loss):
     """``target (log target - input)``; ``reduction="batchmean"`` is the
     mathematical KL divergence per sample."""
 
-    def __init__(self, size_average=None, reduce=None, reduction="mean",
-                 log_target=False):
+    def __init__(self, size_average: bool | None = None, reduce: bool | None = None,
+                 reduction: str = "mean", log_target: bool = False) -> None:
         super().__init__(size_average, reduce, reduction)
         self.log_target = log_target
 
-    def forward(self, input, target):
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
         return L.kl_div(input, target, reduction=self.reduction,
                         log_target=self.log_target)
 
@@ -152,14 +164,15 @@ class KLDivLoss(_Loss):
 class PoissonNLLLoss(_Loss):
     """Poisson negative log-likelihood (``log_input``: the input is log rate)."""
 
-    def __init__(self, log_input=True, full=False, size_average=None, eps=1e-8,
-                 reduce=None, reduction="mean"):
+    def __init__(self, log_input: bool = True, full: bool = False,
+                 size_average: bool | None = None, eps: float = 1e-8,
+                 reduce: bool | None = None, reduction: str = "mean") -> None:
         super().__init__(size_average, reduce, reduction)
         self.log_input = log_input
         self.full = full
         self.eps = eps
 
-    def forward(self, log_input, target):
+    def forward(self, log_input: bool, target: Tensor) -> Tensor:
         return L.poisson_nll_loss(log_input, target, log_input=self.log_input,
                                   full=self.full, eps=self.eps,
                                   reduction=self.reduction)
@@ -168,18 +181,20 @@ class PoissonNLLLoss(_Loss):
 class GaussianNLLLoss(_Loss):
     """Gaussian negative log-likelihood with a predicted variance."""
 
-    def __init__(self, *, full=False, eps=1e-6, reduction="mean"):
+    def __init__(self, *, full: bool = False, eps: float = 1e-6,
+                 reduction: str = "mean") -> None:
         super().__init__(reduction=reduction)
         self.full = full
         self.eps = eps
 
-    def forward(self, input, target, var):
+    def forward(self, input: Tensor, target: Tensor, var: Tensor) -> Tensor:
         return L.gaussian_nll_loss(input, target, var, full=self.full, eps=self.eps,
                                    reduction=self.reduction)
 
 
 class _MarginLoss(_Loss):
-    def __init__(self, margin=0.0, size_average=None, reduce=None, reduction="mean"):
+    def __init__(self, margin: float = 0.0, size_average: bool | None = None,
+                 reduce: bool | None = None, reduction: str = "mean") -> None:
         super().__init__(size_average, reduce, reduction)
         self.margin = margin
 
@@ -187,7 +202,7 @@ class _MarginLoss(_Loss):
 class MarginRankingLoss(_MarginLoss):
     """``max(0, -y (x1 - x2) + margin)``."""
 
-    def forward(self, input1, input2, target):
+    def forward(self, input1: Tensor, input2: Tensor, target: Tensor) -> Tensor:
         return L.margin_ranking_loss(input1, input2, target, margin=self.margin,
                                      reduction=self.reduction)
 
@@ -195,7 +210,7 @@ class MarginRankingLoss(_MarginLoss):
 class CosineEmbeddingLoss(_MarginLoss):
     """``1 - cos(x1, x2)`` for y = 1, ``max(0, cos - margin)`` for y = -1."""
 
-    def forward(self, input1, input2, target):
+    def forward(self, input1: Tensor, input2: Tensor, target: Tensor) -> Tensor:
         return L.cosine_embedding_loss(input1, input2, target, margin=self.margin,
                                        reduction=self.reduction)
 
@@ -203,10 +218,11 @@ class CosineEmbeddingLoss(_MarginLoss):
 class HingeEmbeddingLoss(_MarginLoss):
     """``x`` for y = 1, ``max(0, margin - x)`` for y = -1."""
 
-    def __init__(self, margin=1.0, size_average=None, reduce=None, reduction="mean"):
+    def __init__(self, margin: float = 1.0, size_average: bool | None = None,
+                 reduce: bool | None = None, reduction: str = "mean") -> None:
         super().__init__(margin, size_average, reduce, reduction)
 
-    def forward(self, input, target):
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
         return L.hinge_embedding_loss(input, target, margin=self.margin,
                                       reduction=self.reduction)
 
@@ -214,14 +230,14 @@ class HingeEmbeddingLoss(_MarginLoss):
 class SoftMarginLoss(_Loss):
     """``log(1 + exp(-y x))``."""
 
-    def forward(self, input, target):
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
         return L.soft_margin_loss(input, target, reduction=self.reduction)
 
 
 class MultiLabelSoftMarginLoss(_WeightedLoss):
     """Per-class logistic loss averaged over classes."""
 
-    def forward(self, input, target):
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
         return L.multilabel_soft_margin_loss(input, target, weight=self.weight,
                                              reduction=self.reduction)
 
@@ -229,15 +245,16 @@ class MultiLabelSoftMarginLoss(_WeightedLoss):
 class MultiMarginLoss(_WeightedLoss):
     """Multi-class hinge loss (``p`` 1 or 2)."""
 
-    def __init__(self, p=1, margin=1.0, weight=None, size_average=None, reduce=None,
-                 reduction="mean"):
+    def __init__(self, p: float = 1, margin: float = 1.0, weight: Tensor | None = None,
+                 size_average: bool | None = None, reduce: bool | None = None,
+                 reduction: str = "mean") -> None:
         super().__init__(weight, size_average, reduce, reduction)
         if p not in (1, 2):
             raise ValueError("only p == 1 and p == 2 supported")
         self.p = p
         self.margin = margin
 
-    def forward(self, input, target):
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
         return L.multi_margin_loss(input, target, p=self.p, margin=self.margin,
                                    weight=self.weight, reduction=self.reduction)
 
@@ -245,8 +262,9 @@ class MultiMarginLoss(_WeightedLoss):
 class TripletMarginLoss(_Loss):
     """``max(d(a, p) - d(a, n) + margin, 0)`` with the p-norm distance."""
 
-    def __init__(self, margin=1.0, p=2.0, eps=1e-6, swap=False, size_average=None,
-                 reduce=None, reduction="mean"):
+    def __init__(self, margin: float = 1.0, p: float = 2.0, eps: float = 1e-6,
+                 swap: bool = False, size_average: bool | None = None,
+                 reduce: bool | None = None, reduction: str = "mean") -> None:
         super().__init__(size_average, reduce, reduction)
         if margin <= 0:
             raise ValueError(f"TripletMarginLoss: expected margin to be greater than "
@@ -256,7 +274,7 @@ class TripletMarginLoss(_Loss):
         self.eps = eps
         self.swap = swap
 
-    def forward(self, anchor, positive, negative):
+    def forward(self, anchor: Tensor, positive: Tensor, negative: Tensor) -> Tensor:
         return L.triplet_margin_loss(anchor, positive, negative, margin=self.margin,
                                      p=self.p, eps=self.eps, swap=self.swap,
                                      reduction=self.reduction)
@@ -267,12 +285,14 @@ class CTCLoss(_Loss):
     class, ``reduction`` ("mean" divides each loss by its target length
     first) and ``zero_infinity``."""
 
-    def __init__(self, blank=0, reduction="mean", zero_infinity=False):
+    def __init__(self, blank: int = 0, reduction: str = "mean",
+                 zero_infinity: bool = False) -> None:
         super().__init__(reduction=reduction)
         self.blank = blank
         self.zero_infinity = zero_infinity
 
-    def forward(self, log_probs, targets, input_lengths, target_lengths):
+    def forward(self, log_probs: Tensor, targets: Tensor, input_lengths: Tensor,
+                target_lengths: Tensor) -> Tensor:
         return _ctc.ctc_loss(log_probs, targets, input_lengths, target_lengths,
                              self.blank, self.reduction, self.zero_infinity)
 
@@ -281,7 +301,7 @@ class MultiLabelMarginLoss(_Loss):
     """Multi-label hinge loss over the target classes (read up to the first
     -1) against every other class."""
 
-    def forward(self, input, target):
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
         return L.multilabel_margin_loss(input, target, reduction=self.reduction)
 
 
@@ -289,8 +309,8 @@ class TripletMarginWithDistanceLoss(_Loss):
     """``max(d(a, p) - d(a, n) + margin, 0)`` with any distance function
     (default ``nn.PairwiseDistance()``, held as a submodule as torch's)."""
 
-    def __init__(self, *, distance_function=None, margin=1.0, swap=False,
-                 reduction="mean"):
+    def __init__(self, *, distance_function: Any = None, margin: float = 1.0,
+                 swap: bool = False, reduction: str = "mean") -> None:
         super().__init__(reduction=reduction)
         if margin <= 0:
             raise ValueError(f"TripletMarginWithDistanceLoss: expected margin to be "
@@ -300,7 +320,7 @@ class TripletMarginWithDistanceLoss(_Loss):
         self.margin = margin
         self.swap = swap
 
-    def forward(self, anchor, positive, negative):
+    def forward(self, anchor: Tensor, positive: Tensor, negative: Tensor) -> Tensor:
         return L.triplet_margin_with_distance_loss(
             anchor, positive, negative, distance_function=self.distance_function,
             margin=self.margin, swap=self.swap, reduction=self.reduction)
@@ -309,8 +329,9 @@ class TripletMarginWithDistanceLoss(_Loss):
 class NLLLoss2d(NLLLoss):
     """Deprecated alias of ``NLLLoss`` (torch keeps it for old code)."""
 
-    def __init__(self, weight=None, size_average=None, ignore_index=-100, reduce=None,
-                 reduction="mean"):
+    def __init__(self, weight: Tensor | None = None, size_average: bool | None = None,
+                 ignore_index: int = -100, reduce: bool | None = None,
+                 reduction: str = "mean") -> None:
         warnings.warn("`NLLLoss2d` has been deprecated. Please use `NLLLoss` instead "
                       "as a drop-in replacement and see "
                       "https://pytorch.org/docs/main/nn.html#torch.nn.NLLLoss for more "

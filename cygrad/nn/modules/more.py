@@ -3,12 +3,19 @@ and the lazy transposed convolutions and instance/3-d batch norms (``Fold``,
 ``Unfold``, the distance layers and ``ChannelShuffle`` are in fold.py and
 pixelshuffle.py)."""
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from .. import _functional_more as _more
 from ..module import Module
 from .conv import ConvTranspose1d, ConvTranspose2d
 from .instancenorm import InstanceNorm1d, InstanceNorm2d, InstanceNorm3d
 from .lazy import LazyModuleMixin
 from .normalization import BatchNorm3d, _lazy_bn
+
+if TYPE_CHECKING:
+    from cygrad._tensor import Tensor
 
 __all__ = [
     "LPPool1d", "LPPool2d", "LazyBatchNorm3d", "LazyConvTranspose1d",
@@ -18,14 +25,16 @@ __all__ = [
 
 
 class _LPPoolNd(Module):
-    def __init__(self, norm_type, kernel_size, stride=None, ceil_mode=False):
+    def __init__(self, norm_type: float, kernel_size: int | tuple[int, ...],
+                 stride: int | tuple[int, ...] | None = None,
+                 ceil_mode: bool = False) -> None:
         super().__init__()
         self.norm_type = norm_type
         self.kernel_size = kernel_size
         self.stride = stride
         self.ceil_mode = ceil_mode
 
-    def extra_repr(self):
+    def extra_repr(self) -> str:
         return ("norm_type={norm_type}, kernel_size={kernel_size}, stride={stride}, "
                 "ceil_mode={ceil_mode}".format(**self.__dict__))
 
@@ -33,7 +42,7 @@ class _LPPoolNd(Module):
 class LPPool1d(_LPPoolNd):
     """Power-average pooling over (N, C, L): ``(sum x^p)^(1/p)`` per window."""
 
-    def forward(self, input):
+    def forward(self, input: Tensor) -> Tensor:
         return _more.lp_pool1d(input, float(self.norm_type), self.kernel_size,
                                self.stride, self.ceil_mode)
 
@@ -41,7 +50,7 @@ class LPPool1d(_LPPoolNd):
 class LPPool2d(_LPPoolNd):
     """Power-average pooling over (N, C, H, W): ``(sum x^p)^(1/p)`` per window."""
 
-    def forward(self, input):
+    def forward(self, input: Tensor) -> Tensor:
         return _more.lp_pool2d(input, float(self.norm_type), self.kernel_size,
                                self.stride, self.ceil_mode)
 
@@ -49,18 +58,19 @@ class LPPool2d(_LPPoolNd):
 class LocalResponseNorm(Module):
     """Normalise each channel by the squares of ``size`` neighbouring ones."""
 
-    def __init__(self, size, alpha=1e-4, beta=0.75, k=1.0):
+    def __init__(self, size: int, alpha: float = 1e-4, beta: float = 0.75,
+                 k: int = 1.0) -> None:
         super().__init__()
         self.size = size
         self.alpha = alpha
         self.beta = beta
         self.k = k
 
-    def forward(self, input):
+    def forward(self, input: Tensor) -> Tensor:
         return _more.local_response_norm(input, self.size, self.alpha, self.beta,
                                          self.k)
 
-    def extra_repr(self):
+    def extra_repr(self) -> str:
         return "{size}, alpha={alpha}, beta={beta}, k={k}".format(**self.__dict__)
 
 

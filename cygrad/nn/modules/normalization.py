@@ -3,7 +3,10 @@
 and buffer names (``running_mean``, ``running_var``, ``num_batches_tracked``)
 and initialisation (weight 1, bias 0)."""
 
+from __future__ import annotations
+
 import numbers
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -16,6 +19,10 @@ from .. import init
 from ..module import Module
 from ..parameter import Parameter
 from .lazy import LazyModuleMixin
+
+if TYPE_CHECKING:
+    from cygrad._tensor import Tensor
+    from cygrad._typing import Device, DType
 
 __all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "GroupNorm", "LayerNorm", "RMSNorm"]
 
@@ -39,8 +46,10 @@ class _BatchNorm(Module):
     (by the batch's when they are not tracked).
     """
 
-    def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True,
-                 track_running_stats=True, device=None, dtype=None, *, bias=True):
+    def __init__(self, num_features: int, eps: float = 1e-5,
+                 momentum: float | None = 0.1, affine: bool = True,
+                 track_running_stats: bool = True, device: Device | None = None,
+                 dtype: DType | None = None, *, bias: bool = True) -> None:
         super().__init__()
         _check_device(device)
         dt = _dtype(dtype)
@@ -68,7 +77,7 @@ class _BatchNorm(Module):
             self.register_buffer("num_batches_tracked", None)
         self.reset_parameters()
 
-    def reset_running_stats(self):
+    def reset_running_stats(self) -> None:
         if self.track_running_stats:
             self.running_mean._arr[...] = 0
             self.running_var._arr[...] = 1
@@ -76,7 +85,7 @@ class _BatchNorm(Module):
             for t in (self.running_mean, self.running_var, self.num_batches_tracked):
                 t._bump_version()
 
-    def reset_parameters(self):
+    def reset_parameters(self) -> None:
         self.reset_running_stats()
         if self.affine:
             init.ones_(self.weight)
@@ -86,14 +95,14 @@ class _BatchNorm(Module):
     def _check_input_dim(self, input):
         raise NotImplementedError
 
-    def extra_repr(self):
+    def extra_repr(self) -> str:
         return (
             f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
             f"affine={self.affine}, bias={self.bias is not None}, "
             f"track_running_stats={self.track_running_stats}"
         )
 
-    def forward(self, input):
+    def forward(self, input: Tensor) -> Tensor:
         self._check_input_dim(input)
         bn_training = self.training or (
             self.running_mean is None and self.running_var is None)
@@ -159,8 +168,9 @@ class LayerNorm(Module):
     ``* weight + bias`` (each of that shape; ``elementwise_affine=False``:
     neither, ``bias=False``: no bias)."""
 
-    def __init__(self, normalized_shape, eps=1e-5, elementwise_affine=True, bias=True,
-                 device=None, dtype=None):
+    def __init__(self, normalized_shape: Any, eps: float = 1e-5,
+                 elementwise_affine: bool = True, bias: bool = True,
+                 device: Device | None = None, dtype: DType | None = None) -> None:
         super().__init__()
         _check_device(device)
         dt = _dtype(dtype)
@@ -177,17 +187,17 @@ class LayerNorm(Module):
             self.register_parameter("weight", None)
             self.register_parameter("bias", None)
 
-    def reset_parameters(self):
+    def reset_parameters(self) -> None:
         if self.elementwise_affine:
             init.ones_(self.weight)
             if self.bias is not None:
                 init.zeros_(self.bias)
 
-    def forward(self, input):
+    def forward(self, input: Tensor) -> Tensor:
         return Fn.layer_norm(input, self.normalized_shape, self.weight, self.bias,
                              self.eps)
 
-    def extra_repr(self):
+    def extra_repr(self) -> str:
         return (f"{self.normalized_shape}, eps={self.eps}, "
                 f"elementwise_affine={self.elementwise_affine}, "
                 f"bias={self.bias is not None}")
@@ -197,8 +207,9 @@ class GroupNorm(Module):
     """Normalise (N, C, *) input over ``num_groups`` groups of channels, then a
     per-channel ``weight``/``bias`` (``affine``)."""
 
-    def __init__(self, num_groups, num_channels, eps=1e-5, affine=True, device=None,
-                 dtype=None, *, bias=True):
+    def __init__(self, num_groups: int, num_channels: int, eps: float = 1e-5,
+                 affine: bool = True, device: Device | None = None,
+                 dtype: DType | None = None, *, bias: bool = True) -> None:
         super().__init__()
         _check_device(device)
         if num_channels % num_groups != 0:
@@ -221,16 +232,16 @@ class GroupNorm(Module):
             self.register_parameter("weight", None)
             self.register_parameter("bias", None)
 
-    def reset_parameters(self):
+    def reset_parameters(self) -> None:
         if self.affine:
             init.ones_(self.weight)
             if self.bias is not None:
                 init.zeros_(self.bias)
 
-    def forward(self, input):
+    def forward(self, input: Tensor) -> Tensor:
         return Fn.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
 
-    def extra_repr(self):
+    def extra_repr(self) -> str:
         return (f"{self.num_groups}, {self.num_channels}, eps={self.eps}, "
                 f"affine={self.affine}, bias={self.bias is not None}")
 
@@ -239,8 +250,9 @@ class RMSNorm(Module):
     """``x / sqrt(mean(x^2) + eps) * weight`` over the trailing
     ``normalized_shape``; ``eps=None`` is the input dtype's epsilon."""
 
-    def __init__(self, normalized_shape, eps=None, elementwise_affine=True,
-                 device=None, dtype=None):
+    def __init__(self, normalized_shape: Any, eps: float | None = None,
+                 elementwise_affine: bool = True, device: Device | None = None,
+                 dtype: DType | None = None) -> None:
         super().__init__()
         _check_device(device)
         dt = _dtype(dtype)
@@ -252,14 +264,14 @@ class RMSNorm(Module):
         else:
             self.register_parameter("weight", None)
 
-    def reset_parameters(self):
+    def reset_parameters(self) -> None:
         if self.elementwise_affine:
             init.ones_(self.weight)
 
-    def forward(self, input):
+    def forward(self, input: Tensor) -> Tensor:
         return Fn.rms_norm(input, self.normalized_shape, self.weight, self.eps)
 
-    def extra_repr(self):
+    def extra_repr(self) -> str:
         return (f"{self.normalized_shape}, eps={self.eps}, "
                 f"elementwise_affine={self.elementwise_affine}")
 

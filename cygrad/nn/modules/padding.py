@@ -2,8 +2,15 @@
 2-d and 3-d (``padding`` an int or a (left, right[, top, bottom[, front,
 back]]) tuple, as torch)."""
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from .. import _functional_conv as Fc
 from ..module import Module
+
+if TYPE_CHECKING:
+    from cygrad._tensor import Tensor
 
 __all__ = [
     "CircularPad1d", "CircularPad2d", "ConstantPad1d", "ConstantPad2d",
@@ -16,7 +23,8 @@ class _PadNd(Module):
     _nd = 2
     _mode = "constant"
 
-    def __init__(self, padding, value=0.0):
+    def __init__(self, padding: int | tuple[int, ...],
+                 value: float = 0.0) -> None:
         super().__init__()
         n = 2 * self._nd
         if isinstance(padding, int):
@@ -30,12 +38,12 @@ class _PadNd(Module):
                 )
         self.value = value
 
-    def forward(self, input):
+    def forward(self, input: Tensor) -> Tensor:
         if self._mode == "constant":
             return Fc.pad(input, self.padding, "constant", self.value)
         return Fc.pad(input, self.padding, self._mode)
 
-    def extra_repr(self):
+    def extra_repr(self) -> str:
         if self._mode == "constant" and not isinstance(self, (ZeroPad1d, ZeroPad2d,
                                                               ZeroPad3d)):
             return f"padding={self.padding}, value={self.value}"
@@ -45,28 +53,28 @@ class _PadNd(Module):
 class ConstantPad1d(_PadNd):
     _nd = 1
 
-    def __init__(self, padding, value):
+    def __init__(self, padding: int | tuple[int, ...], value: float) -> None:
         super().__init__(padding, value)
 
 
 class ConstantPad2d(_PadNd):
     _nd = 2
 
-    def __init__(self, padding, value):
+    def __init__(self, padding: int | tuple[int, ...], value: float) -> None:
         super().__init__(padding, value)
 
 
 class ZeroPad1d(_PadNd):
     _nd = 1
 
-    def __init__(self, padding):
+    def __init__(self, padding: int | tuple[int, ...]) -> None:
         super().__init__(padding, 0.0)
 
 
 class ZeroPad2d(_PadNd):
     _nd = 2
 
-    def __init__(self, padding):
+    def __init__(self, padding: int | tuple[int, ...]) -> None:
         super().__init__(padding, 0.0)
 
 
@@ -97,14 +105,14 @@ class CircularPad2d(_PadNd):
 class ConstantPad3d(_PadNd):
     _nd = 3
 
-    def __init__(self, padding, value):
+    def __init__(self, padding: int | tuple[int, ...], value: float) -> None:
         super().__init__(padding, value)
 
 
 class ZeroPad3d(_PadNd):
     _nd = 3
 
-    def __init__(self, padding):
+    def __init__(self, padding: int | tuple[int, ...]) -> None:
         super().__init__(padding, 0.0)
 
 

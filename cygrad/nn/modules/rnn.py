@@ -6,9 +6,12 @@ Each layer runs as one autograd node on the fused step kernels
 (``cygrad.nn._functional_rnn``); the cells are the same node with one step.
 """
 
+from __future__ import annotations
+
 import math
 import numbers
 import warnings
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -22,6 +25,9 @@ from .._functional_rnn import dropout_mask, rnn_cell, rnn_layer
 from ..module import Module
 from ..parameter import Parameter
 from ..utils.rnn import PackedSequence
+
+if TYPE_CHECKING:
+    from cygrad._typing import Device, DType
 
 __all__ = [
     "GRU",
@@ -55,9 +61,10 @@ class RNNBase(Module):
     GRU and ``Hout = proj_size or H``.  All from ``U(-1/sqrt(H), 1/sqrt(H))``.
     """
 
-    def __init__(self, mode, input_size, hidden_size, num_layers=1, bias=True,
-                 batch_first=False, dropout=0.0, bidirectional=False, proj_size=0,
-                 device=None, dtype=None):
+    def __init__(self, mode: str, input_size: int, hidden_size: int,
+                 num_layers: int = 1, bias: bool = True, batch_first: bool = False,
+                 dropout: float = 0.0, bidirectional: bool = False, proj_size: int = 0,
+                 device: Device | None = None, dtype: DType | None = None) -> None:
         super().__init__()
         check_device(device)
         if mode not in _GATES:
@@ -121,13 +128,13 @@ class RNNBase(Module):
                 self._all_weights.append(names)
         self.reset_parameters()
 
-    def reset_parameters(self):
+    def reset_parameters(self) -> None:
         """Every parameter from ``U(-1/sqrt(hidden_size), 1/sqrt(hidden_size))``."""
         stdv = 1.0 / math.sqrt(self.hidden_size)
         for w in self.parameters():
             init.uniform_(w, -stdv, stdv)
 
-    def flatten_parameters(self):
+    def flatten_parameters(self) -> None:
         """A no-op (torch compacts cuDNN weights here; cygrad has no cuDNN)."""
 
     @property
@@ -138,7 +145,7 @@ class RNNBase(Module):
     def all_weights(self):
         return [[getattr(self, n) for n in names] for names in self._all_weights]
 
-    def extra_repr(self):
+    def extra_repr(self) -> str:
         s = f"{self.input_size}, {self.hidden_size}"
         if self.proj_size != 0:
             s += f", proj_size={self.proj_size}"
@@ -178,7 +185,7 @@ class RNNBase(Module):
                 f"({_tdt(wdt)}). Convert input: input.to({_tdt(wdt)}), or convert "
                 f"model: model.to({_tdt(t._arr.dtype)})")
 
-    def forward(self, input, hx=None):
+    def forward(self, input: Tensor, hx: Tensor | None = None) -> Any:
         lstm = self.mode == "LSTM"
         packed = isinstance(input, PackedSequence)
         if packed:
@@ -313,9 +320,11 @@ class RNN(RNNBase):
     (T, B, D*H); ``h_n`` (L*D, B, H).
     """
 
-    def __init__(self, input_size, hidden_size, num_layers=1, nonlinearity="tanh",
-                 bias=True, batch_first=False, dropout=0.0, bidirectional=False,
-                 device=None, dtype=None, *, proj_size=0):
+    def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1,
+                 nonlinearity: str = "tanh", bias: bool = True,
+                 batch_first: bool = False, dropout: float = 0.0,
+                 bidirectional: bool = False, device: Device | None = None,
+                 dtype: DType | None = None, *, proj_size: int = 0) -> None:
         if nonlinearity == "tanh":
             mode = "RNN_TANH"
         elif nonlinearity == "relu":
@@ -337,9 +346,10 @@ class LSTM(RNNBase):
     ``proj_size or hidden_size`` features, ``c`` has ``hidden_size``.
     """
 
-    def __init__(self, input_size, hidden_size, num_layers=1, bias=True,
-                 batch_first=False, dropout=0.0, bidirectional=False, proj_size=0,
-                 device=None, dtype=None):
+    def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1,
+                 bias: bool = True, batch_first: bool = False, dropout: float = 0.0,
+                 bidirectional: bool = False, proj_size: int = 0,
+                 device: Device | None = None, dtype: DType | None = None) -> None:
         super().__init__("LSTM", input_size, hidden_size, num_layers, bias,
                          batch_first, dropout, bidirectional, proj_size, device, dtype)
 
@@ -349,9 +359,10 @@ class GRU(RNNBase):
     ``n = tanh(x W_in^T + b_in + r (h W_hn^T + b_hn))``, ``h' = (1 - z) n + z h``.
     Parameters and ``forward`` as :class:`RNN`."""
 
-    def __init__(self, input_size, hidden_size, num_layers=1, bias=True,
-                 batch_first=False, dropout=0.0, bidirectional=False, device=None,
-                 dtype=None, *, proj_size=0):
+    def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1,
+                 bias: bool = True, batch_first: bool = False, dropout: float = 0.0,
+                 bidirectional: bool = False, device: Device | None = None,
+                 dtype: DType | None = None, *, proj_size: int = 0) -> None:
         # proj_size is accepted only to refuse it with torch's ValueError
         super().__init__("GRU", input_size, hidden_size, num_layers, bias,
                          batch_first, dropout, bidirectional, proj_size, device, dtype)
@@ -365,8 +376,8 @@ class RNNCellBase(Module):
     """Common part of the cells: ``weight_ih`` (G*H, I), ``weight_hh`` (G*H, H),
     ``bias_ih``, ``bias_hh`` (G*H,), from ``U(-1/sqrt(H), 1/sqrt(H))``."""
 
-    def __init__(self, input_size, hidden_size, bias, num_chunks, device=None,
-                 dtype=None):
+    def __init__(self, input_size: int, hidden_size: int, bias: bool, num_chunks: Any,
+                 device: Device | None = None, dtype: DType | None = None) -> None:
         super().__init__()
         check_device(device)
         self.input_size = int(input_size)
@@ -384,12 +395,12 @@ class RNNCellBase(Module):
             self.register_parameter("bias_hh", None)
         self.reset_parameters()
 
-    def reset_parameters(self):
+    def reset_parameters(self) -> None:
         stdv = 1.0 / math.sqrt(self.hidden_size) if self.hidden_size > 0 else 0
         for w in self.parameters():
             init.uniform_(w, -stdv, stdv)
 
-    def extra_repr(self):
+    def extra_repr(self) -> str:
         s = f"{self.input_size}, {self.hidden_size}"
         if self.bias is not True:
             s += f", bias={self.bias}"
@@ -451,14 +462,15 @@ class RNNCell(RNNCellBase):
     (B, H) or (H,), zeros when None.
     """
 
-    def __init__(self, input_size, hidden_size, bias=True, nonlinearity="tanh",
-                 device=None, dtype=None):
+    def __init__(self, input_size: int, hidden_size: int, bias: bool = True,
+                 nonlinearity: str = "tanh", device: Device | None = None,
+                 dtype: DType | None = None) -> None:
         if nonlinearity not in ("tanh", "relu"):
             raise ValueError(f"Unknown nonlinearity: {nonlinearity}")
         super().__init__(input_size, hidden_size, bias, 1, device, dtype)
         self.nonlinearity = nonlinearity
 
-    def forward(self, input, hx=None):
+    def forward(self, input: Tensor, hx: Tensor | None = None) -> Any:
         x, (h,), batched = self._prepare(input, [hx])
         mode = "RNN_TANH" if self.nonlinearity == "tanh" else "RNN_RELU"
         out = rnn_cell(mode, x, h, None, self.weight_ih, self.weight_hh,
@@ -469,10 +481,11 @@ class RNNCell(RNNCellBase):
 class LSTMCell(RNNCellBase):
     """One LSTM step.  ``forward(input, (h, c)=None) -> (h', c')``."""
 
-    def __init__(self, input_size, hidden_size, bias=True, device=None, dtype=None):
+    def __init__(self, input_size: int, hidden_size: int, bias: bool = True,
+                 device: Device | None = None, dtype: DType | None = None) -> None:
         super().__init__(input_size, hidden_size, bias, 4, device, dtype)
 
-    def forward(self, input, hx=None):
+    def forward(self, input: Tensor, hx: Tensor | None = None) -> Any:
         states = [None, None] if hx is None else list(hx)
         x, (h, c), batched = self._prepare(input, states)
         h1, c1 = rnn_cell("LSTM", x, h, c, self.weight_ih, self.weight_hh,
@@ -485,10 +498,11 @@ class LSTMCell(RNNCellBase):
 class GRUCell(RNNCellBase):
     """One GRU step.  ``forward(input, hx=None) -> h'``."""
 
-    def __init__(self, input_size, hidden_size, bias=True, device=None, dtype=None):
+    def __init__(self, input_size: int, hidden_size: int, bias: bool = True,
+                 device: Device | None = None, dtype: DType | None = None) -> None:
         super().__init__(input_size, hidden_size, bias, 3, device, dtype)
 
-    def forward(self, input, hx=None):
+    def forward(self, input: Tensor, hx: Tensor | None = None) -> Any:
         x, (h,), batched = self._prepare(input, [hx])
         out = rnn_cell("GRU", x, h, None, self.weight_ih, self.weight_hh,
                        self.bias_ih, self.bias_hh)

@@ -2,6 +2,10 @@
 parameter name (``weight``, shape (num_embeddings, embedding_dim)) and
 initialisation (N(0, 1), the padding row zeroed)."""
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 
 from cygrad._device import check_device
@@ -12,6 +16,12 @@ from .. import _functional_sparse as F
 from .. import init
 from ..module import Module
 from ..parameter import Parameter
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
+
+    from cygrad._tensor import Tensor
+    from cygrad._typing import Device, DType
 
 __all__ = ["Embedding", "EmbeddingBag"]
 
@@ -52,10 +62,11 @@ class Embedding(Module):
         The weight's (CPU only; float32 by default).
     """
 
-    def __init__(self, num_embeddings, embedding_dim, padding_idx=None,
-                 max_norm=None, norm_type=2.0, scale_grad_by_freq=False,
-                 sparse=False, _weight=None, _freeze=False, device=None,
-                 dtype=None):
+    def __init__(self, num_embeddings: int, embedding_dim: int,
+                 padding_idx: int | None = None, max_norm: float | None = None,
+                 norm_type: float = 2.0, scale_grad_by_freq: bool = False,
+                 sparse: bool = False, _weight: Any = None, _freeze: Any = False,
+                 device: Device | None = None, dtype: DType | None = None) -> None:
         super().__init__()
         self.num_embeddings = num_embeddings
         self.embedding_dim = embedding_dim
@@ -75,7 +86,7 @@ class Embedding(Module):
         if fresh:
             self.reset_parameters()
 
-    def reset_parameters(self):
+    def reset_parameters(self) -> None:
         """N(0, 1) entries; the padding row zero."""
         init.normal_(self.weight)
         self._fill_padding_idx_with_zero()
@@ -86,11 +97,11 @@ class Embedding(Module):
                 self.weight._arr[self.padding_idx] = 0
                 self.weight._bump_version()
 
-    def forward(self, input):
+    def forward(self, input: Tensor) -> Tensor:
         return F.embedding(input, self.weight, self.padding_idx, self.max_norm,
                            self.norm_type, self.scale_grad_by_freq, self.sparse)
 
-    def extra_repr(self):
+    def extra_repr(self) -> str:
         s = f"{self.num_embeddings}, {self.embedding_dim}"
         if self.padding_idx is not None:
             s += f", padding_idx={self.padding_idx}"
@@ -105,9 +116,10 @@ class Embedding(Module):
         return s
 
     @classmethod
-    def from_pretrained(cls, embeddings, freeze=True, padding_idx=None,
-                        max_norm=None, norm_type=2.0, scale_grad_by_freq=False,
-                        sparse=False):
+    def from_pretrained(cls, embeddings: Tensor, freeze: bool = True,
+                        padding_idx: int | None = None, max_norm: float | None = None,
+                        norm_type: float = 2.0, scale_grad_by_freq: bool = False,
+                        sparse: bool = False) -> Self:
         """An ``Embedding`` whose table is ``embeddings`` (2-D, shared, not
         copied); ``freeze`` keeps it out of training."""
         if embeddings.ndim != 2:
@@ -128,10 +140,12 @@ class EmbeddingBag(Module):
     per_sample_weights=None)``.
     """
 
-    def __init__(self, num_embeddings, embedding_dim, max_norm=None, norm_type=2.0,
-                 scale_grad_by_freq=False, mode="mean", sparse=False, _weight=None,
-                 include_last_offset=False, padding_idx=None, device=None,
-                 dtype=None):
+    def __init__(self, num_embeddings: int, embedding_dim: int,
+                 max_norm: float | None = None, norm_type: float = 2.0,
+                 scale_grad_by_freq: bool = False, mode: str = "mean",
+                 sparse: bool = False, _weight: Any = None,
+                 include_last_offset: bool = False, padding_idx: int | None = None,
+                 device: Device | None = None, dtype: DType | None = None) -> None:
         super().__init__()
         self.num_embeddings = num_embeddings
         self.embedding_dim = embedding_dim
@@ -156,13 +170,14 @@ class EmbeddingBag(Module):
     reset_parameters = Embedding.reset_parameters
     _fill_padding_idx_with_zero = Embedding._fill_padding_idx_with_zero
 
-    def forward(self, input, offsets=None, per_sample_weights=None):
+    def forward(self, input: Tensor, offsets: Tensor | None = None,
+                per_sample_weights: Tensor | None = None) -> Tensor:
         return F.embedding_bag(input, self.weight, offsets, self.max_norm,
                                self.norm_type, self.scale_grad_by_freq, self.mode,
                                self.sparse, per_sample_weights,
                                self.include_last_offset, self.padding_idx)
 
-    def extra_repr(self):
+    def extra_repr(self) -> str:
         s = f"{self.num_embeddings}, {self.embedding_dim}"
         if self.max_norm is not None:
             s += f", max_norm={self.max_norm}"
@@ -176,9 +191,11 @@ class EmbeddingBag(Module):
         return s
 
     @classmethod
-    def from_pretrained(cls, embeddings, freeze=True, max_norm=None, norm_type=2.0,
-                        scale_grad_by_freq=False, mode="mean", sparse=False,
-                        include_last_offset=False, padding_idx=None):
+    def from_pretrained(cls, embeddings: Tensor, freeze: bool = True,
+                        max_norm: float | None = None, norm_type: float = 2.0,
+                        scale_grad_by_freq: bool = False, mode: str = "mean",
+                        sparse: bool = False, include_last_offset: bool = False,
+                        padding_idx: int | None = None) -> Self:
         """An ``EmbeddingBag`` over the 2-D table ``embeddings``."""
         if embeddings.ndim != 2:
             raise AssertionError("Embeddings parameter is expected to be 2-dimensional")

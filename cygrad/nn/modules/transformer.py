@@ -10,6 +10,10 @@ path, so ``enable_nested_tensor`` and ``mask_check`` are accepted and have
 no effect.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 
 from cygrad.creation import from_numpy, get_default_dtype
@@ -23,6 +27,10 @@ from ..parameter import Parameter
 from .attention import MultiheadAttention
 from .dropout import Dropout
 from .normalization import LayerNorm
+
+if TYPE_CHECKING:
+    from cygrad._tensor import Tensor
+    from cygrad._typing import DType, Device
 
 __all__ = ["Transformer", "TransformerDecoder", "TransformerDecoderLayer",
            "TransformerEncoder", "TransformerEncoderLayer"]
@@ -85,9 +93,11 @@ class TransformerEncoderLayer(Module):
     ``forward(src, src_mask=None, src_key_padding_mask=None, is_causal=False)``.
     """
 
-    def __init__(self, d_model, nhead, dim_feedforward=2048, dropout=0.1,
-                 activation=F.relu, layer_norm_eps=1e-5, batch_first=False,
-                 norm_first=False, bias=True, device=None, dtype=None):
+    def __init__(self, d_model: int, nhead: int, dim_feedforward: int = 2048,
+                 dropout: float = 0.1, activation: Any = F.relu,
+                 layer_norm_eps: float = 1e-5, batch_first: bool = False,
+                 norm_first: bool = False, bias: bool = True,
+                 device: Device | None = None, dtype: DType | None = None) -> None:
         super().__init__()
         d_model, nhead, dim_feedforward, dropout = _dims(d_model, nhead,
                                                         dim_feedforward, dropout)
@@ -105,7 +115,9 @@ class TransformerEncoderLayer(Module):
         self.activation = _activation(activation)
         self.batch_first = bool(batch_first)
 
-    def forward(self, src, src_mask=None, src_key_padding_mask=None, is_causal=False):
+    def forward(self, src: Tensor, src_mask: Tensor | None = None,
+                src_key_padding_mask: Tensor | None = None,
+                is_causal: bool = False) -> Tensor:
         x = src
         if self.norm_first:
             x = x + self._sa_block(self.norm1(x), src_mask, src_key_padding_mask,
@@ -138,9 +150,11 @@ class TransformerDecoderLayer(Module):
     tgt_is_causal=False, memory_is_causal=False)``.
     """
 
-    def __init__(self, d_model, nhead, dim_feedforward=2048, dropout=0.1,
-                 activation=F.relu, layer_norm_eps=1e-5, batch_first=False,
-                 norm_first=False, bias=True, device=None, dtype=None):
+    def __init__(self, d_model: int, nhead: int, dim_feedforward: int = 2048,
+                 dropout: float = 0.1, activation: Any = F.relu,
+                 layer_norm_eps: float = 1e-5, batch_first: bool = False,
+                 norm_first: bool = False, bias: bool = True,
+                 device: Device | None = None, dtype: DType | None = None) -> None:
         super().__init__()
         d_model, nhead, dim_feedforward, dropout = _dims(d_model, nhead,
                                                         dim_feedforward, dropout)
@@ -163,9 +177,11 @@ class TransformerDecoderLayer(Module):
         self.activation = _activation(activation)
         self.batch_first = bool(batch_first)
 
-    def forward(self, tgt, memory, tgt_mask=None, memory_mask=None,
-                tgt_key_padding_mask=None, memory_key_padding_mask=None,
-                tgt_is_causal=False, memory_is_causal=False):
+    def forward(self, tgt: Tensor, memory: Tensor, tgt_mask: Tensor | None = None,
+                memory_mask: Tensor | None = None,
+                tgt_key_padding_mask: Tensor | None = None,
+                memory_key_padding_mask: Tensor | None = None,
+                tgt_is_causal: Any = False, memory_is_causal: Any = False) -> Tensor:
         x = tgt
         if self.norm_first:
             x = x + self._sa_block(self.norm1(x), tgt_mask, tgt_key_padding_mask,
@@ -205,8 +221,8 @@ class TransformerEncoder(Module):
     ``forward(src, mask=None, src_key_padding_mask=None, is_causal=None)``.
     """
 
-    def __init__(self, encoder_layer, num_layers, norm=None, enable_nested_tensor=True,
-                 mask_check=True):
+    def __init__(self, encoder_layer: Any, num_layers: int, norm: Any = None,
+                 enable_nested_tensor: bool = True, mask_check: bool = True) -> None:
         super().__init__()
         self.layers = _clones(encoder_layer, int(num_layers))
         self.num_layers = int(num_layers)
@@ -214,7 +230,9 @@ class TransformerEncoder(Module):
         self.enable_nested_tensor = enable_nested_tensor
         self.mask_check = mask_check
 
-    def forward(self, src, mask=None, src_key_padding_mask=None, is_causal=None):
+    def forward(self, src: Tensor, mask: Tensor | None = None,
+                src_key_padding_mask: Tensor | None = None,
+                is_causal: bool | None = None) -> Tensor:
         out = src
         for mod in self.layers:
             out = mod(out, src_mask=mask, is_causal=bool(is_causal),
@@ -227,15 +245,17 @@ class TransformerEncoder(Module):
 class TransformerDecoder(Module):
     """``num_layers`` copies of ``decoder_layer`` applied in turn, then ``norm``."""
 
-    def __init__(self, decoder_layer, num_layers, norm=None):
+    def __init__(self, decoder_layer: Any, num_layers: int, norm: Any = None) -> None:
         super().__init__()
         self.layers = _clones(decoder_layer, int(num_layers))
         self.num_layers = int(num_layers)
         self.norm = norm
 
-    def forward(self, tgt, memory, tgt_mask=None, memory_mask=None,
-                tgt_key_padding_mask=None, memory_key_padding_mask=None,
-                tgt_is_causal=None, memory_is_causal=False):
+    def forward(self, tgt: Tensor, memory: Tensor, tgt_mask: Tensor | None = None,
+                memory_mask: Tensor | None = None,
+                tgt_key_padding_mask: Tensor | None = None,
+                memory_key_padding_mask: Tensor | None = None,
+                tgt_is_causal: Any = None, memory_is_causal: Any = False) -> Tensor:
         out = tgt
         for mod in self.layers:
             out = mod(out, memory, tgt_mask=tgt_mask, memory_mask=memory_mask,
@@ -262,11 +282,13 @@ class Transformer(Module):
     ``xavier_uniform_`` (as torch).
     """
 
-    def __init__(self, d_model=512, nhead=8, num_encoder_layers=6,
-                 num_decoder_layers=6, dim_feedforward=2048, dropout=0.1,
-                 activation=F.relu, custom_encoder=None, custom_decoder=None,
-                 layer_norm_eps=1e-5, batch_first=False, norm_first=False, bias=True,
-                 device=None, dtype=None):
+    def __init__(self, d_model: int = 512, nhead: int = 8, num_encoder_layers: int = 6,
+                 num_decoder_layers: int = 6, dim_feedforward: int = 2048,
+                 dropout: float = 0.1, activation: Any = F.relu,
+                 custom_encoder: Any = None, custom_decoder: Any = None,
+                 layer_norm_eps: float = 1e-5, batch_first: bool = False,
+                 norm_first: bool = False, bias: bool = True,
+                 device: Device | None = None, dtype: DType | None = None) -> None:
         super().__init__()
         kw = dict(device=device, dtype=dtype)
         if custom_encoder is not None:
@@ -290,15 +312,18 @@ class Transformer(Module):
         self.nhead = int(nhead)
         self.batch_first = bool(batch_first)
 
-    def _reset_parameters(self):
+    def _reset_parameters(self) -> None:
         for p in self.parameters():
             if p.dim() > 1:
                 init.xavier_uniform_(p)
 
-    def forward(self, src, tgt, src_mask=None, tgt_mask=None, memory_mask=None,
-                src_key_padding_mask=None, tgt_key_padding_mask=None,
-                memory_key_padding_mask=None, src_is_causal=None, tgt_is_causal=None,
-                memory_is_causal=False):
+    def forward(self, src: Tensor, tgt: Tensor, src_mask: Tensor | None = None,
+                tgt_mask: Tensor | None = None, memory_mask: Tensor | None = None,
+                src_key_padding_mask: Tensor | None = None,
+                tgt_key_padding_mask: Tensor | None = None,
+                memory_key_padding_mask: Tensor | None = None,
+                src_is_causal: Any = None, tgt_is_causal: Any = None,
+                memory_is_causal: Any = False) -> Tensor:
         batched = src.dim() == 3
         bdim = 0 if self.batch_first else 1
         if batched and src.shape[bdim] != tgt.shape[bdim]:
@@ -316,7 +341,8 @@ class Transformer(Module):
                             memory_is_causal=memory_is_causal)
 
     @staticmethod
-    def generate_square_subsequent_mask(sz, device=None, dtype=None):
+    def generate_square_subsequent_mask(sz: int, device: Device | None = None,
+                                        dtype: DType | None = None) -> Tensor:
         """The (sz, sz) float mask with ``-inf`` above the diagonal, 0 elsewhere."""
         dt = np.dtype(get_default_dtype() if dtype is None else dtype)
         upper = np.triu(np.ones((sz, sz), dtype=bool), k=1)

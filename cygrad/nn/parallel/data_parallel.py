@@ -6,8 +6,15 @@ keeps torch's attribute (``.module``), its state-dict keys
 (``module.<name>``) and its repr, so code written for it runs.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 from cygrad._device import check_device
 from cygrad.nn.module import Module
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 __all__ = ["DataParallel"]
 
@@ -19,7 +26,8 @@ class DataParallel(Module):
     an empty list); ``dim`` is accepted (the batch is not split).
     """
 
-    def __init__(self, module, device_ids=None, output_device=None, dim=0):
+    def __init__(self, module: Module, device_ids: Sequence[Any] | None = None,
+                 output_device: Any = None, dim: int = 0) -> None:
         super().__init__()
         for d in list(device_ids or ()) + ([output_device] if output_device is not
                                              None else []):
@@ -29,5 +37,5 @@ class DataParallel(Module):
         self.dim = dim
         self.output_device = None
 
-    def forward(self, *inputs, **kwargs):
+    def forward(self, *inputs: Any, **kwargs: Any) -> Any:
         return self.module(*inputs, **kwargs)

@@ -26,8 +26,11 @@ How a step runs
   optimizer steps keep the replicas bit-identical.
 """
 
+from __future__ import annotations
+
 import contextlib
 import time
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -37,6 +40,11 @@ from cygrad.creation import from_numpy
 from cygrad.distributed.collectives import all_gather_object
 from cygrad.distributed.process_group import _mpi, _resolve
 from cygrad.nn.module import Module
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator, Sequence
+
+    from cygrad.distributed.process_group import ProcessGroup
 
 __all__ = ["DistributedDataParallel"]
 
@@ -149,11 +157,14 @@ class DistributedDataParallel(Module):
     ``static_graph`` are accepted for compatibility (CPU only).
     """
 
-    def __init__(self, module, device_ids=None, output_device=None, dim=0,
-                 broadcast_buffers=True, process_group=None, bucket_cap_mb=None,
-                 find_unused_parameters=False, check_reduction=False,
-                 gradient_as_bucket_view=False, static_graph=False,
-                 init_sync=True, **kwargs):
+    def __init__(self, module: Module, device_ids: Sequence[Any] | None = None,
+                 output_device: Any = None, dim: int = 0,
+                 broadcast_buffers: bool = True,
+                 process_group: ProcessGroup | None = None,
+                 bucket_cap_mb: float | None = None,
+                 find_unused_parameters: bool = False, check_reduction: bool = False,
+                 gradient_as_bucket_view: bool = False, static_graph: bool = False,
+                 init_sync: bool = True, **kwargs: Any) -> None:
         super().__init__()
         unknown = set(kwargs) - _ACCEPTED
         if unknown:
@@ -274,7 +285,7 @@ class DistributedDataParallel(Module):
 
     # --- a step ------------------------------------------------------------------
 
-    def forward(self, *inputs, **kwargs):
+    def forward(self, *inputs: Any, **kwargs: Any) -> Any:
         st = self._st
         if st.prepared and st.n_ready:
             missing = [n for k, (n, _) in enumerate(self._named_params)
@@ -418,7 +429,7 @@ class DistributedDataParallel(Module):
         g._ver.v += 1
 
     @contextlib.contextmanager
-    def no_sync(self):
+    def no_sync(self) -> Iterator[None]:
         """Within this context, backward accumulates gradients locally; the
         first forward/backward after it averages the accumulated sums."""
         old = self.require_backward_grad_sync
@@ -429,8 +440,8 @@ class DistributedDataParallel(Module):
             self.require_backward_grad_sync = old
 
     @property
-    def process_group(self):
+    def process_group(self) -> ProcessGroup:
         return self._pg
 
-    def extra_repr(self):
+    def extra_repr(self) -> str:
         return ""

@@ -8,13 +8,19 @@ again, so a NaN in any gradient makes the total NaN for every order but 0,
 exactly as torch's.
 """
 
+from __future__ import annotations
+
 import warnings
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from cygrad._tensor import Tensor
 from cygrad.creation import get_default_dtype, tensor
 from cygrad.optim._kernels import k as _k
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
 
 __all__ = [
     "clip_grad_norm",
@@ -43,7 +49,9 @@ def _float_dtype(arrays, what):
     return dtype
 
 
-def get_total_norm(tensors, norm_type=2.0, error_if_nonfinite=False, foreach=None):
+def get_total_norm(tensors: Iterable[Tensor] | Tensor, norm_type: float = 2.0,
+                   error_if_nonfinite: bool = False,
+                   foreach: bool | None = None) -> Tensor:
     r"""The ``norm_type``-norm of ``tensors`` viewed as one vector.
 
     Parameters
@@ -89,7 +97,8 @@ def get_total_norm(tensors, norm_type=2.0, error_if_nonfinite=False, foreach=Non
     return tensor(total, dtype=dtype)
 
 
-def clip_grads_with_norm_(parameters, max_norm, total_norm, foreach=None):
+def clip_grads_with_norm_(parameters: Iterable[Tensor] | Tensor, max_norm: float,
+                          total_norm: Tensor, foreach: bool | None = None) -> None:
     r"""Scale every gradient by ``min(max_norm / (total_norm + 1e-6), 1)``.
 
     The coefficient is formed in ``total_norm``'s dtype as torch forms it
@@ -131,9 +140,9 @@ def clip_grads_with_norm_(parameters, max_norm, total_norm, foreach=None):
         g._bump_version()
 
 
-def clip_grad_norm_(
-    parameters, max_norm, norm_type=2.0, error_if_nonfinite=False, foreach=None
-):
+def clip_grad_norm_(parameters: Iterable[Tensor] | Tensor, max_norm: float,
+                    norm_type: float = 2.0, error_if_nonfinite: bool = False,
+                    foreach: bool | None = None) -> Tensor:
     r"""Scale the gradients in place so that their joint norm is at most ``max_norm``.
 
     :func:`get_total_norm` of the gradients, then
@@ -165,9 +174,9 @@ def clip_grad_norm_(
     return total
 
 
-def clip_grad_norm(
-    parameters, max_norm, norm_type=2.0, error_if_nonfinite=False, foreach=None
-):
+def clip_grad_norm(parameters: Iterable[Tensor] | Tensor, max_norm: float,
+                   norm_type: float = 2.0, error_if_nonfinite: bool = False,
+                   foreach: bool | None = None) -> Tensor:
     """Deprecated alias of :func:`clip_grad_norm_` (warns, as torch does)."""
     warnings.warn(
         "`torch.nn.utils.clip_grad_norm` is now deprecated in favor of "
@@ -178,7 +187,8 @@ def clip_grad_norm(
     return clip_grad_norm_(parameters, max_norm, norm_type, error_if_nonfinite, foreach)
 
 
-def clip_grad_value_(parameters, clip_value, foreach=None):
+def clip_grad_value_(parameters: Iterable[Tensor] | Tensor, clip_value: float,
+                     foreach: bool | None = None) -> None:
     r"""Clamp every gradient into ``[-clip_value, clip_value]`` in place.
 
     NaN stays NaN (torch's ``clamp``); parameters without a gradient are ignored.

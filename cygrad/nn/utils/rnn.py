@@ -8,13 +8,19 @@ many rows step ``t`` has.  Packing and unpacking are one row gather each
 positions read an extra constant row and get no gradient.
 """
 
+from __future__ import annotations
+
 from collections import namedtuple
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from cygrad import ops
 from cygrad._tensor import Tensor
 from cygrad.creation import full, tensor
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 __all__ = [
     "PackedSequence",
@@ -54,7 +60,7 @@ class PackedSequence(namedtuple("PackedSequence_",
         return super().__new__(cls, data, batch_sizes, sorted_indices,
                                unsorted_indices)
 
-    def to(self, *args, **kwargs):
+    def to(self, *args: Any, **kwargs: Any) -> PackedSequence:
         """A PackedSequence whose ``data`` is ``data.to(*args, **kwargs)``."""
         data = self.data.to(*args, **kwargs)
         if data is self.data:
@@ -62,20 +68,20 @@ class PackedSequence(namedtuple("PackedSequence_",
         return type(self)(data, self.batch_sizes, self.sorted_indices,
                           self.unsorted_indices)
 
-    def float(self):
+    def float(self) -> PackedSequence:
         return self.to(np.float32)
 
-    def double(self):
+    def double(self) -> PackedSequence:
         return self.to(np.float64)
 
-    def cpu(self):
+    def cpu(self) -> PackedSequence:
         return self
 
     @property
-    def is_cuda(self):
+    def is_cuda(self) -> bool:
         return False
 
-    def is_pinned(self):
+    def is_pinned(self) -> bool:
         return False
 
 
@@ -105,7 +111,9 @@ def _batch_sizes(lengths):
     return (lengths[None, :] > steps[:, None]).sum(1).astype(np.int64)
 
 
-def pack_padded_sequence(input, lengths, batch_first=False, enforce_sorted=True):
+def pack_padded_sequence(input: Tensor, lengths: Tensor | list[int],
+                         batch_first: bool = False,
+                         enforce_sorted: bool = True) -> PackedSequence:
     """Pack a padded batch ``(T, B, *)`` (``(B, T, *)`` with ``batch_first``).
 
     Parameters
@@ -168,8 +176,9 @@ def pack_padded_sequence(input, lengths, batch_first=False, enforce_sorted=True)
     return PackedSequence(data, tensor(bsz), sorted_idx, None)
 
 
-def pad_packed_sequence(sequence, batch_first=False, padding_value=0.0,
-                        total_length=None):
+def pad_packed_sequence(sequence: PackedSequence, batch_first: bool = False,
+                        padding_value: float = 0.0,
+                        total_length: int | None = None) -> tuple[Tensor, Tensor]:
     """Undo :func:`pack_padded_sequence`.
 
     Returns
@@ -211,8 +220,8 @@ def pad_packed_sequence(sequence, batch_first=False, padding_value=0.0,
     return out, tensor(lens[cols].astype(np.int64))
 
 
-def pad_sequence(sequences, batch_first=False, padding_value=0.0,
-                 padding_side="right"):
+def pad_sequence(sequences: Sequence[Tensor], batch_first: bool = False,
+                 padding_value: float = 0.0, padding_side: str = "right") -> Tensor:
     """Stack tensors ``(L_i, *)`` into ``(L_max, B, *)`` (``(B, L_max, *)``),
     padding with ``padding_value`` on ``padding_side`` ("right" or "left")."""
     if padding_side not in ("left", "right"):
@@ -249,7 +258,8 @@ def pad_sequence(sequences, batch_first=False, padding_value=0.0,
     return out.reshape(*index.shape, *rest)
 
 
-def unpad_sequence(padded_sequences, lengths, batch_first=False):
+def unpad_sequence(padded_sequences: Tensor, lengths: Tensor | list[int],
+                   batch_first: bool = False) -> list[Tensor]:
     """The list of the batch's sequences, each cut to its length."""
     lens = _lengths_array(lengths)
     out = []
@@ -259,14 +269,15 @@ def unpad_sequence(padded_sequences, lengths, batch_first=False):
     return out
 
 
-def pack_sequence(sequences, enforce_sorted=True):
+def pack_sequence(sequences: Sequence[Tensor],
+                  enforce_sorted: bool = True) -> PackedSequence:
     """``pack_padded_sequence(pad_sequence(sequences), lengths)``."""
     lengths = [int(s.shape[0]) for s in sequences]
     return pack_padded_sequence(pad_sequence(sequences), lengths,
                                 enforce_sorted=enforce_sorted)
 
 
-def unpack_sequence(packed_sequences):
+def unpack_sequence(packed_sequences: PackedSequence) -> list[Tensor]:
     """The list of sequences (original order) of a PackedSequence."""
     padded, lengths = pad_packed_sequence(packed_sequences, batch_first=True)
     return unpad_sequence(padded, lengths, batch_first=True)

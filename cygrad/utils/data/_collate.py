@@ -16,9 +16,12 @@ plain tuple gives a *list* of batches, as torch does.
 is left as it is, through the same containers.
 """
 
+from __future__ import annotations
+
 import collections.abc
 import copy
 import re
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -26,6 +29,9 @@ from cygrad import ops
 from cygrad._tensor import Tensor
 from cygrad.creation import as_tensor, from_numpy, tensor
 from cygrad.dtypes import float64
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 __all__ = ["collate", "default_collate", "default_collate_fn_map", "default_convert"]
 
@@ -182,7 +188,7 @@ default_collate_fn_map = {
 }
 
 
-def default_collate(batch):
+def default_collate(batch: Sequence[Any]) -> Any:
     """The loader's default ``collate_fn``: ``collate`` with the default map.
 
     A batch of tensors of shape ``s`` becomes one tensor of shape
@@ -201,7 +207,7 @@ def _is_numpy_value(data):
     return t.__module__ == "numpy" and t.__name__ not in ("str_", "bytes_", "string_")
 
 
-def default_convert(data):
+def default_convert(data: Any) -> Any:
     """The loader's ``collate_fn`` without batching: NumPy data to tensors.
 
     Tensors, numbers, strings and other objects come back unchanged; NumPy

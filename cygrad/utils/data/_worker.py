@@ -24,6 +24,8 @@ with ``base_seed + i`` and NumPy's global generator from ``(base_seed, i)``;
 ``base_seed`` is drawn once per loader iterator in the main process.
 """
 
+from __future__ import annotations
+
 import io
 import os
 import pickle
@@ -79,7 +81,7 @@ class WorkerInfo:
         return f"{self.__class__.__name__}({items})"
 
 
-def get_worker_info():
+def get_worker_info() -> WorkerInfo | None:
     """In a DataLoader worker: its ``WorkerInfo``; in the main process: None.
 
     Typical use, in an ``IterableDataset.__iter__`` or a ``worker_init_fn``:

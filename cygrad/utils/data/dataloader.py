@@ -23,12 +23,14 @@ NumPy arrays (no shared memory); ``pin_memory`` is accepted and does nothing
 keeps its workers and lets ``next`` go on).
 """
 
+from __future__ import annotations
+
 import itertools
 import multiprocessing
 import multiprocessing.connection
 import os
 import time
-from typing import Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from cygrad.utils.data import _worker
 from cygrad.utils.data._collate import default_collate, default_convert
@@ -42,6 +44,12 @@ from cygrad.utils.data.sampler import (
     SequentialSampler,
     _draw_seed,
 )
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable, Iterator
+
+    from cygrad.creation import Generator
+    from cygrad.utils.data.dataset import Dataset
 
 __all__ = ["DataLoader"]
 
@@ -132,11 +140,16 @@ class DataLoader(Generic[T_co]):
     _PROTECTED = ("batch_size", "batch_sampler", "sampler", "drop_last", "dataset",
                   "persistent_workers")
 
-    def __init__(self, dataset, batch_size=1, shuffle=None, sampler=None,
-                 batch_sampler=None, num_workers=0, collate_fn=None, pin_memory=False,
-                 drop_last=False, timeout=0, worker_init_fn=None,
-                 multiprocessing_context=None, generator=None, *, prefetch_factor=None,
-                 persistent_workers=False, pin_memory_device="", in_order=True):
+    def __init__(self, dataset: Dataset[T_co], batch_size: int | None = 1,
+                 shuffle: bool | None = None, sampler: Iterable[Any] | None = None,
+                 batch_sampler: Iterable[list[Any]] | None = None, num_workers: int = 0,
+                 collate_fn: Callable[[list[Any]], Any] | None = None,
+                 pin_memory: bool = False, drop_last: bool = False, timeout: float = 0,
+                 worker_init_fn: Callable[[int], None] | None = None,
+                 multiprocessing_context: Any = None,
+                 generator: Generator | None = None, *,
+                 prefetch_factor: int | None = None, persistent_workers: bool = False,
+                 pin_memory_device: str = "", in_order: bool = True) -> None:
         if num_workers < 0:
             raise ValueError("num_workers option should be non-negative; use "
                              "num_workers=0 to disable multiprocessing.")
@@ -213,7 +226,7 @@ class DataLoader(Generic[T_co]):
         self._iterator = None
         self._initialized = True
 
-    def __setattr__(self, attr, val):
+    def __setattr__(self, attr: str, val: Any) -> None:
         if self._initialized and attr in self._PROTECTED:
             raise ValueError(f"{attr} attribute should not be set after "
                              f"{self.__class__.__name__} is initialized")
@@ -232,7 +245,7 @@ class DataLoader(Generic[T_co]):
             return _SingleProcessIter(self)
         return _MultiProcessIter(self)
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Any]:
         if self.persistent_workers and self.num_workers > 0:
             if self._iterator is None or self._iterator._stopped:
                 self._iterator = self._get_iterator()
@@ -241,7 +254,7 @@ class DataLoader(Generic[T_co]):
             return self._iterator
         return self._get_iterator()
 
-    def __len__(self):
+    def __len__(self) -> int:
         if self._iterable:
             n = len(self.dataset)
             if self.batch_size is not None:

@@ -10,14 +10,22 @@ dimension; the loader reads a whole batch of it with one indexing per tensor
 (see ``dataloader._fetch_tensor_batch``).
 """
 
+from __future__ import annotations
+
 import bisect
 import itertools
 import math
 import numbers
 import warnings
-from typing import Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from cygrad.utils.data.sampler import _permutation
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Iterator, Sequence
+
+    from cygrad._tensor import Tensor
+    from cygrad.creation import Generator
 
 __all__ = [
     "ChainDataset",
@@ -45,10 +53,10 @@ class Dataset(Generic[T_co]):
     ``__getitem__`` per index.  ``a + b`` concatenates two datasets.
     """
 
-    def __getitem__(self, index):
+    def __getitem__(self, index: Any) -> T_co:
         raise NotImplementedError("Subclasses of Dataset should implement __getitem__.")
 
-    def __add__(self, other):
+    def __add__(self, other: Dataset[Any]) -> ConcatDataset:
         return ConcatDataset([self, other])
 
 
@@ -60,11 +68,11 @@ class IterableDataset(Dataset):
     otherwise).  ``a + b`` chains two streams.
     """
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Any]:
         raise NotImplementedError("Subclasses of IterableDataset should implement "
                                   "__iter__.")
 
-    def __add__(self, other):
+    def __add__(self, other: Dataset[Any]) -> ChainDataset:
         return ChainDataset([self, other])
 
 
@@ -90,15 +98,15 @@ class TensorDataset(Dataset):
         If the first dimensions differ (torch raises the same).
     """
 
-    def __init__(self, *tensors):
+    def __init__(self, *tensors: Tensor) -> None:
         sizes = [_first_dim(t) for t in tensors]
         assert all(s == sizes[0] for s in sizes), "Size mismatch between tensors"
         self.tensors = tensors
 
-    def __getitem__(self, index):
+    def __getitem__(self, index: Any) -> tuple[Tensor, ...]:
         return tuple(t[index] for t in self.tensors)
 
-    def __len__(self):
+    def __len__(self) -> int:
         return _first_dim(self.tensors[0])
 
 
@@ -110,7 +118,7 @@ class StackDataset(Dataset):
     must have the same length.
     """
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args: Dataset[Any], **kwargs: Dataset[Any]) -> None:
         if args and kwargs:
             raise ValueError("Supported either ``tuple``- (via ``args``) or"
                              "``dict``- (via ``kwargs``) like input/output, but "
@@ -123,12 +131,12 @@ class StackDataset(Dataset):
             raise ValueError("Size mismatch between datasets")
         self.datasets = args if args else kwargs
 
-    def __getitem__(self, index):
+    def __getitem__(self, index: Any) -> Any:
         if isinstance(self.datasets, dict):
             return {k: d[index] for k, d in self.datasets.items()}
         return tuple(d[index] for d in self.datasets)
 
-    def __getitems__(self, indices):
+    def __getitems__(self, indices: list[int]) -> list[Any]:
         """The samples of a batch, using each dataset's ``__getitems__``."""
         if isinstance(self.datasets, dict):
             cols = {k: _get_many(d, indices) for k, d in self.datasets.items()}
@@ -136,7 +144,7 @@ class StackDataset(Dataset):
         cols = [_get_many(d, indices) for d in self.datasets]
         return [tuple(c[j] for c in cols) for j in range(len(indices))]
 
-    def __len__(self):
+    def __len__(self) -> int:
         return self._length
 
 
@@ -159,10 +167,10 @@ class ConcatDataset(Dataset):
     """
 
     @staticmethod
-    def cumsum(sequence):
+    def cumsum(sequence: Iterable[Dataset[Any]]) -> list[int]:
         return list(itertools.accumulate(len(d) for d in sequence))
 
-    def __init__(self, datasets):
+    def __init__(self, datasets: Iterable[Dataset[Any]]) -> None:
         self.datasets = list(datasets)
         assert len(self.datasets) > 0, "datasets should not be an empty iterable"
         for d in self.datasets:
@@ -170,10 +178,10 @@ class ConcatDataset(Dataset):
                 "ConcatDataset does not support IterableDataset"
         self.cumulative_sizes = self.cumsum(self.datasets)
 
-    def __len__(self):
+    def __len__(self) -> int:
         return self.cumulative_sizes[-1]
 
-    def __getitem__(self, idx):
+    def __getitem__(self, idx: int) -> Any:
         if idx < 0:
             if -idx > len(self):
                 raise ValueError("absolute value of index should not exceed dataset "
@@ -187,16 +195,16 @@ class ConcatDataset(Dataset):
 class ChainDataset(IterableDataset):
     """Several iterable datasets, iterated one after the other."""
 
-    def __init__(self, datasets):
+    def __init__(self, datasets: Iterable[Dataset[Any]]) -> None:
         self.datasets = datasets
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Any]:
         for d in self.datasets:
             assert isinstance(d, IterableDataset), \
                 "ChainDataset only supports IterableDataset"
             yield from d
 
-    def __len__(self):
+    def __len__(self) -> int:
         total = 0
         for d in self.datasets:
             assert isinstance(d, IterableDataset), \
@@ -212,16 +220,16 @@ class Subset(Dataset):
     ``ds[[idx[j] for j in positions]]``.
     """
 
-    def __init__(self, dataset, indices):
+    def __init__(self, dataset: Dataset[Any], indices: Sequence[int]) -> None:
         self.dataset = dataset
         self.indices = indices
 
-    def __getitem__(self, idx):
+    def __getitem__(self, idx: Any) -> Any:
         if isinstance(idx, list):
             return self.dataset[[self.indices[i] for i in idx]]
         return self.dataset[self.indices[idx]]
 
-    def __getitems__(self, indices):
+    def __getitems__(self, indices: list[int]) -> list[Any]:
         """The samples at ``indices`` (positions in the subset)."""
         outer = [self.indices[i] for i in indices]
         getitems = getattr(self.dataset, "__getitems__", None)
@@ -229,7 +237,7 @@ class Subset(Dataset):
             return getitems(outer)
         return [self.dataset[i] for i in outer]
 
-    def __len__(self):
+    def __len__(self) -> int:
         return len(self.indices)
 
 
@@ -250,7 +258,8 @@ def _split_lengths(n, fractions):
     return lengths
 
 
-def random_split(dataset, lengths, generator=None):
+def random_split(dataset: Dataset[Any], lengths: Sequence[int | float],
+                 generator: Generator | None = None) -> list[Subset]:
     """Split ``dataset`` at random into non-overlapping ``Subset``s.
 
     Parameters

@@ -11,10 +11,16 @@ together complete.  Call ``set_epoch(e)`` before each epoch for a new order.
 ``cygrad.distributed``'s process group; it is only imported then.
 """
 
+from __future__ import annotations
+
 import math
+from typing import TYPE_CHECKING
 
 from cygrad.creation import Generator
 from cygrad.utils.data.sampler import Sampler, _permutation
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator, Sized
 
 __all__ = ["DistributedSampler"]
 
@@ -72,8 +78,9 @@ class DistributedSampler(Sampler):
         If ``num_replicas`` or ``rank`` is None and no process group exists.
     """
 
-    def __init__(self, dataset, num_replicas=None, rank=None, shuffle=True, seed=0,
-                 drop_last=False):
+    def __init__(self, dataset: Sized, num_replicas: int | None = None,
+                 rank: int | None = None, shuffle: bool = True, seed: int = 0,
+                 drop_last: bool = False) -> None:
         if num_replicas is None:
             num_replicas = _process_group().get_world_size()
         if rank is None:
@@ -95,7 +102,7 @@ class DistributedSampler(Sampler):
         self.shuffle = shuffle
         self.seed = seed
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[int]:
         n = len(self.dataset)
         if self.shuffle:
             gen = Generator(self.seed + self.epoch)
@@ -115,9 +122,9 @@ class DistributedSampler(Sampler):
                                "dataset's length change?")
         return iter(indices[self.rank:self.total_size:self.num_replicas])
 
-    def __len__(self):
+    def __len__(self) -> int:
         return self.num_samples
 
-    def set_epoch(self, epoch):
+    def set_epoch(self, epoch: int) -> None:
         """Set the epoch: with ``shuffle``, each epoch has its own order."""
         self.epoch = epoch

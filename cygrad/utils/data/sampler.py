@@ -11,14 +11,21 @@ generator at each ``iter()`` and shuffles with a generator of its own made
 from it (as torch does), so that ``cygrad.manual_seed(s)`` fixes every epoch.
 """
 
+from __future__ import annotations
+
 import numbers
 import warnings
 from itertools import islice
-from typing import Generic, TypeVar
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 import numpy as np
 
 from cygrad.creation import Generator, _rng
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Iterator, Sequence, Sized
+
+    from cygrad._tensor import Tensor
 
 __all__ = [
     "BatchSampler",
@@ -66,26 +73,26 @@ class Sampler(Generic[T_co]):
     """Base class: subclasses define ``__iter__`` (indices) and may define
     ``__len__``.  Generic in the index type (``Sampler[int]``)."""
 
-    def __init__(self, data_source=None):
+    def __init__(self, data_source: Sized | None = None) -> None:
         if data_source is not None:
             warnings.warn("`data_source` argument is not used and will be removed "
                           "in 2.2.0.You may still have custom implementation that "
                           "utilizes it.", stacklevel=2)
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[T_co]:
         raise NotImplementedError
 
 
 class SequentialSampler(Sampler):
     """``0, 1, ..., len(data_source) - 1``."""
 
-    def __init__(self, data_source):
+    def __init__(self, data_source: Sized) -> None:
         self.data_source = data_source
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[int]:
         return iter(range(len(self.data_source)))
 
-    def __len__(self):
+    def __len__(self) -> int:
         return len(self.data_source)
 
 
@@ -106,8 +113,9 @@ class RandomSampler(Sampler):
         generator from ``cygrad.default_generator``.
     """
 
-    def __init__(self, data_source, replacement=False, num_samples=None,
-                 generator=None):
+    def __init__(self, data_source: Sized, replacement: bool = False,
+                 num_samples: int | None = None,
+                 generator: Generator | None = None) -> None:
         self.data_source = data_source
         self.replacement = replacement
         self._num_samples = num_samples
@@ -116,12 +124,12 @@ class RandomSampler(Sampler):
         _check_positive_int("num_samples", self.num_samples)
 
     @property
-    def num_samples(self):
+    def num_samples(self) -> int:
         if self._num_samples is None:
             return len(self.data_source)
         return self._num_samples
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[int]:
         n = len(self.data_source)
         if self.generator is None:
             gen = Generator(_draw_seed())
@@ -139,22 +147,23 @@ class RandomSampler(Sampler):
                 yield from _permutation(n, gen).tolist()
             yield from _permutation(n, gen).tolist()[:m % n]
 
-    def __len__(self):
+    def __len__(self) -> int:
         return self.num_samples
 
 
 class SubsetRandomSampler(Sampler):
     """The given ``indices``, in a random order (a new one each pass)."""
 
-    def __init__(self, indices, generator=None):
+    def __init__(self, indices: Sequence[int],
+                 generator: Generator | None = None) -> None:
         self.indices = indices
         self.generator = generator
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[int]:
         for i in _permutation(len(self.indices), self.generator).tolist():
             yield self.indices[i]
 
-    def __len__(self):
+    def __len__(self) -> int:
         return len(self.indices)
 
 
@@ -184,7 +193,8 @@ class WeightedRandomSampler(Sampler):
         too few non-zero weights to draw without replacement.
     """
 
-    def __init__(self, weights, num_samples, replacement=True, generator=None):
+    def __init__(self, weights: Sequence[float] | Tensor, num_samples: int,
+                 replacement: bool = True, generator: Generator | None = None) -> None:
         _check_positive_int("num_samples", num_samples)
         _check_bool("replacement", replacement)
         if hasattr(weights, "detach"):
@@ -198,7 +208,7 @@ class WeightedRandomSampler(Sampler):
         self.replacement = replacement
         self.generator = generator
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[int]:
         w = self.weights
         if not np.all(np.isfinite(w)):
             raise RuntimeError("invalid multinomial distribution (encountering "
@@ -219,7 +229,7 @@ class WeightedRandomSampler(Sampler):
                            p=w / total)
         yield from drawn.astype(np.int64).tolist()
 
-    def __len__(self):
+    def __len__(self) -> int:
         return self.num_samples
 
 
@@ -230,14 +240,15 @@ class BatchSampler(Sampler):
     ``batch_size``, unless ``drop_last`` drops it.
     """
 
-    def __init__(self, sampler, batch_size, drop_last):
+    def __init__(self, sampler: Iterable[int], batch_size: int,
+                 drop_last: bool) -> None:
         _check_positive_int("batch_size", batch_size)
         _check_bool("drop_last", drop_last)
         self.sampler = sampler
         self.batch_size = batch_size
         self.drop_last = drop_last
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[list[int]]:
         it = iter(self.sampler)
         size = self.batch_size
         while True:
@@ -246,7 +257,7 @@ class BatchSampler(Sampler):
                 return
             yield batch
 
-    def __len__(self):
+    def __len__(self) -> int:
         if self.drop_last:
             return len(self.sampler) // self.batch_size
         return (len(self.sampler) + self.batch_size - 1) // self.batch_size
