@@ -32,6 +32,25 @@
 #error "cg_optim.h needs -ffp-contract=off and -DCG_OPTIM_NO_CONTRACT (see setup.py)"
 #endif
 
+/* CG_O_AVX2_FN: like CG_SIMD_FN but with the AVX2 + FMA and portable copies
+   only; an AVX-512 CPU runs the AVX2 one.  For Adam, whose loop is bound
+   by the divide/sqrt unit: on this Xeon its 512-bit divisions and square
+   roots deliver no more elements per cycle than the 256-bit ones and the
+   wide copy ran slower (10 x 100,000 float32 in cache: 0.85 ms vs 0.61 ms;
+   benchmarks.bench_optim --suite, large Adam: 0.87x vs 0.82x torch fused,
+   medians of two runs each). */
+#if CG_SIMD_X86
+#define CG_O_AVX2_FN(ret, name, params, args, ...)                        \
+    __attribute__((target("avx2,fma"))) static ret name##_v3 params       \
+        __VA_ARGS__                                                       \
+    static ret name##_v0 params __VA_ARGS__                               \
+    static inline ret name params {                                       \
+        return cg_simd_v3 ? name##_v3 args : name##_v0 args;              \
+    }
+#else
+#define CG_O_AVX2_FN(ret, name, params, args, ...) static ret name params __VA_ARGS__
+#endif
+
 #define T float
 #define S f
 #define CG_O_SQRT sqrtf

@@ -17,6 +17,8 @@
 /* CG_SIMD_FN pastes onto its name argument, which must therefore arrive
    expanded: this wrapper expands CG_O(...) first. */
 #define CG_O_FN(ret, name, params, args, ...) CG_SIMD_FN(ret, name, params, args, __VA_ARGS__)
+#define CG_O_FN2(ret, name, params, args, ...) \
+    CG_O_AVX2_FN(ret, name, params, args, __VA_ARGS__)
 
 /* ATen's lerp: start + w (end - start) for |w| < 0.5 (small), else
    end - (end - start) (1 - w), so that both ends are exact. */
@@ -101,7 +103,8 @@ CG_INLINE void CG_O(cg_adam_loop)(T* p, const T* grad, T* m, T* v, T* vmax,
 
 /* vmax is NULL unless amsgrad; wd is 0 for AdamW, whose decay is 1 - lr wd
    (Adam passes decay = 1: p * 1 is exact). */
-CG_O_FN(void, CG_O(cg_adam), (T* p, const T* grad, T* m, T* v, T* vmax, ptrdiff_t n,
+/* AVX2 at most (CG_O_AVX2_FN in cg_optim.h says why) */
+CG_O_FN2(void, CG_O(cg_adam), (T* p, const T* grad, T* m, T* v, T* vmax, ptrdiff_t n,
                               T b1c, T b2, T b2c, T bc2_sqrt, T eps,
                               T neg_step_size, T wd, T decay, T sign),
         (p, grad, m, v, vmax, n, b1c, b2, b2c, bc2_sqrt, eps, neg_step_size, wd,
@@ -397,9 +400,27 @@ CG_O_FN(void, CG_O(cg_asgd), (T* p, const T* grad, T* ax, ptrdiff_t n, T decay,
 
 /* ----------------------------------------------- Adafactor's elementwise */
 
+/* The unfactored second moment: var = lerp(var, g * g, w). */
+CG_O_FN(void, CG_O(cg_adafactor_var), (T* var, const T* grad, ptrdiff_t n, T w,
+                                       T sign, int small),
+        (var, grad, n, w, sign, small), {
+    if (small) {
+        for (ptrdiff_t i = 0; i < n; i++) {
+            T g = sign * grad[i];
+            var[i] = CG_O(cg_o_lerp)(var[i], g * g, w, 1);
+        }
+    } else {
+        for (ptrdiff_t i = 0; i < n; i++) {
+            T g = sign * grad[i];
+            var[i] = CG_O(cg_o_lerp)(var[i], g * g, w, 0);
+        }
+    }
+})
+
 /* u = rsqrt(max(v, vmin)) * g, with v = var[i] (vector form, rvr == 0 and
-   cv == NULL) or (rvr * cv[i]) / mean (one row of a factored matrix). */
-CG_O_FN(void, CG_O(cg_adafactor_u), (T* u, const T* grad, const T* var, T rvr,
+   cv == NULL) or (rvr * cv[i]) / mean (one row of a factored matrix).
+   Bound by the divide/sqrt unit, like Adam: AVX2 at most. */
+CG_O_FN2(void, CG_O(cg_adafactor_u), (T* u, const T* grad, const T* var, T rvr,
                                      const T* cv, T mean, ptrdiff_t n, T sign,
                                      T vmin),
         (u, grad, var, rvr, cv, mean, n, sign, vmin), {
@@ -474,6 +495,7 @@ CG_O_FN(void, CG_O(cg_clamp), (T* x, ptrdiff_t n, T lo, T hi), (x, n, lo, hi), {
 })
 
 #undef CG_O_FN
+#undef CG_O_FN2
 #undef CG_O
 #undef CG_O_CAT
 #undef CG_O_CAT2

@@ -90,6 +90,10 @@ cdef extern from "cg_optim.h":
     void cg_asgd_d(double* p, const double* grad, double* ax, Py_ssize_t n,
                    double decay, double neg_eta, double mu, double wd, double sign,
                    int l2, int average) noexcept nogil
+    void cg_adafactor_var_f(float* var, const float* grad, Py_ssize_t n, float w,
+                            float sign, int small) noexcept nogil
+    void cg_adafactor_var_d(double* var, const double* grad, Py_ssize_t n,
+                            double w, double sign, int small) noexcept nogil
     void cg_adafactor_u_f(float* u, const float* grad, const float* var,
                           float rvr, const float* cv, float mean, Py_ssize_t n,
                           float sign, float vmin) noexcept nogil
@@ -523,10 +527,10 @@ cdef void _adafactor(
                 cv[b * cols + c] = _lerp(
                     cv[b * cols + c], (nrm * nrm) / <real_t>rows, w, small
                 )
+    elif real_t is float:
+        cg_adafactor_var_f(var, grad, n, w, sign, small)
     else:
-        for i in range(n):
-            g = sign * grad[i]
-            var[i] = _lerp(var[i], g * g, w, small)
+        cg_adafactor_var_d(var, grad, n, w, sign, small)
     # |u|, then the update with it (u is formed twice, the same way)
     acc = 0.0
     if rv != NULL:
