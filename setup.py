@@ -16,10 +16,10 @@ the cached modules instead of compiling, and editing one ``.pyx`` (or a
 header it includes, directly or through another header) recompiles that
 module only.  Wheels (``pip wheel .``, ``python -m build``) get modules
 linked with ``-Wl,--strip-all``; in-tree builds keep their symbols for
-profilers (``CYGRAD_STRIP=0``/``1`` overrides).  ``-mavx2`` is passed only
-to the ``*_avx2`` modules and only on x86-64: they are imported only when
-the CPU has AVX2 (``cygrad/_kernels/cpu.pyx``), and other machines build
-and run the portable modules alone.
+profilers (``CYGRAD_STRIP=0``/``1`` overrides).  No module is built with
+``-m`` flags: the C helpers that want AVX2 or AVX-512 carry per-function
+target attributes (``cygrad/_kernels/cg_simd.h``), so one build runs on any
+CPU of its architecture.
 
 Cython's utility code (the memoryview type and its helpers, about 150 KB
 of machine code per module) is compiled once, into the shared module
@@ -30,7 +30,6 @@ every other module imports instead of carrying its own copy.
 import glob
 import importlib.util
 import os
-import platform
 import re
 import shutil
 import subprocess
@@ -57,7 +56,6 @@ DIRECTIVES = dict(
 OPENMP = os.environ.get("CYGRAD_OPENMP", "1") != "0"
 HERE = os.path.dirname(os.path.abspath(__file__))
 KERNELS = os.path.join("cygrad", "_kernels")
-X86_64 = platform.machine().lower() in ("x86_64", "amd64")
 # The compiled modules, one name per cygrad/_kernels/<name>.pyx.  A new
 # kernel module is one more line here.
 MODULES = [
@@ -82,10 +80,14 @@ MODULES = [
     "select",
     "threads",
 ]
-# Modules built only on x86-64, each with extra compiler flags.
-X86_MODULES = {
-    "optim_avx2": ["-mavx2"],
-    "optim2_avx2": ["-mavx2"],
+# Extra compiler flags of some modules.  The optimizer updates
+# (cg_optim.h) must give the same bits in their AVX2 + FMA and AVX-512
+# copies as in the portable one, so GCC may not contract a * b + c into an
+# FMA there (the header refuses to compile without the macro).
+NO_CONTRACT = ["-ffp-contract=off", "-DCG_OPTIM_NO_CONTRACT"]
+MODULE_FLAGS = {
+    "optim": NO_CONTRACT,
+    "optim2": NO_CONTRACT,
 }
 
 
@@ -136,9 +138,7 @@ def extensions():
     if OPENMP:
         cflags.append("-fopenmp")
         ldflags.append("-fopenmp")
-    names = {name: [] for name in MODULES}
-    if X86_64:
-        names.update(X86_MODULES)
+    names = {name: MODULE_FLAGS.get(name, []) for name in MODULES}
     exts = []
     for name, extra in sorted(names.items()):
         if only and name not in only:

@@ -1,6 +1,3 @@
-# distutils: extra_compile_args = -fno-math-errno
-# (sqrt must not set errno, or GCC will not vectorise a loop that calls it.)
-
 """Fused updates of NAdam, RAdam, Adamax, Adadelta, Rprop, ASGD and Adafactor.
 
 The conventions of ``optim.pyx`` hold here unchanged:
@@ -31,49 +28,118 @@ the parameter against its gradient and first state buffer).
 Threading: the ``def`` wrappers validate lengths with the GIL held, then
 release it for the loop; nothing in a ``nogil`` loop raises.
 
-Vectorisation: the options are ``bint`` arguments of one ``cdef inline`` loop
-body; at ``-O3`` GCC unswitches the loop on them, so each combination runs
-its own branch-free loop.
+Vectorisation: the update loops are C, in ``cg_optim.h``, each compiled for
+AVX-512, AVX2 + FMA and the baseline with the widest copy chosen at load and
+the same bits from each (see ``optim.pyx``); the options are flags, passed
+as literals for the default configuration so that it runs a branch-free
+loop.  Adafactor keeps its row and column sums here; its elementwise passes
+(forming ``u`` and applying it) and its sums of squares are C helpers too.
 """
 
-from libc.math cimport fabs, fabsf, sqrt, sqrtf
+from libc.math cimport fabs, sqrt
 from libc.stdlib cimport free, malloc
 
 from cygrad._kernels._types cimport real_t
 
 
-cdef inline real_t _sqrt(real_t x) noexcept nogil:
-    if real_t is float:
-        return sqrtf(x)
-    else:
-        return sqrt(x)
+cdef extern from "cg_optim.h":
+    # The update loops, one per dtype (_f: float32, _d: float64), each compiled
+    # for AVX-512, AVX2 + FMA and the baseline (CG_SIMD_FN in cg_simd.h).
+    void cg_nadam_f(float* p, const float* grad, float* m, float* v, Py_ssize_t n,
+                    float b1c, float b2, float b2c, float bc2, float eps, float wd,
+                    float decay, float coef_g, float coef_m, float sign, int l2,
+                    int decoupled, int small) noexcept nogil
+    void cg_nadam_d(double* p, const double* grad, double* m, double* v,
+                    Py_ssize_t n, double b1c, double b2, double b2c, double bc2,
+                    double eps, double wd, double decay, double coef_g,
+                    double coef_m, double sign, int l2, int decoupled,
+                    int small) noexcept nogil
+    void cg_radam_f(float* p, const float* grad, float* m, float* v, Py_ssize_t n,
+                    float b1c, float b2, float b2c, float bc1, float bc2_sqrt,
+                    float eps, float lr, float rect, float wd, float decay,
+                    float sign, int l2, int decoupled, int small,
+                    int rectify) noexcept nogil
+    void cg_radam_d(double* p, const double* grad, double* m, double* v,
+                    Py_ssize_t n, double b1c, double b2, double b2c, double bc1,
+                    double bc2_sqrt, double eps, double lr, double rect, double wd,
+                    double decay, double sign, int l2, int decoupled, int small,
+                    int rectify) noexcept nogil
+    void cg_adamax_f(float* p, const float* grad, float* m, float* u, Py_ssize_t n,
+                     float b1c, float b2, float eps, float neg_clr, float wd,
+                     float sign, int l2, int small) noexcept nogil
+    void cg_adamax_d(double* p, const double* grad, double* m, double* u,
+                     Py_ssize_t n, double b1c, double b2, double eps,
+                     double neg_clr, double wd, double sign, int l2,
+                     int small) noexcept nogil
+    void cg_adadelta_f(float* p, const float* grad, float* v, float* a,
+                       Py_ssize_t n, float rho, float rho_c, float eps,
+                       float neg_lr, float wd, float sign) noexcept nogil
+    void cg_adadelta_d(double* p, const double* grad, double* v, double* a,
+                       Py_ssize_t n, double rho, double rho_c, double eps,
+                       double neg_lr, double wd, double sign) noexcept nogil
+    void cg_rprop_f(float* p, const float* grad, float* prev, float* step_size,
+                    Py_ssize_t n, float etaminus, float etaplus, float lo,
+                    float hi, float sign) noexcept nogil
+    void cg_rprop_d(double* p, const double* grad, double* prev,
+                    double* step_size, Py_ssize_t n, double etaminus,
+                    double etaplus, double lo, double hi,
+                    double sign) noexcept nogil
+    void cg_asgd_f(float* p, const float* grad, float* ax, Py_ssize_t n,
+                   float decay, float neg_eta, float mu, float wd, float sign,
+                   int l2, int average) noexcept nogil
+    void cg_asgd_d(double* p, const double* grad, double* ax, Py_ssize_t n,
+                   double decay, double neg_eta, double mu, double wd, double sign,
+                   int l2, int average) noexcept nogil
+    void cg_adafactor_var_f(float* var, const float* grad, Py_ssize_t n, float w,
+                            float sign, int small) noexcept nogil
+    void cg_adafactor_var_d(double* var, const double* grad, Py_ssize_t n,
+                            double w, double sign, int small) noexcept nogil
+    void cg_adafactor_u_f(float* u, const float* grad, const float* var,
+                          float rvr, const float* cv, float mean, Py_ssize_t n,
+                          float sign, float vmin) noexcept nogil
+    void cg_adafactor_u_d(double* u, const double* grad, const double* var,
+                          double rvr, const double* cv, double mean, Py_ssize_t n,
+                          double sign, double vmin) noexcept nogil
+    void cg_adafactor_apply_f(float* p, const float* u, Py_ssize_t n, float coef,
+                              float decay) noexcept nogil
+    void cg_adafactor_apply_d(double* p, const double* u, Py_ssize_t n,
+                              double coef, double decay) noexcept nogil
+    double cg_sumsq8_f(const float* x, Py_ssize_t n) noexcept nogil
+    double cg_sumsq8_d(const double* x, Py_ssize_t n) noexcept nogil
+
+
+cdef extern from "cg_simd.h":
+    int cg_simd_v3       # the copies this module runs (cg_simd.h), per module
+    int cg_simd_level() noexcept nogil
+
+
+cdef int _LOADED_LEVEL = cg_simd_level()
+
+
+def simd_level():
+    """The copies of this module's loops that run: 2 AVX-512, 1 AVX2 + FMA,
+    0 portable (all give the same bits)."""
+    return cg_simd_level()
+
+
+def set_simd_level(int level):
+    """Run this module's copies of ``level`` or, if the CPU (or
+    ``CYGRAD_SIMD``/``CYGRAD_NO_SIMD`` at load) allows less, of the widest
+    allowed; returns the level now running.  For tests and the legacy
+    ``CYGRAD_NO_AVX2=1`` (``cygrad.optim._kernels``)."""
+    global cg_simd_v3
+    cg_simd_v3 = max(0, min(level, _LOADED_LEVEL))
+    return cg_simd_v3
 
 
 cdef inline real_t _lerp(
     real_t start, real_t end, real_t weight, bint small
 ) noexcept nogil:
-    # ATen's lerp: exact at both ends; ``small`` is |weight| < 0.5.
+    # ATen's lerp: exact at both ends; ``small`` is |weight| < 0.5.  (The C
+    # loops have their own, cg_o_lerp in cg_optim_t.h.)
     if small:
         return start + weight * (end - start)
     return end - (end - start) * (<real_t>1 - weight)
-
-
-cdef inline real_t _max_nan(real_t a, real_t b) noexcept nogil:
-    # torch.maximum: NaN from either side wins.
-    return a if (a > b) | (a != a) else b
-
-
-cdef inline real_t _fabs(real_t x) noexcept nogil:
-    # fabsf for float32: fabs() would widen to double and back
-    if real_t is float:
-        return fabsf(x)
-    else:
-        return fabs(x)
-
-
-cdef inline real_t _sign(real_t x) noexcept nogil:
-    # torch.sign: -1, 0 or 1, and 0 for NaN.
-    return <real_t>(x > 0) - <real_t>(x < 0)
 
 
 cdef int _check(str name, Py_ssize_t n, Py_ssize_t m, str what) except -1:
@@ -128,55 +194,21 @@ def nadam(
     cdef bint decay = decoupled and weight_decay != 0
     cdef double coef_g = -lr * (1.0 - mu) / (1.0 - mu_product)
     cdef double coef_m = (-lr * mu_next) / (1.0 - mu_product * mu_next)
+    cdef bint l2 = weight_decay != 0 and not decoupled
+    cdef bint small = fabs(1.0 - beta1) < 0.5
+    cdef double sign = -1.0 if maximize else 1.0
     with nogil:
-        _nadam(
-            &param[0], &grad[0], &exp_avg[0], &exp_avg_sq[0], n,
-            <real_t>(1.0 - beta1), <real_t>beta2, <real_t>(1.0 - beta2),
-            <real_t>bias_correction2, <real_t>eps,
-            <real_t>weight_decay, <real_t>(1.0 - lr * weight_decay),
-            <real_t>coef_g, <real_t>coef_m, <real_t>(-1.0 if maximize else 1.0),
-            weight_decay != 0 and not decoupled, decay,
-            fabs(1.0 - beta1) < 0.5,
-        )
-
-
-cdef void _nadam(
-    real_t* p, const real_t* grad, real_t* m, real_t* v, Py_ssize_t n,
-    real_t b1c, real_t b2, real_t b2c, real_t bc2, real_t eps, real_t wd,
-    real_t decay, real_t coef_g, real_t coef_m, real_t sign, bint l2,
-    bint decoupled, bint small,
-) noexcept nogil:
-    # literal flags for the default options: a branch-free, vectorised loop
-    if small and not l2 and not decoupled:
-        _nadam_loop(p, grad, m, v, n, b1c, b2, b2c, bc2, eps, wd, decay, coef_g,
-                    coef_m, sign, False, False, True)
-    else:
-        _nadam_loop(p, grad, m, v, n, b1c, b2, b2c, bc2, eps, wd, decay, coef_g,
-                    coef_m, sign, l2, decoupled, small)
-
-
-cdef inline void _nadam_loop(
-    real_t* p, const real_t* grad, real_t* m, real_t* v, Py_ssize_t n,
-    real_t b1c, real_t b2, real_t b2c, real_t bc2, real_t eps, real_t wd,
-    real_t decay, real_t coef_g, real_t coef_m, real_t sign, bint l2,
-    bint decoupled, bint small,
-) noexcept nogil:
-    cdef Py_ssize_t i
-    cdef real_t g, pi, mi, vi, denom
-    for i in range(n):
-        pi = p[i]
-        if decoupled:
-            pi = pi * decay
-        g = sign * grad[i]
-        if l2:
-            g = g + wd * pi
-        mi = _lerp(m[i], g, b1c, small)
-        m[i] = mi
-        vi = v[i] * b2 + (b2c * g) * g
-        v[i] = vi
-        denom = _sqrt(vi / bc2) + eps
-        pi = pi + (coef_g * g) / denom
-        p[i] = pi + (coef_m * mi) / denom
+        if real_t is float:
+            cg_nadam_f(&param[0], &grad[0], &exp_avg[0], &exp_avg_sq[0], n,
+                       <float>(1.0 - beta1), <float>beta2, <float>(1.0 - beta2),
+                       <float>bias_correction2, <float>eps, <float>weight_decay,
+                       <float>(1.0 - lr * weight_decay), <float>coef_g,
+                       <float>coef_m, <float>sign, l2, decay, small)
+        else:
+            cg_nadam_d(&param[0], &grad[0], &exp_avg[0], &exp_avg_sq[0], n,
+                       1.0 - beta1, beta2, 1.0 - beta2, bias_correction2, eps,
+                       weight_decay, 1.0 - lr * weight_decay, coef_g, coef_m,
+                       sign, l2, decay, small)
 
 
 # --------------------------------------------------------------------------
@@ -214,59 +246,23 @@ def radam(
         return
     _check_alias("radam", &param[0], &grad[0], &exp_avg[0])
     cdef bint decay = decoupled and weight_decay != 0
+    cdef bint l2 = weight_decay != 0 and not decoupled
+    cdef bint small = fabs(1.0 - beta1) < 0.5
+    cdef double sign = -1.0 if maximize else 1.0
+    cdef double bc2_sqrt = bias_correction2 ** 0.5
     with nogil:
-        _radam(
-            &param[0], &grad[0], &exp_avg[0], &exp_avg_sq[0], n,
-            <real_t>(1.0 - beta1), <real_t>beta2, <real_t>(1.0 - beta2),
-            <real_t>bias_correction1, <real_t>(bias_correction2 ** 0.5),
-            <real_t>eps, <real_t>lr, <real_t>rect,
-            <real_t>weight_decay, <real_t>(1.0 - lr * weight_decay),
-            <real_t>(-1.0 if maximize else 1.0),
-            weight_decay != 0 and not decoupled, decay,
-            fabs(1.0 - beta1) < 0.5, rectify,
-        )
-
-
-cdef void _radam(
-    real_t* p, const real_t* grad, real_t* m, real_t* v, Py_ssize_t n,
-    real_t b1c, real_t b2, real_t b2c, real_t bc1, real_t bc2_sqrt, real_t eps,
-    real_t lr, real_t rect, real_t wd, real_t decay, real_t sign, bint l2,
-    bint decoupled, bint small, bint rectify,
-) noexcept nogil:
-    if small and not l2 and not decoupled and rectify:
-        _radam_loop(p, grad, m, v, n, b1c, b2, b2c, bc1, bc2_sqrt, eps, lr, rect,
-                    wd, decay, sign, False, False, True, True)
-    elif small and not l2 and not decoupled:
-        _radam_loop(p, grad, m, v, n, b1c, b2, b2c, bc1, bc2_sqrt, eps, lr, rect,
-                    wd, decay, sign, False, False, True, False)
-    else:
-        _radam_loop(p, grad, m, v, n, b1c, b2, b2c, bc1, bc2_sqrt, eps, lr, rect,
-                    wd, decay, sign, l2, decoupled, small, rectify)
-
-
-cdef inline void _radam_loop(
-    real_t* p, const real_t* grad, real_t* m, real_t* v, Py_ssize_t n,
-    real_t b1c, real_t b2, real_t b2c, real_t bc1, real_t bc2_sqrt, real_t eps,
-    real_t lr, real_t rect, real_t wd, real_t decay, real_t sign, bint l2,
-    bint decoupled, bint small, bint rectify,
-) noexcept nogil:
-    cdef Py_ssize_t i
-    cdef real_t g, pi, mi, vi, b
-    for i in range(n):
-        pi = p[i]
-        if decoupled:
-            pi = pi * decay
-        g = sign * grad[i]
-        if l2:
-            g = g + wd * pi
-        mi = _lerp(m[i], g, b1c, small)
-        m[i] = mi
-        vi = v[i] * b2 + (b2c * g) * g
-        v[i] = vi
-        b = (mi / bc1) * lr
-        if rectify:
-            b = (b * ((<real_t>1 / (_sqrt(vi) + eps)) * bc2_sqrt)) * rect
-        p[i] = pi - b
+        if real_t is float:
+            cg_radam_f(&param[0], &grad[0], &exp_avg[0], &exp_avg_sq[0], n,
+                       <float>(1.0 - beta1), <float>beta2, <float>(1.0 - beta2),
+                       <float>bias_correction1, <float>bc2_sqrt, <float>eps,
+                       <float>lr, <float>rect, <float>weight_decay,
+                       <float>(1.0 - lr * weight_decay), <float>sign, l2, decay,
+                       small, rectify)
+        else:
+            cg_radam_d(&param[0], &grad[0], &exp_avg[0], &exp_avg_sq[0], n,
+                       1.0 - beta1, beta2, 1.0 - beta2, bias_correction1,
+                       bc2_sqrt, eps, lr, rect, weight_decay,
+                       1.0 - lr * weight_decay, sign, l2, decay, small, rectify)
 
 
 # --------------------------------------------------------------------------
@@ -298,43 +294,18 @@ def adamax(
     if n == 0:
         return
     _check_alias("adamax", &param[0], &grad[0], &exp_avg[0])
+    cdef bint small = fabs(1.0 - beta1) < 0.5
+    cdef double sign = -1.0 if maximize else 1.0
     with nogil:
-        _adamax(
-            &param[0], &grad[0], &exp_avg[0], &exp_inf[0], n,
-            <real_t>(1.0 - beta1), <real_t>beta2, <real_t>eps, <real_t>(-clr),
-            <real_t>weight_decay, <real_t>(-1.0 if maximize else 1.0),
-            weight_decay != 0, fabs(1.0 - beta1) < 0.5,
-        )
-
-
-cdef void _adamax(
-    real_t* p, const real_t* grad, real_t* m, real_t* u, Py_ssize_t n,
-    real_t b1c, real_t b2, real_t eps, real_t neg_clr, real_t wd, real_t sign,
-    bint l2, bint small,
-) noexcept nogil:
-    if small and not l2:
-        _adamax_loop(p, grad, m, u, n, b1c, b2, eps, neg_clr, wd, sign, False, True)
-    else:
-        _adamax_loop(p, grad, m, u, n, b1c, b2, eps, neg_clr, wd, sign, l2, small)
-
-
-cdef inline void _adamax_loop(
-    real_t* p, const real_t* grad, real_t* m, real_t* u, Py_ssize_t n,
-    real_t b1c, real_t b2, real_t eps, real_t neg_clr, real_t wd, real_t sign,
-    bint l2, bint small,
-) noexcept nogil:
-    cdef Py_ssize_t i
-    cdef real_t g, pi, mi, ui
-    for i in range(n):
-        pi = p[i]
-        g = sign * grad[i]
-        if l2:
-            g = g + wd * pi
-        mi = _lerp(m[i], g, b1c, small)
-        m[i] = mi
-        ui = _max_nan(u[i] * b2, _fabs(g) + eps)
-        u[i] = ui
-        p[i] = pi + (neg_clr * mi) / ui
+        if real_t is float:
+            cg_adamax_f(&param[0], &grad[0], &exp_avg[0], &exp_inf[0], n,
+                        <float>(1.0 - beta1), <float>beta2, <float>eps,
+                        <float>(-clr), <float>weight_decay, <float>sign,
+                        weight_decay != 0, small)
+        else:
+            cg_adamax_d(&param[0], &grad[0], &exp_avg[0], &exp_inf[0], n,
+                        1.0 - beta1, beta2, eps, -clr, weight_decay, sign,
+                        weight_decay != 0, small)
 
 
 # --------------------------------------------------------------------------
@@ -366,38 +337,15 @@ def adadelta(
     if n == 0:
         return
     _check_alias("adadelta", &param[0], &grad[0], &square_avg[0])
+    cdef double sign = -1.0 if maximize else 1.0
     with nogil:
-        if weight_decay == 0:
-            _adadelta_loop(
-                &param[0], &grad[0], &square_avg[0], &acc_delta[0], n,
-                <real_t>rho, <real_t>(1.0 - rho), <real_t>eps, <real_t>(-lr),
-                <real_t>weight_decay, <real_t>(-1.0 if maximize else 1.0), False,
-            )
+        if real_t is float:
+            cg_adadelta_f(&param[0], &grad[0], &square_avg[0], &acc_delta[0], n,
+                          <float>rho, <float>(1.0 - rho), <float>eps, <float>(-lr),
+                          <float>weight_decay, <float>sign)
         else:
-            _adadelta_loop(
-                &param[0], &grad[0], &square_avg[0], &acc_delta[0], n,
-                <real_t>rho, <real_t>(1.0 - rho), <real_t>eps, <real_t>(-lr),
-                <real_t>weight_decay, <real_t>(-1.0 if maximize else 1.0), True,
-            )
-
-
-cdef inline void _adadelta_loop(
-    real_t* p, const real_t* grad, real_t* v, real_t* a, Py_ssize_t n,
-    real_t rho, real_t rho_c, real_t eps, real_t neg_lr, real_t wd, real_t sign,
-    bint l2,
-) noexcept nogil:
-    cdef Py_ssize_t i
-    cdef real_t g, pi, vi, d
-    for i in range(n):
-        pi = p[i]
-        g = sign * grad[i]
-        if l2:
-            g = g + wd * pi
-        vi = v[i] * rho + (rho_c * g) * g
-        v[i] = vi
-        d = (_sqrt(a[i] + eps) / _sqrt(vi + eps)) * g
-        a[i] = a[i] * rho + (rho_c * d) * d
-        p[i] = pi + neg_lr * d
+            cg_adadelta_d(&param[0], &grad[0], &square_avg[0], &acc_delta[0], n,
+                          rho, 1.0 - rho, eps, -lr, weight_decay, sign)
 
 
 # --------------------------------------------------------------------------
@@ -428,31 +376,15 @@ def rprop(
     if n == 0:
         return
     _check_alias("rprop", &param[0], &grad[0], &prev[0])
+    cdef double sign = -1.0 if maximize else 1.0
     with nogil:
-        _rprop_loop(
-            &param[0], &grad[0], &prev[0], &step_size[0], n,
-            <real_t>etaminus, <real_t>etaplus, <real_t>step_size_min,
-            <real_t>step_size_max, <real_t>(-1.0 if maximize else 1.0),
-        )
-
-
-cdef inline void _rprop_loop(
-    real_t* p, const real_t* grad, real_t* prev, real_t* step_size, Py_ssize_t n,
-    real_t etaminus, real_t etaplus, real_t lo, real_t hi, real_t sign,
-) noexcept nogil:
-    cdef Py_ssize_t i
-    cdef real_t g, s, f, sz
-    for i in range(n):
-        g = sign * grad[i]
-        s = g * prev[i]
-        f = etaplus if s > 0 else (etaminus if s < 0 else <real_t>1)
-        sz = step_size[i] * f
-        sz = lo if sz < lo else sz
-        sz = hi if sz > hi else sz
-        step_size[i] = sz
-        g = 0 if f == etaminus else g
-        p[i] = p[i] - _sign(g) * sz
-        prev[i] = g
+        if real_t is float:
+            cg_rprop_f(&param[0], &grad[0], &prev[0], &step_size[0], n,
+                       <float>etaminus, <float>etaplus, <float>step_size_min,
+                       <float>step_size_max, <float>sign)
+        else:
+            cg_rprop_d(&param[0], &grad[0], &prev[0], &step_size[0], n,
+                       etaminus, etaplus, step_size_min, step_size_max, sign)
 
 
 # --------------------------------------------------------------------------
@@ -481,45 +413,15 @@ def asgd(
     if n == 0:
         return
     _check_alias("asgd", &param[0], &grad[0], &ax[0])
+    cdef double sign = -1.0 if maximize else 1.0
     with nogil:
-        _asgd(
-            &param[0], &grad[0], &ax[0], n, <real_t>(1.0 - lambd * eta),
-            <real_t>(-eta), <real_t>mu, <real_t>weight_decay,
-            <real_t>(-1.0 if maximize else 1.0), weight_decay != 0, mu != 1.0,
-        )
-
-
-cdef void _asgd(
-    real_t* p, const real_t* grad, real_t* ax, Py_ssize_t n, real_t decay,
-    real_t neg_eta, real_t mu, real_t wd, real_t sign, bint l2, bint average,
-) noexcept nogil:
-    if not l2 and not average:
-        _asgd_loop(p, grad, ax, n, decay, neg_eta, mu, wd, sign, False, False)
-    elif not l2:
-        _asgd_loop(p, grad, ax, n, decay, neg_eta, mu, wd, sign, False, True)
-    else:
-        _asgd_loop(p, grad, ax, n, decay, neg_eta, mu, wd, sign, l2, average)
-
-
-cdef inline void _asgd_loop(
-    real_t* p, const real_t* grad, real_t* ax, Py_ssize_t n, real_t decay,
-    real_t neg_eta, real_t mu, real_t wd, real_t sign, bint l2, bint average,
-) noexcept nogil:
-    cdef Py_ssize_t i
-    cdef real_t g, pi, ai
-    for i in range(n):
-        pi = p[i]
-        g = sign * grad[i]
-        if l2:
-            g = g + wd * pi
-        pi = pi * decay
-        pi = pi + neg_eta * g
-        p[i] = pi
-        if average:
-            ai = ax[i]
-            ax[i] = ai + (pi - ai) * mu
+        if real_t is float:
+            cg_asgd_f(&param[0], &grad[0], &ax[0], n, <float>(1.0 - lambd * eta),
+                      <float>(-eta), <float>mu, <float>weight_decay, <float>sign,
+                      weight_decay != 0, mu != 1.0)
         else:
-            ax[i] = pi
+            cg_asgd_d(&param[0], &grad[0], &ax[0], n, 1.0 - lambd * eta, -eta, mu,
+                      weight_decay, sign, weight_decay != 0, mu != 1.0)
 
 
 # --------------------------------------------------------------------------
@@ -589,13 +491,6 @@ def adafactor(
         free(colsum)
 
 
-cdef inline real_t _adafactor_u(
-    real_t g, real_t v, real_t clamp_min
-) noexcept nogil:
-    v = clamp_min if v < clamp_min else v
-    return (<real_t>1 / _sqrt(v)) * g
-
-
 cdef void _adafactor(
     real_t* p, const real_t* grad, real_t* rv, real_t* cv, real_t* var,
     double* colsum, Py_ssize_t n, Py_ssize_t batch, Py_ssize_t rows,
@@ -632,10 +527,10 @@ cdef void _adafactor(
                 cv[b * cols + c] = _lerp(
                     cv[b * cols + c], (nrm * nrm) / <real_t>rows, w, small
                 )
+    elif real_t is float:
+        cg_adafactor_var_f(var, grad, n, w, sign, small)
     else:
-        for i in range(n):
-            g = sign * grad[i]
-            var[i] = _lerp(var[i], g * g, w, small)
+        cg_adafactor_var_d(var, grad, n, w, sign, small)
     # |u|, then the update with it (u is formed twice, the same way)
     acc = 0.0
     if rv != NULL:
@@ -666,16 +561,31 @@ cdef void _adafactor(
 cdef inline double _sumsq(const real_t* x, Py_ssize_t n) noexcept nogil:
     # eight partial sums in double: independent chains in flight (a single
     # chain is bound by the add latency), combined in a fixed order
-    cdef Py_ssize_t i, j
-    cdef double s[8]
-    for j in range(8):
-        s[j] = 0.0
-    for i in range(0, n - 7, 8):
-        for j in range(8):
-            s[j] += <double>x[i + j] * <double>x[i + j]
-    for i in range(n - n % 8, n):
-        s[0] += <double>x[i] * <double>x[i]
-    return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]))
+    if real_t is float:
+        return cg_sumsq8_f(x, n)
+    else:
+        return cg_sumsq8_d(x, n)
+
+
+cdef inline void _fill_u(
+    real_t* u, const real_t* g, const real_t* var, real_t rvr, const real_t* cv,
+    real_t mean, Py_ssize_t m, real_t sign, real_t vmin,
+) noexcept nogil:
+    # u = rsqrt(max(v, vmin)) * g, v = var (cv NULL) or (rvr * cv) / mean
+    if real_t is float:
+        cg_adafactor_u_f(u, g, var, rvr, cv, mean, m, sign, vmin)
+    else:
+        cg_adafactor_u_d(u, g, var, rvr, cv, mean, m, sign, vmin)
+
+
+cdef inline void _apply_u(
+    real_t* p, const real_t* u, Py_ssize_t m, real_t coef, real_t decay
+) noexcept nogil:
+    # p = p * decay + coef * u
+    if real_t is float:
+        cg_adafactor_apply_f(p, u, m, coef, decay)
+    else:
+        cg_adafactor_apply_d(p, u, m, coef, decay)
 
 
 # u is formed in chunks of _CHUNK on the stack: a vectorised loop (sqrt and
@@ -689,16 +599,14 @@ cdef inline double _factored_row(
     real_t mean, real_t sign, real_t vmin, real_t coef, real_t decay, bint apply,
 ) noexcept nogil:
     # one row of a factored update: the sum of u*u, or (apply) p += coef * u
-    cdef Py_ssize_t c0 = 0, c, m
+    cdef Py_ssize_t c0 = 0, m
     cdef double acc = 0.0
     cdef real_t u[_CHUNK]
     while c0 < cols:
         m = cols - c0 if cols - c0 < _CHUNK else _CHUNK
-        for c in range(m):
-            u[c] = _adafactor_u(sign * g[c0 + c], (rvr * cv[c0 + c]) / mean, vmin)
+        _fill_u(u, g + c0, NULL, rvr, cv + c0, mean, m, sign, vmin)
         if apply:
-            for c in range(m):
-                p[c0 + c] = p[c0 + c] * decay + coef * u[c]
+            _apply_u(p + c0, u, m, coef, decay)
         else:
             acc += _sumsq(u, m)
         c0 += m
@@ -709,16 +617,14 @@ cdef inline double _vector_pass(
     real_t* p, const real_t* grad, const real_t* var, Py_ssize_t n, real_t sign,
     real_t vmin, real_t coef, real_t decay, bint apply,
 ) noexcept nogil:
-    cdef Py_ssize_t i0 = 0, i, m
+    cdef Py_ssize_t i0 = 0, m
     cdef double acc = 0.0
     cdef real_t u[_CHUNK]
     while i0 < n:
         m = n - i0 if n - i0 < _CHUNK else _CHUNK
-        for i in range(m):
-            u[i] = _adafactor_u(sign * grad[i0 + i], var[i0 + i], vmin)
+        _fill_u(u, grad + i0, var + i0, 0, NULL, 1, m, sign, vmin)
         if apply:
-            for i in range(m):
-                p[i0 + i] = p[i0 + i] * decay + coef * u[i]
+            _apply_u(p + i0, u, m, coef, decay)
         else:
             acc += _sumsq(u, m)
         i0 += m

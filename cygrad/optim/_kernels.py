@@ -1,25 +1,19 @@
-"""The optimizer kernels (``k``: optim.pyx, ``k2``: optim2.pyx): the AVX2
-builds when this CPU has AVX2 (read by ``cygrad._kernels.cpu``), else the
-baseline builds.
+"""The optimizer kernels (``k``: optim.pyx, ``k2``: optim2.pyx).
 
-``CYGRAD_NO_SIMD=1`` (or the older ``CYGRAD_NO_AVX2=1``) forces the baseline
-(both give the same bits); off x86-64 the AVX2 builds do not exist.
+Each module holds every update loop three times (AVX-512, AVX2 + FMA and
+portable, ``cygrad/_kernels/cg_optim.h``) and runs the widest copy this CPU
+has, unless ``CYGRAD_SIMD=avx2`` caps it or ``CYGRAD_NO_SIMD=1`` forces the
+portable one; all three give the same bits.  The older ``CYGRAD_NO_AVX2=1``
+still forces the portable copies, here in the optimizers only.
 """
 
 import os
 
-from cygrad._kernels import cpu as _cpu
+from cygrad._kernels import optim as k
+from cygrad._kernels import optim2 as k2
 
-
-def _cpu_has_avx2():
-    return _cpu.cpu_has_avx2()
-
-
-if _cpu.use_avx2_modules() and os.environ.get("CYGRAD_NO_AVX2", "0") == "0":
-    from cygrad._kernels import optim2_avx2 as k2
-    from cygrad._kernels import optim_avx2 as k
-else:
-    from cygrad._kernels import optim as k
-    from cygrad._kernels import optim2 as k2
+if os.environ.get("CYGRAD_NO_AVX2", "0") not in ("", "0"):
+    k.set_simd_level(0)
+    k2.set_simd_level(0)
 
 __all__ = ["k", "k2"]
