@@ -1,11 +1,10 @@
 """What this CPU runs: the AVX-512, the AVX2 + FMA or the portable copies of
-the C helpers (``cg_simd.h``), and whether the ``*_avx2`` optimizer modules
-may be imported.
+the C helpers (``cg_simd.h``).
 
-Both are read from the CPU (``__builtin_cpu_supports``) when a module is
+The level is read from the CPU (``__builtin_cpu_supports``) when a module is
 loaded; ``CYGRAD_NO_SIMD=1`` (set before ``import cygrad``) turns every
-SIMD path off, so one machine can test both.  Off x86-64 nothing here is
-ever true and the ``*_avx2`` modules are not built.
+SIMD path off, so one machine can test both.  Off x86-64 only the portable
+copies exist.
 """
 
 import os
@@ -13,7 +12,6 @@ import os
 cdef extern from "cg_simd.h":
     int cg_simd_level() noexcept nogil
     int cg_cpu_avx2() noexcept nogil
-    int CG_SIMD_X86
 
 
 def simd_disabled():
@@ -33,7 +31,3 @@ def cpu_has_avx2():
     """True when this CPU has AVX2 (x86-64 only), whatever the environment."""
     return bool(cg_cpu_avx2())
 
-
-def use_avx2_modules():
-    """True when ``cygrad.optim`` should import the ``*_avx2`` modules."""
-    return bool(CG_SIMD_X86) and cpu_has_avx2() and not simd_disabled()
