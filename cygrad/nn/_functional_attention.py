@@ -32,7 +32,9 @@ import numpy as np
 from cygrad import ops
 from cygrad.autograd.function import Function
 from cygrad.autograd.grad_mode import is_grad_enabled
-from cygrad.creation import from_numpy, rand
+from cygrad.creation import from_numpy
+
+from ._functional_dropout import scaled_keep
 
 if TYPE_CHECKING:
     from cygrad._tensor import Tensor
@@ -163,17 +165,6 @@ def _sum_to_t(t, shape):
     return t
 
 
-def _dropout_keep(shape, p, dtype):
-    """The dropout factor ``keep / (1 - p)`` (cygrad's generator).
-
-    TODO(#18): draw it through F.dropout's generator path once merged.
-    """
-    if p >= 1:
-        return np.zeros(shape, dtype)
-    u = rand(*shape, dtype=np.float64)._arr
-    return (u >= p).astype(dtype) * dtype.type(1.0 / (1.0 - p))
-
-
 def _repeat_heads(t, r):
     """``t.repeat_interleave(r, dim=-3)`` from view ops: each head r times."""
     shape = tuple(t.shape)
@@ -200,8 +191,8 @@ def attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None,
     keep = None
     if dropout_p > 0:
         lead = _broadcast_shapes(tuple(q.shape[:-2]), tuple(k.shape[:-2]))
-        keep = _dropout_keep(tuple(lead) + (q.shape[-2], k.shape[-2]), dropout_p,
-                             q._arr.dtype)
+        keep = scaled_keep(tuple(lead) + (q.shape[-2], k.shape[-2]), dropout_p,
+                           q._arr.dtype)
     return _Attention.apply(q, k, v, mask, float(scale), keep, safe)
 
 

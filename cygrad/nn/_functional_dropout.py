@@ -74,16 +74,23 @@ def _apply(input, fn, inplace):
     return input.copy_(out)
 
 
+def scaled_keep(shape, p, dtype):
+    """The dropout multiplier ``keep / (1 - p)``, an array of ``shape`` in the
+    floating ``dtype`` drawn in one compiled pass from cygrad's generator
+    (also the attention weights' dropout and the RNNs' between layers)."""
+    dt = np.dtype(dtype)
+    if p >= 1.0:
+        return np.zeros(shape, dt)
+    m = np.empty(shape, dt)
+    _k.dropout_mask(m.reshape(-1), _threshold(p), 1.0 / (1.0 - p), _seed())
+    return m
+
+
 def _scaled_mask(input, mask_shape, p):
     dt = np.dtype(input.dtype)
     if dt.kind != "f":
         raise RuntimeError(f"dropout: expected a floating point input, got {dt}")
-    if p == 1.0:
-        return np.zeros(mask_shape, dt)
-    # the multiplier keep / (1 - p) in the input's dtype, one compiled pass
-    m = np.empty(mask_shape, dt)
-    _k.dropout_mask(m.reshape(-1), _threshold(p), 1.0 / (1.0 - p), _seed())
-    return m
+    return scaled_keep(mask_shape, p, dt)
 
 
 def _feature_dropout(input, p, inplace, mask_shape):

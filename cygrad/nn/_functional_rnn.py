@@ -30,7 +30,9 @@ import numpy as np
 from cygrad._kernels import rnn as _k
 from cygrad.autograd.function import Function
 from cygrad.autograd.grad_mode import is_grad_enabled
-from cygrad.creation import from_numpy, rand
+from cygrad.creation import from_numpy
+
+from ._functional_dropout import scaled_keep
 
 if TYPE_CHECKING:
     from cygrad._tensor import Tensor
@@ -291,17 +293,11 @@ def _pick(spec, r):
 
 
 def dropout_mask(x: Tensor, p: float, training: bool) -> Tensor:
-    """Inverted dropout between layers: ``x * mask / (1 - p)``.
-
-    TODO(#18): becomes ``F.dropout(x, p, training)`` once it exists.
-    """
+    """Inverted dropout between layers: ``x * keep / (1 - p)``, as
+    ``F.dropout`` draws it."""
     if not training or p == 0:
         return x
-    if p == 1:
-        return x * 0.0
-    keep = rand(*x.shape, dtype=x.dtype) >= p
-    scale = np.asarray(1.0 / (1.0 - p), dtype=x._arr.dtype)
-    return x * from_numpy(keep._arr.astype(x._arr.dtype) * scale)
+    return x * from_numpy(scaled_keep(tuple(x.shape), p, x._arr.dtype))
 
 
 def rnn_layer(mode: str, x: Tensor, h0: Any, c0: Any, weights: Any, hidden: Any,
