@@ -206,30 +206,26 @@ def _big_work(x):
     return y
 
 
-def test_two_threads_of_elementwise_work_faster_than_serial():
-    """Report serial vs two-thread wall time for large elementwise work.
-
-    The assertion is loose (machines in CI share cores); the figures are
-    printed.  Forward elementwise kernels run without the GIL, so on two free
-    cores the parallel time approaches half the serial time.
-    """
+def test_two_threads_of_large_elementwise_work_equal_the_serial_results():
+    """Large elementwise kernels release the GIL; two threads running them at
+    once give the serial results bit for bit.  The wall times are printed
+    (on two free cores the parallel time approaches half the serial time),
+    never asserted: CI machines share their cores."""
     xs = [cygrad.rand(1_000_000, dtype=cygrad.float64) for _ in range(2)]
-    _big_work(xs[0])
-    best_serial = best_parallel = float("inf")
-    for _ in range(3):
-        t0 = time.perf_counter()
-        for x in xs:
-            _big_work(x)
-        best_serial = min(best_serial, time.perf_counter() - t0)
-        t0 = time.perf_counter()
-        _in_threads(lambda i: _big_work(xs[i]), n=2)
-        best_parallel = min(best_parallel, time.perf_counter() - t0)
-    ratio = best_parallel / best_serial
-    print(
-        f"\nserial {best_serial * 1e3:.1f} ms, two threads "
-        f"{best_parallel * 1e3:.1f} ms, ratio {ratio:.2f}"
-    )
-    assert ratio < 2.0
+    t0 = time.perf_counter()
+    serial = [_big_work(x).numpy() for x in xs]
+    t_serial = time.perf_counter() - t0
+    out = [None, None]
+
+    def work(i):
+        out[i] = _big_work(xs[i]).numpy()
+
+    t0 = time.perf_counter()
+    _in_threads(work, n=2)
+    t_parallel = time.perf_counter() - t0
+    print(f"\nserial {t_serial * 1e3:.1f} ms, two threads {t_parallel * 1e3:.1f} ms")
+    for got, want in zip(out, serial, strict=True):
+        np.testing.assert_array_equal(got, want)
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
