@@ -40,6 +40,7 @@ from cygrad.autograd.grad_mode import is_grad_enabled
 from cygrad.creation import from_numpy
 
 from . import _conv3d_arrays as _a3
+from . import _conv_products as _products
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -224,24 +225,7 @@ def _conv_arr(x, w, b, geo, cols=None):
         oh, ow = _out_hw(x.shape[2], x.shape[3], kh, kw, geo)
     length = oh * ow
     k = cg * kh * kw
-    if big:
-        src = (cols.reshape(k, n * length).T @ w.reshape(o, k).T).reshape(
-            n, length, o).transpose(0, 2, 1)
-        y = np.empty((n, o, length), dtype=x.dtype)
-        if b is None:
-            np.copyto(y, src)
-        else:
-            np.add(src, b.reshape(1, o, 1), out=y)
-    else:
-        if groups == 1:
-            y = np.matmul(w.reshape(o, k), cols)
-        else:
-            y = np.matmul(
-                w.reshape(groups, o // groups, k),
-                cols.reshape(n, groups, k, length),
-            ).reshape(n, o, length)
-        if b is not None:
-            y += b.reshape(1, o, 1)
+    y = _products.forward(cols, w, b, n, k, length, groups, big)
     return y.reshape(n, o, oh, ow), cols
 
 
@@ -283,13 +267,8 @@ def _conv_t_arr(g, w, x_shape, geo):
                               *_geo_args(kh, kw, geo), x)
         return x
     length = g.shape[2] * g.shape[3]
-    gcols = _scratch((n, groups * k, length), g.dtype)
-    if groups == 1:
-        np.matmul(w.reshape(o, k).T, g.reshape(n, o, length), out=gcols)
-    else:
-        wt = w.reshape(groups, o // groups, k).transpose(0, 2, 1)
-        np.matmul(wt, g.reshape(n, groups, o // groups, length),
-                  out=gcols.reshape(n, groups, k, length))
+    gcols = _products.input_grad_cols(g, w, n, k, length, groups,
+                                      _scratch((n, groups * k, length), g.dtype))
     x = np.empty(x_shape, dtype=g.dtype)
     _k.col2im(gcols, kh, kw, sh, sw, ph, pw, dh, dw, x)
     _recycle(gcols)
@@ -317,17 +296,7 @@ def _conv_w_arr(x, g, w_shape, geo, cols=None):
     g = np.ascontiguousarray(g)
     n = g.shape[0]
     k = cg * kh * kw
-    if big:
-        # (K, N*L) @ (N*L, O): the output gradient with its channels last
-        g_rows = np.ascontiguousarray(g.reshape(n, o, -1).transpose(0, 2, 1))
-        gw = (cols.reshape(k, -1) @ g_rows.reshape(-1, o)).T
-    elif groups == 1:
-        gw = np.matmul(g.reshape(n, o, -1), cols.transpose(0, 2, 1)).sum(axis=0)
-    else:
-        gw = np.matmul(
-            g.reshape(n, groups, o // groups, -1),
-            cols.reshape(n, groups, k, -1).transpose(0, 1, 3, 2),
-        ).sum(axis=0)
+    gw = _products.weight_grad(cols, g, n, o, k, groups, big)
     return np.ascontiguousarray(gw).reshape(w_shape)
 
 

@@ -1,0 +1,69 @@
+"""The BLAS products of the convolutions, shared by the 1-/2-d
+(``_functional_conv``) and 3-d (``_conv3d_arrays``) array code.
+
+Each takes the input lowered to columns (``im2col``/``vol2col``) in one of
+two layouts: ``big`` (one batch matrix ``(K, N*L)``, for kernels with many
+taps and one group) or the per-sample stack ``(N, G*K, L)``. ``K`` is the
+taps of one group (``C/G * kernel volume``), ``L`` the output positions.
+"""
+
+import numpy as np
+
+
+def forward(cols, w, b, n, k, length, groups, big, wide=False):
+    """``y (N, O, L) = w (O, K) . cols + b``.  In the ``big`` layout one
+    product over the batch: ``(N*L, K) @ (K, O)``, or with ``wide``
+    ``(O, K) @ (K, N*L)`` (faster when L is long and O small, as for 3-d
+    volumes), then the channels moved to the front."""
+    o = w.shape[0]
+    if big:
+        if wide:
+            src = (w.reshape(o, k) @ cols.reshape(k, n * length)).reshape(
+                o, n, length).transpose(1, 0, 2)
+        else:
+            src = (cols.reshape(k, n * length).T @ w.reshape(o, k).T).reshape(
+                n, length, o).transpose(0, 2, 1)
+        y = np.empty((n, o, length), dtype=cols.dtype)
+        if b is None:
+            np.copyto(y, src)
+        else:
+            np.add(src, b.reshape(1, o, 1), out=y)
+        return y
+    if groups == 1:
+        y = np.matmul(w.reshape(o, k), cols)
+    else:
+        y = np.matmul(
+            w.reshape(groups, o // groups, k),
+            cols.reshape(n, groups, k, length),
+        ).reshape(n, o, length)
+    if b is not None:
+        y += b.reshape(1, o, 1)
+    return y
+
+
+def input_grad_cols(g, w, n, k, length, groups, out):
+    """The columns of the input gradient, ``w^T . g``, written into ``out``
+    (N, G*K, L) for col2im/col2vol; ``g`` is the contiguous output gradient."""
+    o = w.shape[0]
+    if groups == 1:
+        np.matmul(w.reshape(o, k).T, g.reshape(n, o, length), out=out)
+    else:
+        wt = w.reshape(groups, o // groups, k).transpose(0, 2, 1)
+        np.matmul(wt, g.reshape(n, groups, o // groups, length),
+                  out=out.reshape(n, groups, k, length))
+    return out
+
+
+def weight_grad(cols, g, n, o, k, groups, big):
+    """``w' = sum over the batch of g (O, L) . cols^T``, as (O, K) or
+    (G, O/G, K); ``g`` is the contiguous output gradient."""
+    if big:
+        # (K, N*L) @ (N*L, O): the output gradient with its channels last
+        g_rows = np.ascontiguousarray(g.reshape(n, o, -1).transpose(0, 2, 1))
+        return (cols.reshape(k, -1) @ g_rows.reshape(-1, o)).T
+    if groups == 1:
+        return np.matmul(g.reshape(n, o, -1), cols.transpose(0, 2, 1)).sum(axis=0)
+    return np.matmul(
+        g.reshape(n, groups, o // groups, -1),
+        cols.reshape(n, groups, k, -1).transpose(0, 1, 3, 2),
+    ).sum(axis=0)
