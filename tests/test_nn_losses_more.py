@@ -13,35 +13,11 @@ import cygrad.nn.functional as F
 
 torch = pytest.importorskip("torch")
 
-TOL = {np.float64: 1e-10, np.float32: 1e-5}
-
-
-def _pair(arr, dtype=np.float64, grad=True):
-    a = np.asarray(arr, dtype=dtype)
-    return (cygrad.tensor(a, requires_grad=grad), torch.tensor(a, requires_grad=grad))
-
-
-def _close(c, t, tol, nan=False):
-    np.testing.assert_allclose(np.asarray(c.detach().numpy()), t.detach().numpy(),
-                               rtol=tol, atol=tol, equal_nan=nan)
-
-
-def _check(fc, ft, arrays, dtype=np.float64, seed=0):
-    """Forward values and input gradients of fc (cygrad) and ft (torch)."""
-    tol = TOL[dtype]
-    pairs = [_pair(a, dtype) for a in arrays]
-    yc = fc(*[p[0] for p in pairs])
-    yt = ft(*[p[1] for p in pairs])
-    _close(yc, yt, tol)
-    g = np.random.default_rng(seed).standard_normal(tuple(yt.shape)).astype(dtype)
-    (yc * cygrad.tensor(g)).sum().backward()
-    (yt * torch.tensor(g)).sum().backward()
-    for c, t in pairs:
-        _close(c.grad, t.grad, tol)
-
-
-def _rand(*shape, seed=0):
-    return np.random.default_rng(seed).standard_normal(shape)
+from torch_pairs import TOL
+from torch_pairs import check as _check
+from torch_pairs import close as _close
+from torch_pairs import pair as _pair
+from torch_pairs import rand as _rand
 
 
 def _raises(fc, ft, exc=None):

@@ -1,5 +1,6 @@
 """The layers of issue 18 against torch: values, gradients, reprs, errors."""
 
+import functools
 import warnings
 
 import numpy as np
@@ -11,35 +12,12 @@ import cygrad.nn.functional as F
 
 torch = pytest.importorskip("torch")
 
-TOL = {np.float64: 1e-10, np.float32: 1e-5}
+from torch_pairs import check, close
+from torch_pairs import rand as _rand
 
-
-def _pair(arr, dtype=np.float64):
-    a = np.asarray(arr, dtype=dtype)
-    return (cygrad.tensor(a, requires_grad=True), torch.tensor(a, requires_grad=True))
-
-
-def _close(c, t, tol):
-    np.testing.assert_allclose(np.asarray(c.detach().numpy()), t.detach().numpy(),
-                               rtol=tol, atol=tol)
-
-
-def _check(fc, ft, arrays, dtype=np.float64, seed=0):
-    """Forward values and input gradients of fc (cygrad) and ft (torch)."""
-    tol = TOL[dtype]
-    pairs = [_pair(a, dtype) for a in arrays]
-    yc = fc(*[p[0] for p in pairs])
-    yt = ft(*[p[1] for p in pairs])
-    _close(yc, yt, tol)
-    g = np.random.default_rng(seed).standard_normal(tuple(yt.shape)).astype(dtype)
-    (yc * cygrad.tensor(g)).sum().backward()
-    (yt * torch.tensor(g)).sum().backward()
-    for c, t in pairs:
-        _close(c.grad, t.grad, tol)
-
-
-def _rand(*shape, seed=0):
-    return np.random.default_rng(seed).standard_normal(shape)
+# these cases count NaN where torch has NaN as equal
+_close = functools.partial(close, nan=True)
+_check = functools.partial(check, nan=True)
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
