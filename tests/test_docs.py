@@ -1,25 +1,17 @@
 """docs/api.md's op reference is the registry, written out: it lists exactly
 the registered ops and is what ``tools/gen_api_docs.py`` writes now."""
 
-import importlib.util
 import pathlib
 import re
 
 import cygrad
+from tool_loader import load_tool
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 
-def _generator():
-    path = ROOT / "tools" / "gen_api_docs.py"
-    spec = importlib.util.spec_from_file_location("gen_api_docs", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
 def test_api_md_lists_exactly_the_registered_ops():
-    gen = _generator()
+    gen = load_tool("gen_api_docs")
     text = (ROOT / "docs" / "api.md").read_text()
     section = text[text.index(gen.BEGIN):text.index(gen.END)]
     listed = re.findall(r"^\| `([^`]+)` \|", section, flags=re.MULTILINE)
@@ -30,7 +22,7 @@ def test_api_md_lists_exactly_the_registered_ops():
 
 
 def test_api_md_op_reference_is_up_to_date():
-    gen = _generator()
+    gen = load_tool("gen_api_docs")
     text = (ROOT / "docs" / "api.md").read_text()
     assert gen.splice(text, gen.render(cygrad.OPS)) == text, (
         "docs/api.md's op reference is stale: run python tools/gen_api_docs.py")

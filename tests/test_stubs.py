@@ -7,19 +7,12 @@ import importlib.util
 import pathlib
 
 import pytest
+from tool_loader import load_tool
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 
-def _generator():
-    path = ROOT / "tools" / "gen_stubs.py"
-    spec = importlib.util.spec_from_file_location("gen_stubs", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-GEN = _generator()
+GEN = load_tool("gen_stubs")
 # The stubs beside the modules that the tests import: the tree's when it is
 # built in place, else the installed package's.
 import cygrad._kernels  # noqa: E402

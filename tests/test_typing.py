@@ -8,7 +8,6 @@ names and is what ``tools/gen_stubs.py`` writes now.
 """
 
 import ast
-import importlib.util
 import pathlib
 import re
 import subprocess
@@ -16,19 +15,12 @@ import sys
 import textwrap
 
 import pytest
+from tool_loader import load_tool
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 
-def _generator():
-    path = ROOT / "tools" / "gen_stubs.py"
-    spec = importlib.util.spec_from_file_location("gen_stubs", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-GEN = _generator()
+GEN = load_tool("gen_stubs")
 
 
 @pytest.fixture(scope="module")
