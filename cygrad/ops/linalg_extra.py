@@ -12,23 +12,17 @@ import warnings
 
 import numpy as np
 
-from cygrad._kernels.engine import TensorBase, _wrap
+from cygrad._kernels.engine import _wrap
 from cygrad._tensor import Tensor
 from cygrad.autograd.function import Function
 from cygrad.ops.decomp import slogdet, solve
 from cygrad.ops.inplace import _inplace_apply
 from cygrad.ops.linalg import addbmm, addmm, addmv, baddbmm, matmul, outer
+from cygrad.ops.mathextra import _tensor_arg
 from cygrad.ops.out import _torch_name
 from cygrad.ops.registry import op
 from cygrad.ops.select import where
 from cygrad.ops.shape import cat
-
-
-def _tensor_arg(x, fname, arg="input", pos=1):
-    if not isinstance(x, TensorBase):
-        raise TypeError(f"{fname}(): argument '{arg}' (position {pos}) must be "
-                        f"Tensor, not {type(x).__name__}")
-    return x
 
 
 @op("inner", methods=("inner",), kind="linalg")

@@ -23,6 +23,8 @@ from cygrad.ops.select import clamp, where
 
 
 def _tensor_arg(x, fname, arg="input", pos=1):
+    """``x`` itself; torch's TypeError naming the argument when it is not a
+    Tensor (also for special, stats and linalg_extra)."""
     if not isinstance(x, TensorBase):
         raise TypeError(f"{fname}(): argument '{arg}' (position {pos}) must be "
                         f"Tensor, not {type(x).__name__}")
@@ -30,6 +32,7 @@ def _tensor_arg(x, fname, arg="input", pos=1):
 
 
 def _floating(x):
+    """Integer and bool inputs compute in the default float dtype (torch)."""
     if x._arr.dtype.kind != "f":
         return x.to(get_default_dtype())
     return x

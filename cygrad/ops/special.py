@@ -21,27 +21,13 @@ from cygrad._typeinfo import result_type
 from cygrad.autograd.function import Function
 from cygrad.creation import get_default_dtype
 from cygrad.ops import elementwise as _ew
-from cygrad.ops.mathextra import float_inplace
+from cygrad.ops.mathextra import _floating, _tensor_arg, float_inplace
 from cygrad.ops.out import _torch_name
 from cygrad.ops.registry import _no_grad, op
 from cygrad.ops.select import where
 
 _LN_SQRT_2PI = 0.5 * math.log(2 * math.pi)
 _SQRT_2PI = math.sqrt(2 * math.pi)
-
-
-def _tensor_arg(x, fname, arg="input", pos=1):
-    if not isinstance(x, TensorBase):
-        raise TypeError(f"{fname}(): argument '{arg}' (position {pos}) must be "
-                        f"Tensor, not {type(x).__name__}")
-    return x
-
-
-def _floating(x):
-    """Integer and bool inputs compute in the default float dtype (torch)."""
-    if x._arr.dtype.kind != "f":
-        return x.to(get_default_dtype())
-    return x
 
 
 def _no_half(x, fname):

@@ -18,6 +18,7 @@ from cygrad._tensor import Tensor, _canon_dim
 from cygrad.autograd.function import Function
 from cygrad.creation import get_default_dtype
 from cygrad.ops.inplace import _inplace_apply, _shaped_inplace
+from cygrad.ops.mathextra import _tensor_arg
 from cygrad.ops.out import _torch_name
 from cygrad.ops.reductions import _TakeAlong, amax, amin
 from cygrad.ops.registry import op
@@ -32,13 +33,6 @@ def _pair(name):
         cls = _values_indices[name] = collections.namedtuple(name, ["values",
                                                                      "indices"])
     return cls
-
-
-def _tensor_arg(x, fname, arg="input", pos=1):
-    if not isinstance(x, TensorBase):
-        raise TypeError(f"{fname}(): argument '{arg}' (position {pos}) must be "
-                        f"Tensor, not {type(x).__name__}")
-    return x
 
 
 # --- nansum, nanmean, nanmedian ------------------------------------------------------------
