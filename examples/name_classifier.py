@@ -15,6 +15,7 @@ import os
 import time
 
 import numpy as np
+import numpy.typing as npt
 
 import cygrad as torch
 from cygrad import nn
@@ -69,7 +70,7 @@ model = NameRNN(len(letters), 64, len(languages))
 opt = torch.optim.Adam(model.parameters(), lr=5e-3)
 
 
-def accuracy(idx: np.ndarray) -> float:
+def accuracy(idx: npt.NDArray[np.int64]) -> float:
     with torch.no_grad():
         pred = model([seqs[i] for i in idx]).numpy().argmax(1)
     return float((pred == labels[idx]).mean())
