@@ -130,6 +130,27 @@ def test_launcher_ends_the_job_and_names_the_failed_rank(mode, says):
         assert "[rank1]: ValueError: boom from rank 1" in res.stderr
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="inotify is Linux's")
+def test_the_watch_names_the_first_rank_to_die_not_the_first_one_read(tmp_path):
+    """Ranks 2, 0 and 1 end in that order (0 after writing ``done``) while the
+    launcher reads nothing; read afterwards, all three closes are waiting, and
+    the watch still names rank 2, whose file closed first without ``done``."""
+    from cygrad.distributed import run
+    watch = run._Watch(str(tmp_path))
+    code = ("import os, signal, sys\n"
+            "f = open(os.path.join(sys.argv[1], sys.argv[2]), 'w')\n"
+            "if sys.argv[3] == 'done':\n"
+            "    f.write('done\\n'); f.flush()\n"
+            "os.kill(os.getpid(), signal.SIGKILL)\n")
+    try:
+        for rank, how in (("2", "killed"), ("0", "done"), ("1", "killed")):
+            subprocess.run([sys.executable, "-c", code, watch.path, rank, how],
+                           timeout=60, check=False)
+        assert watch.first_lost() == 2
+    finally:
+        watch.close()
+
+
 def test_a_killed_rank_ends_a_plain_mpiexec_job():
     res = harness.run_ranks(2, "fault.py", "kill", timeout=60)
     assert res.returncode != 0 and res.seconds < 30

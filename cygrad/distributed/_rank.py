@@ -84,25 +84,24 @@ def _prefix_output(rank):
         atexit.register(wrapped.close_line)
 
 
-def _connect_watch():
-    """Keep a connection to the launcher open (see run._Watch); local only."""
+def _open_watch():
+    """Keep ``alive/RANK`` open for writing until this process ends; the
+    kernel's close of it tells the launcher when this rank died (run._Watch).
+    Local ranks only: a rank on another machine does not see the folder."""
     path = os.environ.get("CYGRAD_RUN_WATCH")
-    if not path or not os.path.exists(path):
+    if not path or not os.path.isdir(path):
         return None
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
-        sock.connect(path)
-        sock.sendall(f"{os.environ['RANK']}\n".encode())
+        return open(os.path.join(path, os.environ["RANK"]), "w")
     except OSError:
-        sock.close()
         return None
-    return sock
 
 
-def _say_done(sock):
-    if sock is not None:
+def _say_done(watch):
+    if watch is not None:
         try:
-            sock.sendall(b"done\n")
+            watch.write("done\n")
+            watch.flush()
         except OSError:
             pass
 
@@ -136,7 +135,7 @@ def main(argv):
     with open(os.path.join(run_dir, f"pid.{os.environ['RANK']}"), "w") as f:
         f.write(f"{socket.gethostname()} {os.getpid()}")
 
-    watch = _connect_watch()
+    watch = _open_watch()
 
     def hook(exc_type, exc, tb):
         text = "".join(traceback.format_exception(exc_type, exc, tb))

@@ -14,16 +14,16 @@ path must exist on each machine (see docs/distributed.md).
 """
 
 import argparse
+import ctypes
 import os
 import re
-import selectors
 import shutil
 import socket
+import struct
 import subprocess
 import sys
 import tempfile
 import threading
-import time
 
 __all__ = ["find_mpiexec", "main", "mpiexec_command"]
 
@@ -133,71 +133,75 @@ def _rank_of_pids(run_dir, local_only=False):
 
 
 class _Watch:
-    """Each local rank keeps a connection to this Unix socket open for its
-    whole life and says ``done`` before a normal exit.  The kernel closes a
-    dead rank's connection at once, before mpiexec reacts and ends the others,
-    so the first connection that closes without ``done`` names the lost rank.
+    """Names the local rank that died first, from the kernel's own record.
 
-    One thread waits on every connection through one selector (epoll on
-    Linux), which hands back ready connections in the order they became
-    ready: on a loaded machine the thread may wake late, after mpiexec has
-    ended the other ranks too, and the order still says who went first
-    (threads per connection would race one another instead)."""
+    Each local rank opens ``alive/RANK`` in the run directory for writing and
+    keeps it open for its whole life, writing ``done`` into it before a normal
+    exit.  However a process ends (an exception, ``SIGKILL``, the OOM killer,
+    mpiexec ending it), the kernel closes its files, and inotify queues one
+    close event per file in the order the closes happened.  The launcher reads
+    that queue after the job: the first file closed without ``done`` is the lost
+    rank.  The order is the kernel's, not that of whichever thread wakes first
+    on a loaded machine (a reader woken late by a busy CPU sees all the closes
+    at once, and a selector's batch order is not their order).
+
+    Linux only (inotify); elsewhere ``first_lost`` is ``None`` and the report
+    falls back on mpiexec's own lines."""
+
+    _IN_CLOSE_WRITE = 0x8
+    _HEADER = struct.Struct("iIII")         # wd, mask, cookie, len of name
 
     def __init__(self, run_dir):
-        self.path = os.path.join(run_dir, "watch.sock")
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.sock.bind(self.path)
-        self.sock.listen(256)
-        self.lost = []          # ranks whose connection closed without "done", in order
-        self._lock = threading.Lock()
-        self._stop_r, self._stop_w = socket.socketpair()
-        self._thread = threading.Thread(target=self._serve, daemon=True)
-        self._thread.start()
+        self.path = os.path.join(run_dir, "alive")
+        os.mkdir(self.path)
+        self._fd = -1
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            fd = libc.inotify_init1(os.O_NONBLOCK | os.O_CLOEXEC)
+        except (OSError, AttributeError):
+            return
+        if fd < 0:
+            return
+        if libc.inotify_add_watch(fd, os.fsencode(self.path), self._IN_CLOSE_WRITE) < 0:
+            os.close(fd)
+            return
+        self._fd = fd
 
-    def _serve(self):
-        sel = selectors.DefaultSelector()
-        sel.register(self.sock, selectors.EVENT_READ, None)
-        sel.register(self._stop_r, selectors.EVENT_READ, "stop")
-        heard = {}              # connection -> bytes received so far
+    def _closed_in_order(self):
+        data = b""
         while True:
-            for key, _ in sel.select():
-                if key.data == "stop":
-                    sel.close()
-                    return
-                if key.data is None:
-                    try:
-                        conn, _ = self.sock.accept()
-                    except OSError:
-                        continue
-                    heard[conn] = b""
-                    sel.register(conn, selectors.EVENT_READ, "rank")
-                    continue
-                conn = key.fileobj
-                try:
-                    chunk = conn.recv(64)
-                except OSError:
-                    chunk = b""
-                if chunk:
-                    heard[conn] += chunk
-                    continue
-                sel.unregister(conn)
-                conn.close()
-                words = heard.pop(conn).decode(errors="replace").split()
-                if words and "done" not in words[1:]:
-                    with self._lock:
-                        self.lost.append(int(words[0]))
+            try:
+                chunk = os.read(self._fd, 65536)
+            except BlockingIOError:
+                break
+            if not chunk:
+                break
+            data += chunk
+        names, at = [], 0
+        while at + self._HEADER.size <= len(data):
+            _, _, _, size = self._HEADER.unpack_from(data, at)
+            at += self._HEADER.size
+            names.append(data[at:at + size].rstrip(b"\0").decode())
+            at += size
+        return names
 
     def first_lost(self):
-        with self._lock:
-            return self.lost[0] if self.lost else None
+        if self._fd < 0:
+            return None
+        for name in self._closed_in_order():
+            try:
+                with open(os.path.join(self.path, name)) as f:
+                    said = f.read().split()
+            except OSError:
+                continue
+            if "done" not in said and name.isdigit():
+                return int(name)
+        return None
 
     def close(self):
-        self._stop_w.send(b"x")
-        self._thread.join(timeout=5)
-        self.sock.close()
-        self._stop_r.close()
-        self._stop_w.close()
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
 
 
 def _replay_traceback(run_dir, rank, seen):
@@ -264,8 +268,8 @@ def main(argv=None):
             returncode = proc.wait()
         for t in pumps:
             t.join()
-        watch.close()
         seen["lost"] = watch.first_lost()
+        watch.close()
         if returncode != 0:
             print(_report(run_dir, seen, returncode), file=sys.stderr, flush=True)
     return returncode
