@@ -541,7 +541,12 @@ def _format_tensor(t):
         e = opts.edgeitems
         sample = arr if arr.size <= opts.threshold else np.concatenate(
             [arr.ravel()[:e], arr.ravel()[-e:]])
-        width = max(len(fmt(v)) for v in np.ravel(sample))
+        sample = np.ravel(sample)
+        if arr.dtype.kind == "f":
+            # torch sizes float columns by the nonzero finite values only: a
+            # 0, nan or inf is padded to them, or overhangs (``[1., nan]``)
+            sample = sample[np.isfinite(sample) & (sample != 0)]
+        width = max((len(fmt(v)) for v in sample), default=1)
         threshold = opts.threshold if math.isfinite(opts.threshold) else sys.maxsize
         body = np.array2string(
             arr, separator=", ", prefix="tensor(", threshold=threshold, edgeitems=e,

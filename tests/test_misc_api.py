@@ -130,6 +130,11 @@ PRINT_CASES = [
     ({}, lambda m: m.tensor([1.0, 2000.0])),
     ({}, lambda m: m.arange(2000.0)),
     ({"profile": "full"}, lambda m: m.arange(1200.0)),
+    # columns are as wide as the nonzero finite values: 0, nan and inf overhang
+    ({}, lambda m: m.tensor([1.0, math.nan])),
+    ({}, lambda m: m.tensor([1.0, -math.inf])),
+    ({}, lambda m: m.tensor([[0.0, math.nan], [2.0, 3.0]])),
+    ({}, lambda m: m.tensor([0.1, 22.5, -math.inf, 0.0])),
 ]
 
 
@@ -483,3 +488,19 @@ def test_random_module_names_and_fork_rng():
     assert cygrad.random.initial_seed() == 3
     cygrad.random.manual_seed(4)
     assert cygrad.initial_seed() == 4
+
+
+# --- bool operands of ``-`` -------------------------------------------------------
+
+@pytest.mark.parametrize("expr", [
+    "t - 2.5", "2.5 - t", "t - 1", "m.sub(t, 1)", "m.rsub(t, 1)", "x - True",
+    "True - x", "x - t", "t - m.tensor([1, 2])", "x.clone().sub_(t)", "t.clone().sub_(1)",
+    "t - t",
+])
+def test_subtraction_refuses_any_bool_operand_as_torch(expr):
+    def run(m):
+        env = {"m": m, "t": m.tensor([True, False]), "x": m.tensor([1.0, 2.0])}
+        with pytest.raises(RuntimeError) as info:
+            eval(expr, env)
+        return str(info.value)
+    assert run(cygrad) == run(torch)

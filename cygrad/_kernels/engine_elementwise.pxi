@@ -8,12 +8,10 @@ cdef int _int_result(tuple rows, RowInfo* info, int op, int typenum,
     """The result dtype of row ``op`` over integer/bool (or float16) operands
     promoted to ``typenum``, by the row's policy; raises its refusals."""
     row = rows[op]
-    # A RuntimeError refusal (``-`` with a bool operand) holds whenever a bool
-    # takes part; a NotImplementedError one is a missing Bool kernel, so it
-    # holds only when the operands promote to bool (bool % 2 is int64).
-    if has_bool and info[op].bool_error and (
-            row.bool_error_type is not NotImplementedError
-            or typenum == cnp.NPY_BOOL):
+    # A NotImplementedError refusal is a missing Bool kernel, so it holds only
+    # when the operands promote to bool (bool % 2 is int64); a RuntimeError
+    # one is _refuse_bool's, whatever the operands promote to.
+    if has_bool and info[op].bool_error and typenum == cnp.NPY_BOOL:
         raise row.bool_error_type(row.bool_error)
     if typenum == cnp.NPY_FLOAT16:
         return typenum if info[op].ints == INTS_KEEP else _default_float
@@ -25,6 +23,29 @@ cdef int _int_result(tuple rows, RowInfo* info, int op, int typenum,
     if info[op].ints == INTS_FLOAT:
         return _default_float
     return typenum
+
+
+cdef inline bint _is_bool(object x, TensorBase t):
+    if t is not None:
+        return cnp.PyArray_TYPE(<cnp.ndarray>t._arr) == cnp.NPY_BOOL
+    return _scalar_category(x) == 0
+
+
+cdef int _refuse_bool(int op, object a, TensorBase ta, object b,
+                      TensorBase tb) except -1:
+    """torch's refusal of ``-`` whenever a bool operand (tensor or Python
+    bool) takes part, whatever the operands promote to (``bool - 2.5`` too)."""
+    row = BINARY_ROWS[op]
+    if row.bool_error_type is NotImplementedError:
+        return 0
+    a_bool, b_bool = _is_bool(a, ta), _is_bool(b, tb)
+    if a_bool and b_bool and ta is not None and tb is not None:
+        raise RuntimeError(row.bool_error.split(" with ")[0] + (
+            " with two bool tensors is not supported. Use the `^` or "
+            "`logical_xor()` operator instead."))
+    if a_bool or b_bool:
+        raise RuntimeError(row.bool_error)
+    return 0
 
 
 cdef object _binary(int op, object a, object b):
@@ -59,6 +80,8 @@ cdef object _binary(int op, object a, object b):
         typenum = _promote_scalar(cnp.PyArray_TYPE(ab), a)
     else:
         return NotImplemented
+    if BINARY_INFO[op].bool_error:
+        _refuse_bool(op, a, ta, b, tb)
     if typenum == cnp.NPY_FLOAT16 and _half_cast is not None:
         return _half_binary(op, a, b)
     if _category(typenum) < 2:
@@ -395,6 +418,8 @@ cdef object _inplace_binary(int op, TensorBase self, object other, str opname):
     cdef TensorBase res
     if to is None and _scalar_category(other) < 0:
         return NotImplemented
+    if BINARY_INFO[op].bool_error:
+        _refuse_bool(op, self, self, other, to)
     if not cnp.PyArray_ISWRITEABLE(arr):
         raise ValueError(f"{opname}: the tensor's memory is read-only")
     if to is not None:
