@@ -260,6 +260,69 @@ def test_lazy_layers_materialise_like_torch():
             k: tuple(v.shape) for k, v in tm.state_dict().items()}
 
 
+LAZIES = [("LazyLinear", (3,), (2, 5)), ("LazyConv2d", (4, 3), (2, 5, 6, 6)),
+          ("LazyConvTranspose1d", (4, 3), (2, 5, 6)), ("LazyBatchNorm1d", (), (2, 5)),
+          ("LazyInstanceNorm2d", (), (2, 5, 6, 6))]
+
+
+@pytest.mark.parametrize("lazy, args, shape", LAZIES)
+def test_lazy_layers_hold_uninitialized_tensors_until_their_first_call(
+        lazy, args, shape):
+    tm, cm = getattr(torch.nn, lazy)(*args), getattr(nn, lazy)(*args)
+    kinds = {k: type(v).__name__ for k, v in cm.state_dict(keep_vars=True).items()}
+    assert kinds == {k: type(v).__name__
+                     for k, v in tm.state_dict(keep_vars=True).items()}
+    assert cm.has_uninitialized_params() == tm.has_uninitialized_params()
+    for name, p in cm.named_parameters():
+        assert nn.parameter.is_lazy(p) and repr(p) == "<UninitializedParameter>"
+        assert isinstance(p, nn.Parameter) and p.requires_grad and p.dtype == cygrad.float32
+        with pytest.raises(RuntimeError, match="Can't access the shape of an "
+                           "uninitialized parameter"):
+            p.shape
+        with pytest.raises(ValueError, match="uninitialized parameter in sum"):
+            p.sum()
+        with pytest.raises(ValueError, match="uninitialized parameter in __add__"):
+            p + 1
+    params = list(cm.parameters())
+    opt = cygrad.optim.SGD(params, lr=0.1)         # before the shapes are known
+    cm.double()
+    cm(cygrad.ones(*shape, dtype=cygrad.float64)).sum().backward()
+    opt.step()
+    assert [p is q for p, q in zip(params, cm.parameters())] == [True] * len(params)
+    tm.double()(torch.ones(*shape, dtype=torch.float64))
+    assert type(cm).__name__ == type(tm).__name__
+    for (k, v), (tk, tv) in zip(cm.state_dict(keep_vars=True).items(),
+                                tm.state_dict(keep_vars=True).items()):
+        assert k == tk and type(v).__name__ == type(tv).__name__
+        assert tuple(v.shape) == tuple(tv.shape) and str(v.dtype) == str(tv.dtype)[6:]
+
+
+def test_a_lazy_layer_loads_a_state_dict_before_its_first_call():
+    src = nn.Linear(5, 3)
+    lazy = nn.LazyLinear(3)
+    lazy.load_state_dict(src.state_dict())
+    assert type(lazy).__name__ == "LazyLinear" and not lazy.has_uninitialized_params()
+    x = cygrad.randn(2, 5)
+    np.testing.assert_array_equal(lazy(x).detach().numpy(), src(x).detach().numpy())
+    assert type(lazy) is nn.Linear
+    bn = nn.LazyBatchNorm1d()
+    bn.load_state_dict(nn.BatchNorm1d(4).state_dict())
+    assert type(bn.running_mean) is cygrad.Tensor and bn.running_mean.shape == (4,)
+    with pytest.raises(RuntimeError, match="size mismatch for weight"):
+        nn.Linear(2, 3).load_state_dict(nn.LazyLinear(3).state_dict())
+
+
+def test_uninitialized_tensors_materialize_in_place():
+    p = nn.parameter.UninitializedParameter(requires_grad=False, dtype=cygrad.float64)
+    p.materialize((2, 3))
+    assert type(p) is nn.Parameter and p.shape == (2, 3) and not p.requires_grad
+    assert p.dtype == cygrad.float64 and not nn.parameter.is_lazy(p)
+    b = nn.parameter.UninitializedBuffer()
+    assert repr(b) == "<UninitializedBuffer>" and not b.requires_grad
+    b.materialize(4)
+    assert isinstance(b, cygrad.Tensor) and b.shape == (4,)
+
+
 def test_data_parallel_passes_through():
     inner = nn.Linear(2, 3)
     dp = nn.DataParallel(inner)

@@ -6,7 +6,8 @@ from . import functional, init, utils
 from .module import Module
 from . import modules
 from .modules import *  # noqa: F401,F403  (the names of modules.__all__)
-from .parameter import Parameter
+from .parameter import Parameter, UninitializedBuffer, UninitializedParameter
+from . import parameter
 from .utils import clip_grad_norm_
 from . import parallel  # noqa: E402  (after .module, which it subclasses)
 if _typing.TYPE_CHECKING:
@@ -24,10 +25,13 @@ __all__ = [
     "DataParallel",
     "Module",
     "Parameter",
+    "UninitializedBuffer",
+    "UninitializedParameter",
     "clip_grad_norm_",
     "functional",
     "init",
     "parallel",
+    "parameter",
     "utils",
 ]
 __all__ += modules.__all__

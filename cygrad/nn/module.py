@@ -24,7 +24,7 @@ from cygrad.utils.hooks import RemovableHandle
 
 from . import _hooks
 from ._buffer import Buffer
-from .parameter import Parameter
+from .parameter import Parameter, is_lazy
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Mapping
@@ -426,7 +426,9 @@ class Module:
     def _cast_floats(self, dtype):
         for m in self.modules():
             for t in itertools.chain(m._parameters.values(), m._buffers.values()):
-                if t is not None and np.issubdtype(t.dtype, np.floating):
+                if t is not None and is_lazy(t):
+                    t._arr = t._arr.astype(dtype)       # shapeless: the dtype only
+                elif t is not None and np.issubdtype(t.dtype, np.floating):
                     t.data = t.data.to(dtype)
                     if t.grad is not None:
                         t.grad = t.grad.to(dtype)
@@ -494,10 +496,10 @@ class Module:
             dotted = f"{mod_name}." if mod_name else ""
             for name, p in mod._parameters.items():
                 if p is not None:
-                    out[dotted + name] = p if keep_vars else p.detach()
+                    out[dotted + name] = p if keep_vars or is_lazy(p) else p.detach()
             for name, b in mod._buffers.items():
                 if b is not None and name not in mod._non_persistent:
-                    out[dotted + name] = b if keep_vars else b.detach()
+                    out[dotted + name] = b if keep_vars or is_lazy(b) else b.detach()
         return out
 
     def load_state_dict(self, state_dict: Mapping[str, Any], strict: bool = True,
@@ -551,6 +553,10 @@ class Module:
                     f"from checkpoint but received {type(src).__name__}"
                 )
                 continue
+            if is_lazy(dst):
+                # a lazy layer's tensor takes the checkpoint's shape
+                copies.append((key, dst, arr))
+                continue
             if tuple(arr.shape) != tuple(dst.shape):
                 errors.append(
                     f"size mismatch for {key}: copying a param with shape "
@@ -558,17 +564,30 @@ class Module:
                     f"model is {_size(dst.shape)}."
                 )
                 continue
-            copies.append((dst, arr))
+            copies.append((key, dst, arr))
         if errors:
             body = "\n\t".join(errors)
             raise RuntimeError(
                 f"Error(s) in loading state_dict for {type(self).__name__}:\n\t{body}"
             )
-        for dst, arr in copies:
+        for key, dst, arr in copies:
+            if is_lazy(dst):
+                dst = self._materialize_lazy(key, dst, arr.shape)
             if dst._arr is not arr:
                 np.copyto(dst._arr, arr, casting="unsafe")
                 dst._bump_version()
         return _IncompatibleKeys(missing, unexpected)
+
+    def _materialize_lazy(self, key, t, shape):
+        """Give the uninitialized tensor at ``key`` storage of ``shape``: a
+        parameter in place, a buffer as a new exact Tensor in its slot."""
+        mod_name, _, name = key.rpartition(".")
+        mod = self.get_submodule(mod_name)
+        if mod._buffers.get(name) is t:
+            mod._buffers[name] = from_numpy(np.zeros(shape, t.dtype))
+            return mod._buffers[name]
+        t.materialize(shape)
+        return t
 
     # -- repr -------------------------------------------------------------
 

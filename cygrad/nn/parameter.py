@@ -1,4 +1,5 @@
-"""``Parameter``: a tensor that a ``Module`` registers as learnable."""
+"""``Parameter``: a tensor that a ``Module`` registers as learnable; the
+uninitialized parameters and buffers of the lazy layers (``LazyLinear``...)."""
 
 from __future__ import annotations
 
@@ -9,8 +10,13 @@ import numpy as np
 from cygrad import _copying
 from cygrad._kernels import engine as _engine
 from cygrad._tensor import Tensor
+from cygrad._device import check_device
+from cygrad.creation import _shape_arg, get_default_dtype
+from cygrad.dtypes import to_numpy as _np_dtype
+from cygrad.nn._buffer import Buffer
 
-__all__ = ["Parameter"]
+__all__ = ["Buffer", "Parameter", "UninitializedBuffer", "UninitializedParameter",
+           "UninitializedTensorMixin", "is_lazy"]
 
 
 class Parameter(Tensor):
@@ -52,3 +58,143 @@ class Parameter(Tensor):
     def __deepcopy__(self, memo: dict[int, Any]) -> Parameter:
         # torch's Parameter copy: values and requires_grad, no .grad
         return _copying.deepcopy_tensor(self, memo, keep_grad=False, keep_attrs=False)
+
+
+_NO_SHAPE = ("Can't access the shape of an uninitialized parameter or buffer. This "
+             "error usually happens in `load_state_dict` when trying to load an "
+             "uninitialized parameter into an initialized one. Call `forward` to "
+             "initialize the parameters before accessing their attributes.")
+
+# What an uninitialized tensor still answers, as torch's: its metadata, the
+# dtype casts (which keep it uninitialized) and ``size()`` (``[0]``).
+_ALLOWED = frozenset((
+    "dtype", "device", "requires_grad", "grad", "is_leaf", "grad_fn", "layout",
+    "size", "is_floating_point", "ndim", "data", "materialize", "cls_to_become",
+    "to", "cpu", "float", "double", "half", "type", "get_device", "is_cuda",
+    "is_sparse", "is_quantized", "is_meta", "is_complex", "_arr", "_ver",
+    "_requires_grad", "_grad", "_grad_fn", "_bump_version", "__class__",
+    "__dict__", "__repr__", "__deepcopy__", "__reduce_ex__", "__reduce__",
+    "__hash__", "__eq__", "__ne__", "__init__", "__new__", "__setattr__",
+    "__getattribute__", "__format__", "__str__", "__sizeof__", "__dir__",
+    "__init_subclass__", "__subclasshook__", "__weakref__", "__module__",
+    "__doc__", "__copy__", "requires_grad_", "share_memory_"))
+
+
+def _uninitialized_use(name):
+    def refuse(self, *args, **kwargs):
+        raise ValueError(
+            f"Attempted to use an uninitialized parameter in {name}: a lazy "
+            f"module's {type(self).__name__} has no shape until its first "
+            "forward. Call the module on a batch (or load a state_dict) first.")
+    refuse.__name__ = name
+    return refuse
+
+
+class UninitializedTensorMixin:
+    """A tensor without a shape yet: the parameters and buffers of a lazy
+    layer before its first call.  ``materialize(shape)`` gives it storage and
+    turns it into its ``cls_to_become`` (the same object); until then reading
+    its shape raises ``RuntimeError`` and computing with it ``ValueError``,
+    while its dtype, device, ``requires_grad`` and the dtype casts work."""
+
+    cls_to_become: type = Tensor
+
+    def materialize(self, shape: Any, device: Any = None, dtype: Any = None) -> None:
+        """Give the tensor (zeroed) storage of ``shape``; ``dtype`` defaults
+        to the one it was made with."""
+        shape = tuple(_shape_arg((shape,) if isinstance(shape, int) else tuple(shape)))
+        dt = self._arr.dtype if dtype is None else _np_dtype(dtype)
+        self._arr = np.zeros(shape, dt)
+        self._bump_version()
+        try:
+            object.__setattr__(self, "__class__", self.cls_to_become)
+        except TypeError:
+            # CPython 3.11: Tensor's free list gives it its own deallocator, so
+            # an object cannot become an exact Tensor; it becomes a Tensor
+            # subclass that adds nothing (lazy layers replace their buffers
+            # by exact Tensors instead, see LazyModuleMixin).
+            object.__setattr__(self, "__class__", _MaterializedBuffer)
+
+    @property
+    def shape(self) -> Any:
+        raise RuntimeError(_NO_SHAPE)
+
+    def __getattribute__(self, name: str) -> Any:
+        if name in _ALLOWED or name.startswith("__") or name in ("shape",):
+            return object.__getattribute__(self, name)
+        value = object.__getattribute__(self, name)
+        if callable(value) and not isinstance(value, type):
+            return _uninitialized_use(name).__get__(self)
+        return value
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__}>"
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Any:
+        if id(self) in memo:
+            return memo[id(self)]
+        out = type(self)(requires_grad=self.requires_grad, dtype=self.dtype)
+        memo[id(self)] = out
+        return out
+
+
+# The operators are looked up on the type, so each is refused by name.
+for _op in ("add", "sub", "mul", "matmul", "truediv", "floordiv", "mod", "pow",
+            "radd", "rsub", "rmul", "rmatmul", "rtruediv", "rfloordiv", "rpow",
+            "iadd", "isub", "imul", "itruediv", "neg", "pos", "abs", "lt", "le",
+            "gt", "ge", "getitem", "setitem", "len", "iter", "float", "int", "bool",
+            "index", "array"):
+    setattr(UninitializedTensorMixin, f"__{_op}__", _uninitialized_use(f"__{_op}__"))
+del _op
+
+
+class UninitializedParameter(UninitializedTensorMixin, Parameter):
+    """A lazy layer's parameter before its first call; becomes a
+    ``Parameter`` when materialized."""
+
+    cls_to_become = Parameter
+
+    def __new__(cls, requires_grad: bool = True, device: Any = None,
+                dtype: Any = None) -> UninitializedParameter:
+        return Tensor.__new__(cls)
+
+    def __init__(self, requires_grad: bool = True, device: Any = None,
+                 dtype: Any = None) -> None:
+        _empty_init(self, device, dtype)
+        if requires_grad:
+            self.requires_grad_(True)
+
+
+class UninitializedBuffer(UninitializedTensorMixin, Tensor):
+    """A lazy layer's buffer (``running_mean``, ...) before its first call;
+    becomes a plain ``Tensor`` when materialized."""
+
+    cls_to_become = Tensor
+
+    def __new__(cls, requires_grad: bool = False, device: Any = None,
+                dtype: Any = None) -> UninitializedBuffer:
+        return Tensor.__new__(cls)
+
+    def __init__(self, requires_grad: bool = False, device: Any = None,
+                 dtype: Any = None) -> None:
+        _empty_init(self, device, dtype)
+        if requires_grad:
+            self.requires_grad_(True)
+
+
+class _MaterializedBuffer(Tensor):
+    """A materialized ``UninitializedBuffer`` where it cannot become an
+    exact ``Tensor`` (CPython 3.11)."""
+
+
+def _empty_init(t, device, dtype):
+    if device is not None:
+        check_device(device)
+    dt = get_default_dtype() if dtype is None else _np_dtype(dtype)
+    t._arr = np.empty(0, dt)
+    t._ver = _engine.Version()
+
+
+def is_lazy(param: Any) -> bool:
+    """Whether ``param`` is an uninitialized parameter or buffer."""
+    return isinstance(param, UninitializedTensorMixin)

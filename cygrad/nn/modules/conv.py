@@ -316,6 +316,7 @@ def _lazy_conv(eager, nd):
                      device=None, dtype=None):
             eager.__init__(self, 0, out_channels, kernel_size, stride, padding,
                            dilation, groups, bias, padding_mode, device, dtype)
+            self._uninitialize()
 
         def initialize_parameters(self, input):
             # (N, C, *spatial) or unbatched (C, *spatial)
@@ -325,6 +326,8 @@ def _lazy_conv(eager, nd):
             self._materialize(self.weight, (self.out_channels,
                                             self.in_channels // self.groups)
                               + self.kernel_size)
+            if self.bias is not None:
+                self._materialize(self.bias, (self.out_channels,))
             self.reset_parameters()
 
     _Lazy.__name__ = _Lazy.__qualname__ = "Lazy" + eager.__name__

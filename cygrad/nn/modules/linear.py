@@ -93,6 +93,7 @@ class LazyLinear(LazyModuleMixin, Linear):
     def __init__(self, out_features: int, bias: bool = True,
                  device: Device | None = None, dtype: DType | None = None) -> None:
         Linear.__init__(self, 0, out_features, bias, device, dtype)
+        self._uninitialize()
 
     def reset_parameters(self) -> None:
         if not self.has_uninitialized_params() and self.in_features != 0:

@@ -90,6 +90,7 @@ def _lazy_conv_t(eager, nd):
             eager.__init__(self, 0, out_channels, kernel_size, stride, padding,
                            output_padding, groups, bias, dilation, padding_mode,
                            device, dtype)
+            self._uninitialize()
 
         def initialize_parameters(self, input, *args, **kwargs):
             self.in_channels = int(input.shape[1 if input.ndim == nd + 2 else 0])
@@ -98,6 +99,8 @@ def _lazy_conv_t(eager, nd):
             self._materialize(self.weight, (self.in_channels,
                                             self.out_channels // self.groups)
                               + tuple(self.kernel_size))
+            if self.bias is not None:
+                self._materialize(self.bias, (self.out_channels,))
             self.reset_parameters()
 
     _Lazy.__name__ = _Lazy.__qualname__ = "Lazy" + eager.__name__
@@ -118,6 +121,7 @@ def _lazy_in(eager):
                      track_running_stats=True, device=None, dtype=None, *, bias=True):
             eager.__init__(self, 0, eps, momentum, affine, track_running_stats,
                            device, dtype, bias=bias)
+            self._uninitialize()
 
         def initialize_parameters(self, input):
             self._check_input_dim(input)

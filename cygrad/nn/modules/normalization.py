@@ -286,6 +286,7 @@ def _lazy_bn(eager):
                      track_running_stats=True, device=None, dtype=None):
             eager.__init__(self, 0, eps, momentum, affine, track_running_stats,
                            device, dtype)
+            self._uninitialize()
 
         def initialize_parameters(self, input):
             self._check_input_dim(input)
