@@ -16,6 +16,8 @@ from .. import functional as F
 from .. import init
 from ..module import Module
 from ..parameter import Parameter
+# torch keeps MultiheadAttention in this module too (scripts import it from here)
+from .attention import MultiheadAttention  # noqa: F401
 
 if TYPE_CHECKING:
     from cygrad._tensor import Tensor
