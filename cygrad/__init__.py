@@ -63,7 +63,7 @@ from cygrad import distributed, multiprocessing  # noqa: F401  (no MPI until use
 from cygrad import backends, cuda  # noqa: F401
 from cygrad import distributions  # noqa: F401
 from cygrad import accelerator, onnx  # noqa: F401
-from cygrad import amp, compiler, profiler, version  # noqa: F401
+from cygrad import amp, compiler, jit, profiler, version  # noqa: F401
 from cygrad.amp import autocast  # noqa: F401
 from cygrad.compiler import compile  # noqa: F401
 from cygrad.serialization import load, save  # noqa: F401
