@@ -108,6 +108,34 @@ def test_embedding_bag_matches_torch(mode, pad, two_d):
     np.testing.assert_allclose(cw.grad.numpy(), tw.grad.numpy(), atol=1e-12)
 
 
+@pytest.mark.parametrize("seed", range(6))
+def test_embedding_bag_float32_sums_and_means_round_as_torch(seed):
+    """Bags add their rows in input order and a mean divides by its count:
+    the same float32 bits as torch, and the same weight gradient."""
+    rng = np.random.default_rng(seed)
+    w = rng.standard_normal((10, 4)).astype(np.float32)
+    inp = rng.integers(0, 10, 40)
+    off = np.sort(rng.choice(np.arange(1, 40), 5, replace=False))
+    off = np.concatenate([[0], off])
+    for mode in ("sum", "mean", "max"):
+        out, grads = [], []
+        for T, FF in ((torch, torch.nn.functional), (cygrad, F)):
+            W = T.tensor(w, requires_grad=True)
+            o = FF.embedding_bag(T.tensor(inp), W, T.tensor(off), mode=mode)
+            (o * T.arange(o.numel(), dtype=T.float32).reshape(o.shape)).sum().backward()
+            out.append(o.detach().numpy())
+            grads.append(W.grad.numpy())
+        np.testing.assert_array_equal(out[1], out[0], err_msg=mode)
+        np.testing.assert_allclose(grads[1], grads[0], rtol=1e-6, err_msg=mode)
+
+
+@pytest.mark.parametrize("mode", ["sum", "mean"])
+def test_embedding_bag_gradgradcheck(mode):
+    w = cygrad.randn(6, 3, dtype=cygrad.float64, requires_grad=True)
+    idx, off = cygrad.tensor([1, 2, 2, 5, 0, 1]), cygrad.tensor([0, 2, 2, 5])
+    assert gradgradcheck(lambda w: F.embedding_bag(idx, w, off, mode=mode), (w,))
+
+
 def test_embedding_bag_module_and_weights():
     tm = torch.nn.EmbeddingBag(6, 3, mode="sum", dtype=torch.float64)
     cm = nn.EmbeddingBag(6, 3, mode="sum", dtype=np.float64)

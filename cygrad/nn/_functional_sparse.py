@@ -115,6 +115,8 @@ class _EmbeddingDense(Function):
     @staticmethod
     def backward(ctx, gg):
         rows = _Embedding.apply(gg, ctx.idx, -1, False)
+        if ctx.skip < 0 and not ctx.freq:
+            return rows, None, None, None, None
         scale = np.ones(ctx.idx.shape, dtype=np.dtype(gg.dtype))
         if ctx.skip >= 0:
             scale[ctx.idx == ctx.skip] = 0
@@ -237,6 +239,9 @@ def _bags(input, offsets, include_last_offset):
             f"offsets[-1] can not be greater than input's length {idx.size}, but got "
             f"offsets[-1] of {int(off[-1])}")
     if include_last_offset:
+        # offsets[-1] should be the input's length; torch's own paths disagree
+        # on indices past a smaller one (its sum and mean fast path drops
+        # them, max and padding_idx keep them in the last bag): kept here
         starts = off[:-1]
     else:
         starts = off
@@ -305,15 +310,15 @@ def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None,
         place = np.zeros((nbags, present.size), dt)   # empty bags stay 0
         place[present, np.arange(present.size)] = 1
         return ops.matmul(from_numpy(place), picked)
-    coef = np.ones(idx_k.size, dt)
+    if idx_k.size == 0:
+        return from_numpy(np.zeros((nbags, d), dt)) + weight.sum() * 0
+    if per_sample_weights is not None:
+        rows = rows * per_sample_weights.reshape(-1)[from_numpy(sel)].reshape(-1, 1)
+    # each bag's rows added in input order (the compiled scatter-add of
+    # embedding's backward, whose own backward gathers), then a mean divided
+    # by its count (torch's order and rounding; a reciprocal is an ulp off)
+    out = _EmbeddingDense.apply(rows, bag_k, nbags, -1, False)
     if mode == "mean":
-        counts = np.bincount(bag_k, minlength=nbags)
-        coef = (1.0 / np.maximum(counts, 1))[bag_k].astype(dt)
-    seg = np.zeros((nbags, idx_k.size), dt)
-    seg[bag_k, np.arange(idx_k.size)] = coef
-    out = ops.matmul(from_numpy(seg), rows) if idx_k.size else from_numpy(
-        np.zeros((nbags, d), dt)) + weight.sum() * 0
-    if per_sample_weights is not None and idx_k.size:
-        psw = per_sample_weights.reshape(-1)[from_numpy(sel)]
-        out = ops.matmul(from_numpy(seg), rows * psw.reshape(-1, 1))
+        counts = np.maximum(np.bincount(bag_k, minlength=nbags), 1).astype(dt)
+        out = out / from_numpy(counts.reshape(-1, 1))
     return out
