@@ -392,3 +392,42 @@ def test_module_paths_scripts_import():
     from cygrad.utils.hooks import RemovableHandle
     assert issubclass(NonDynamicallyQuantizableLinear, Linear)
     assert nn.Linear is Linear
+
+
+@pytest.mark.parametrize("path", [
+    "nn.modules.batchnorm._BatchNorm", "nn.modules.batchnorm._NormBase",
+    "nn.modules.batchnorm.BatchNorm2d", "nn.modules.batchnorm.SyncBatchNorm",
+    "nn.modules.utils._pair", "nn.modules.utils._triple", "nn.modules.utils._ntuple",
+    "nn.modules.module.Module", "nn.modules.activation.MultiheadAttention",
+    "nn.modules.activation.NonDynamicallyQuantizableLinear",
+    "nn.modules.distance.PairwiseDistance", "nn.modules.channelshuffle.ChannelShuffle",
+    "nn.common_types._size_2_t", "nn.parameter.UninitializedParameter",
+])
+def test_torch_module_paths_exist_after_import(path):
+    for root in (torch, cygrad):
+        obj = root
+        for part in path.split("."):
+            obj = getattr(obj, part)
+
+
+def test_norm_base_classes_tell_batch_from_instance_norm_as_torch():
+    for name in ("BatchNorm1d", "BatchNorm2d", "InstanceNorm1d", "InstanceNorm2d",
+                 "SyncBatchNorm", "LazyBatchNorm2d", "LazyInstanceNorm2d"):
+        args = () if name.startswith("Lazy") else (3,)
+        t, c = getattr(torch.nn, name)(*args), getattr(nn, name)(*args)
+        for base in ("_BatchNorm", "_NormBase"):
+            assert isinstance(c, getattr(nn.modules.batchnorm, base)) == isinstance(
+                t, getattr(torch.nn.modules.batchnorm, base)), (name, base)
+    seq = nn.Sequential(nn.InstanceNorm2d(2, track_running_stats=True), nn.BatchNorm2d(2))
+    out = nn.SyncBatchNorm.convert_sync_batchnorm(seq)
+    assert [type(m).__name__ for m in out] == ["InstanceNorm2d", "SyncBatchNorm"]
+
+
+@pytest.mark.parametrize("fn, args", [
+    ("_pair", (3,)), ("_pair", ((1, 2),)), ("_single", ([4],)), ("_triple", (2,)),
+    ("_quadruple", (0,)), ("_reverse_repeat_tuple", ((1, 2, 3), 2)),
+    ("_list_with_default", ((None, 7), [1, 2, 3, 4])), ("_list_with_default", (5, [1])),
+])
+def test_layer_argument_helpers_match_torch(fn, args):
+    ours = getattr(nn.modules.utils, fn)(*args)
+    assert ours == getattr(torch.nn.modules.utils, fn)(*args)

@@ -167,35 +167,7 @@ def test_swalr_sequence_equals_torch(kw):
 
 
 # --------------------------------------------------------------------------
-# update_bn, over any layer with running statistics
-
-
-class TinyNorm(nn.Module):
-    """Running mean and unbiased variance as batch norm keeps them."""
-
-    def __init__(self, n, momentum=0.1):
-        super().__init__()
-        self.momentum = momentum
-        self.register_buffer("running_mean", cygrad.zeros(n))
-        self.register_buffer("running_var", cygrad.ones(n))
-        self.register_buffer("num_batches_tracked", cygrad.tensor(0, dtype=cygrad.int64))
-
-    def reset_running_stats(self):
-        self.running_mean._arr[...] = 0
-        self.running_var._arr[...] = 1
-        self.num_batches_tracked._arr[...] = 0
-
-    def forward(self, x):
-        if self.training:
-            self.num_batches_tracked._arr[...] += 1
-            n = int(self.num_batches_tracked._arr)
-            f = 1.0 / n if self.momentum is None else self.momentum
-            arr = x.detach().numpy()
-            mean = arr.mean(0)
-            var = arr.var(0, ddof=1)
-            self.running_mean._arr[...] = f * mean + (1 - f) * self.running_mean._arr
-            self.running_var._arr[...] = f * var + (1 - f) * self.running_var._arr
-        return x
+# update_bn, over the batch norms (torch's _BatchNorm layers)
 
 
 def test_update_bn_matches_torch_batch_norm():
@@ -204,7 +176,7 @@ def test_update_bn_matches_torch_batch_norm():
     w = rng.standard_normal((3, 4)).astype(np.float32)
     b = rng.standard_normal(3).astype(np.float32)
     batches = [rng.standard_normal((8, 4)).astype(np.float32) for _ in range(5)]
-    cm = nn.Sequential(cy_linear(w, b), TinyNorm(3, momentum=0.3))
+    cm = nn.Sequential(cy_linear(w, b), nn.BatchNorm1d(3, momentum=0.3))
     tm = torch.nn.Sequential(torch_linear(torch, w, b),
                              torch.nn.BatchNorm1d(3, momentum=0.3))
     cm.eval()
@@ -222,7 +194,7 @@ def test_update_bn_matches_torch_batch_norm():
 
 
 def test_update_bn_is_the_plain_mean_over_batches():
-    layer = TinyNorm(2)
+    layer = nn.BatchNorm1d(2)
     batches = [cygrad.tensor([[1.0, 2.0], [3.0, 6.0]]),
                cygrad.tensor([[5.0, 0.0], [7.0, 0.0]])]
     swa_utils.update_bn(batches, layer)
@@ -230,6 +202,12 @@ def test_update_bn_is_the_plain_mean_over_batches():
     # (4 + 0) / 2
     np.testing.assert_allclose(layer.running_mean.numpy(), [4.0, 2.0])
     assert layer.momentum == 0.1 and layer.training
+
+
+def test_update_bn_leaves_instance_norms_alone_as_torch():
+    inorm = nn.InstanceNorm1d(2, track_running_stats=True)
+    swa_utils.update_bn([cygrad.ones(3, 2, 4)], nn.Sequential(inorm))
+    np.testing.assert_array_equal(inorm.running_mean.numpy(), [0.0, 0.0])
 
 
 def test_update_bn_without_norm_layers_does_nothing():

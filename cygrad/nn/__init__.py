@@ -2,7 +2,7 @@
 
 import typing as _typing
 
-from . import functional, init, utils
+from . import common_types, functional, init, utils
 from .module import Module
 from . import modules
 from .modules import *  # noqa: F401,F403  (the names of modules.__all__)

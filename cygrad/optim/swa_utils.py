@@ -19,6 +19,7 @@ from cygrad._tensor import Tensor
 from cygrad.autograd.grad_mode import no_grad
 from cygrad.creation import from_numpy, get_default_dtype, tensor
 from cygrad.nn.module import Module
+from cygrad.nn.modules.batchnorm import _BatchNorm
 from cygrad.nn.parameter import Parameter
 
 from ._lr_base import LRScheduler, per_group
@@ -205,16 +206,6 @@ class AveragedModel(Module):
         self.n_averaged._bump_version()
 
 
-def _is_batch_norm(module):
-    """A normalisation layer with running statistics (torch's ``_BatchNorm``):
-    anything with ``running_mean``, ``momentum`` and ``reset_running_stats``."""
-    return (
-        getattr(module, "running_mean", None) is not None
-        and hasattr(module, "momentum")
-        and callable(getattr(module, "reset_running_stats", None))
-    )
-
-
 def update_bn(loader: Iterable[Any], model: Module,
               device: Device | None = None) -> None:
     """Recompute the running statistics of ``model``'s batch-norm layers with
@@ -228,7 +219,7 @@ def update_bn(loader: Iterable[Any], model: Module,
     """
     momenta = {}
     for module in model.modules():
-        if _is_batch_norm(module):
+        if isinstance(module, _BatchNorm):
             module.reset_running_stats()
             momenta[module] = module.momentum
     if not momenta:

@@ -123,3 +123,7 @@ from .syncbatchnorm import SyncBatchNorm  # noqa: E402,F401
 from . import legacy, syncbatchnorm  # noqa: E402
 
 __all__ += legacy.__all__ + syncbatchnorm.__all__
+
+# torch's module paths that hold no layer of their own here (scripts import
+# _BatchNorm, _pair, Module ... from them)
+from . import batchnorm, channelshuffle, distance, module, utils  # noqa: E402,F401

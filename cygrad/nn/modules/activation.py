@@ -18,6 +18,7 @@ from ..module import Module
 from ..parameter import Parameter
 # torch keeps MultiheadAttention in this module too (scripts import it from here)
 from .attention import MultiheadAttention  # noqa: F401
+from .linear import NonDynamicallyQuantizableLinear  # noqa: F401
 
 if TYPE_CHECKING:
     from cygrad._tensor import Tensor

@@ -8,7 +8,7 @@ import warnings
 from typing import TYPE_CHECKING
 
 from .._functional_instance import instance_norm
-from .normalization import _BatchNorm
+from .normalization import _NormBase
 
 if TYPE_CHECKING:
     from cygrad._tensor import Tensor
@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 __all__ = ["InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d"]
 
 
-class _InstanceNorm(_BatchNorm):
+class _InstanceNorm(_NormBase):
     """Shared forward of the instance norms.
 
     Training (or ``track_running_stats=False``) normalises each sample's

@@ -35,16 +35,10 @@ def _check_device(device):
     check_device(device)
 
 
-class _BatchNorm(Module):
-    """Shared state of the batch norms.
-
-    Training normalises by the batch statistics and (with
-    ``track_running_stats``) moves ``running_mean``/``running_var`` toward the
-    batch mean and unbiased variance by ``momentum``, or, with
-    ``momentum=None``, keeps their cumulative average (factor
-    ``1 / num_batches_tracked``).  Eval normalises by the running statistics
-    (by the batch's when they are not tracked).
-    """
+class _NormBase(Module):
+    """Shared state of the batch and instance norms (torch's ``_NormBase``):
+    ``num_features``, the affine parameters, the running statistics and
+    their resets."""
 
     def __init__(self, num_features: int, eps: float = 1e-5,
                  momentum: float | None = 0.1, affine: bool = True,
@@ -101,6 +95,19 @@ class _BatchNorm(Module):
             f"affine={self.affine}, bias={self.bias is not None}, "
             f"track_running_stats={self.track_running_stats}"
         )
+
+
+
+class _BatchNorm(_NormBase):
+    """The batch norms' forward.
+
+    Training normalises by the batch statistics and (with
+    ``track_running_stats``) moves ``running_mean``/``running_var`` toward the
+    batch mean and unbiased variance by ``momentum``, or, with
+    ``momentum=None``, keeps their cumulative average (factor
+    ``1 / num_batches_tracked``).  Eval normalises by the running statistics
+    (by the batch's when they are not tracked).
+    """
 
     def forward(self, input: Tensor) -> Tensor:
         self._check_input_dim(input)
