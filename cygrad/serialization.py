@@ -31,6 +31,7 @@ import math
 import os
 import pickle
 import sys
+import types
 import zipfile
 import zlib
 from typing import TYPE_CHECKING, Any
@@ -60,7 +61,8 @@ def _qualified(cls):
 
 def add_safe_globals(safe_globals: list[Any]) -> None:
     """Let ``load`` construct these classes (``nn.Module`` subclasses of the
-    user's own, saved whole with ``save(model)``)."""
+    user's own, saved whole with ``save(model)``) and use these functions
+    (a layer's ``activation``)."""
     for cls in safe_globals:
         if isinstance(cls, tuple):
             cls = cls[0]
@@ -276,6 +278,8 @@ def _encode(obj, arrays, memo, depth):
     if isinstance(obj, slice):
         return {"t": "slice", "items": [_encode(v, arrays, memo, depth + 1)
                                         for v in (obj.start, obj.stop, obj.step)]}
+    if _is_function(obj):
+        return {"t": "function", "v": _function_name(obj)}
     hint = ""
     if hasattr(obj, "state_dict"):
         hint = " (save its state_dict() instead; cygrad never pickles objects)"
@@ -285,9 +289,34 @@ def _encode(obj, arrays, memo, depth):
     )
 
 
+def _is_function(obj):
+    """A plain, built-in or Cython-compiled function (not a class, a bound
+    method or another callable object)."""
+    return isinstance(obj, (types.FunctionType, types.BuiltinFunctionType)) or (
+        type(obj).__name__ == "cython_function_or_method")
+
+
+def _function_name(fn):
+    """The importable name a function is stored by (``activation=F.relu``
+    in a layer): it must lead back to the function itself, so a lambda or a
+    nested function has none."""
+    qual = getattr(fn, "__qualname__", "")
+    mod = getattr(fn, "__module__", None) or ""
+    # the op table's compiled functions live in the engine but are reached
+    # as cygrad.<name>
+    names = [f"{mod}.{qual}"] + ([f"cygrad.{qual}"] if mod.startswith("cygrad.") else [])
+    for name in names:
+        if "<" not in qual and _global(name, weights_only=False) is fn:
+            return name
+    raise TypeError(
+        f"cygrad.save: cannot store the function {qual or fn!r}: only functions "
+        "defined at the top level of a module are stored (by name), not lambdas "
+        "or nested functions")
+
+
 def _encode_module(m, arrays, memo, depth):
     """A module: its class name and its ``__dict__`` (parameters, buffers,
-    children, settings), hooks excluded (functions are never stored)."""
+    children, settings, functions by name), hooks excluded."""
     key = memo.get(id(m))
     if key is not None:
         return {"t": "moduleref", "k": key}
@@ -310,19 +339,37 @@ def _encode_module(m, arrays, memo, depth):
     return {"t": "module", "k": key, "cls": _qualified(type(m)), "state": body}
 
 
-def _module_class(name, weights_only):
-    """The class a saved module names, if loading may construct it."""
-    cls = _SAFE_GLOBALS.get(name)
-    if cls is None and (name.startswith("cygrad.") or not weights_only):
+def _global(name, weights_only):
+    """The object a saved name refers to, if loading may use it: an allowed
+    one, one of cygrad's, or (``weights_only=False``) any in a module already
+    imported (never importing, that is running, code); else None."""
+    obj = _SAFE_GLOBALS.get(name)
+    if obj is None and (name.startswith("cygrad.") or not weights_only):
         modname, _, qual = name.rpartition(".")
-        # only classes of modules already imported: never import (run) code
         while modname and modname not in sys.modules:
             modname, _, head = modname.rpartition(".")
             qual = f"{head}.{qual}"
         obj = sys.modules.get(modname)
         for part in qual.split("."):
             obj = getattr(obj, part, None)
-        cls = obj
+    return obj
+
+
+def _function(name, weights_only):
+    fn = _global(name, weights_only)
+    if not _is_function(fn):
+        short = name.rpartition(".")[2]
+        raise pickle.UnpicklingError(
+            f"Weights only load failed: the function {name} is not one of cygrad's "
+            "and was not allowed (or its module is not imported). Use "
+            f"`cygrad.serialization.add_safe_globals([{short}])` if you trust it, "
+            "or load with weights_only=False after importing its module.")
+    return fn
+
+
+def _module_class(name, weights_only):
+    """The class a saved module names, if loading may construct it."""
+    cls = _global(name, weights_only)
     if not (isinstance(cls, type) and issubclass(cls, Module)):
         short = name.rpartition(".")[2]
         raise pickle.UnpicklingError(
@@ -451,6 +498,8 @@ def _decode(node, zf, members, loaded, name, depth):
             m.__dict__.update(state)
             m._init_hooks()
             return m
+        if t == "function":
+            return _function(_typed(node["v"], str), loaded["__weights_only__"])
         if t == "moduleref":
             return loaded[_typed(node["k"], str)]
         if t == "tensor":

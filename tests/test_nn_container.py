@@ -379,6 +379,50 @@ def test_save_and_load_whole_module():
     cygrad.save(m, io.BytesIO())
 
 
+def _double(x):
+    return 2 * x
+
+
+class Holder(nn.Module):
+    def __init__(self, fn):
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, x):
+        return self.fn(x)
+
+
+def test_whole_modules_keep_the_functions_their_layers_hold():
+    layer = nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, activation=F.gelu,
+                                       batch_first=True)
+    buf = io.BytesIO()
+    cygrad.save(layer, buf)
+    buf.seek(0)
+    back = cygrad.load(buf)
+    assert back.activation is F.gelu
+    x = cygrad.randn(2, 3, 8)
+    np.testing.assert_array_equal(back(x).detach().numpy(), layer(x).detach().numpy())
+    for fn in (cygrad.tanh, F.relu):                 # compiled and Python functions
+        buf = io.BytesIO()
+        cygrad.save(Holder(fn), buf)
+        buf.seek(0)
+        with cygrad.serialization.safe_globals([Holder]):
+            assert cygrad.load(buf).fn is fn
+    buf = io.BytesIO()
+    cygrad.save(Holder(_double), buf)
+    buf.seek(0)
+    with cygrad.serialization.safe_globals([Holder]), pytest.raises(
+            pickle.UnpicklingError, match="_double"):
+        cygrad.load(buf)
+    buf.seek(0)
+    with cygrad.serialization.safe_globals([Holder, _double]):
+        assert cygrad.load(buf).fn is _double
+    buf.seek(0)
+    assert cygrad.load(buf, weights_only=False).fn is _double
+    with pytest.raises(TypeError, match="lambdas or nested functions"):
+        cygrad.save(Holder(lambda x: x), io.BytesIO())
+
+
 def test_module_paths_scripts_import():
     from cygrad.nn.modules.activation import GELU, ReLU
     from cygrad.nn.modules.container import ModuleDict, Sequential
