@@ -67,7 +67,7 @@ from cygrad import amp, compiler, jit, profiler, version  # noqa: F401
 from cygrad.amp import autocast  # noqa: F401
 from cygrad.compiler import compile  # noqa: F401
 from cygrad.serialization import load, save  # noqa: F401
-from cygrad._kernels.threads import get_num_threads, set_num_threads  # noqa: F401
+from cygrad._threads import get_num_threads, set_num_threads  # noqa: F401
 # torch's top-level forms of some nn.functional layers (the same functions;
 # torch.adaptive_max_pool1d returns the indices too)
 from cygrad.nn.functional import (  # noqa: F401

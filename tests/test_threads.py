@@ -289,6 +289,21 @@ def test_set_get_num_threads_round_trip(kernel_threads):
     assert type(cygrad.get_num_threads()) is int
 
 
+def test_set_num_threads_bounds_the_blas_too(kernel_threads):
+    """As torch.set_num_threads bounds its matrix products, cygrad's sets the
+    threads of NumPy's BLAS (where that BLAS has a setting)."""
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+
+    def blas_threads():
+        return [i["num_threads"] for i in threadpoolctl.threadpool_info()
+                if i["user_api"] == "blas" and i["internal_api"] in ("openblas", "mkl")]
+    if not blas_threads():
+        pytest.skip("NumPy's BLAS has no thread setting here")
+    for n in (1, 2, 1):
+        cygrad.set_num_threads(n)
+        assert set(blas_threads()) == {n}
+
+
 @pytest.mark.parametrize("bad", [0, -1, -100])
 def test_set_num_threads_refuses_non_positive(kernel_threads, bad):
     cygrad.set_num_threads(2)
