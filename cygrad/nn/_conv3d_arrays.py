@@ -67,10 +67,7 @@ def conv_arr(x, w, b, geo, cols=None):
         outs = out_size(x.shape[2:], ks, geo)
     length = outs[0] * outs[1] * outs[2]
     k = cg * ks[0] * ks[1] * ks[2]
-    # (O, K) @ (K, N*L) in the big layout: for 3-d shapes (L in the
-    # thousands, O small) 1.4x faster than the 2-d path's (N*L, K) @ (K, O)
-    # (measured, one thread, Conv3d(16, 32, 3) on 16^3)
-    y = _products.forward(cols, w, b, n, k, length, groups, big, wide=True)
+    y = _products.forward(cols, w, b, n, k, length, groups, big)
     return y.reshape((n, o) + outs), cols
 
 
