@@ -202,9 +202,8 @@ def _depthwise_arr(x, w, b, geo):
     oh, ow = _out_hw(h, wd, kh, kw, geo)
     y = np.empty((n, o, oh, ow), dtype=x.dtype)
     _k.depthwise_fwd(x, np.ascontiguousarray(w).reshape(o, kh * kw),
-                     *_geo_args(kh, kw, geo), y)
-    if b is not None:
-        y += b.reshape(1, o, 1, 1)
+                     *_geo_args(kh, kw, geo), y,
+                     None if b is None else np.ascontiguousarray(b))
     return y
 
 
