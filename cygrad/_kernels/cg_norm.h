@@ -13,6 +13,67 @@
 #include "cg_simd.h"
 
 #define CG_NORM_ROWS(S, T)                                                     \
+/* sum(p) in 16 double lanes added pairwise, for rows shorter than          \
+   row_sum's 512-entry blocks (below those it adds serially: 64-wide rows     \
+   spent a third of their layer norm in that chain of 64 adds) */            \
+CG_SIMD_FN(double, cg_ln_sum_##S, (const T *p, ptrdiff_t n), (p, n), {        \
+    double acc[16] = {0}, s;                                                   \
+    ptrdiff_t i = 0;                                                           \
+    int k;                                                                     \
+    for (; i + 16 <= n; i += 16)                                               \
+        for (k = 0; k < 16; k++) acc[k] += (double)p[i + k];                   \
+    for (k = 0; k < 8; k++) acc[k] += acc[k + 8];                              \
+    s = ((acc[0] + acc[1]) + (acc[2] + acc[3]))                                \
+        + ((acc[4] + acc[5]) + (acc[6] + acc[7]));                             \
+    for (; i < n; i++) s += p[i];                                              \
+    return s;                                                                  \
+})                                                                             \
+/* One short row's whole backward (t = g w, or g without w): s1 = sum(t),    \
+   s2 = sum(t (p - m)) sd = (sum(t p) - m s1) sd in 16 double lanes each,     \
+   dw += g (p - m) sd, db += g, then o = g (sd w) + p u + v with the u, v of  \
+   norm.pyx's row backward (rms: no mean term).  One call a row instead of    \
+   five (t was a separate pass into scratch). */                              \
+CG_SIMD_FN(void, cg_ln_bwd_row_##S, (const T *g, const T *p, ptrdiff_t n,     \
+                                     const T *w, double m, double sd, int rms, \
+                                     double *dw, double *db, T *o),            \
+           (g, p, n, w, m, sd, rms, dw, db, o), {                             \
+    double a[16] = {0}, b[16] = {0}, s1, s2, u, v;                             \
+    ptrdiff_t i = 0;                                                           \
+    int k;                                                                     \
+    T t, ur, vr, sr = (T)sd;                                                   \
+    for (; i + 16 <= n; i += 16)                                               \
+        for (k = 0; k < 16; k++) {                                             \
+            t = w != NULL ? g[i + k] * w[i + k] : g[i + k];                    \
+            a[k] += (double)t;                                                 \
+            b[k] += (double)t * p[i + k];                                      \
+        }                                                                      \
+    for (k = 0; k < 8; k++) {                                                  \
+        a[k] += a[k + 8];                                                      \
+        b[k] += b[k + 8];                                                      \
+    }                                                                          \
+    s1 = ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));    \
+    s2 = ((b[0] + b[1]) + (b[2] + b[3])) + ((b[4] + b[5]) + (b[6] + b[7]));    \
+    for (; i < n; i++) {                                                       \
+        t = w != NULL ? g[i] * w[i] : g[i];                                    \
+        s1 += t;                                                               \
+        s2 += (double)t * p[i];                                                \
+    }                                                                          \
+    s2 = (s2 - m * s1) * sd;                                                   \
+    if (dw != NULL)                                                            \
+        for (i = 0; i < n; i++) dw[i] += (double)g[i] * ((double)p[i] - m) * sd; \
+    if (db != NULL)                                                            \
+        for (i = 0; i < n; i++) db[i] += (double)g[i];                         \
+    s1 = rms ? 0.0 : s1 / n;                                                   \
+    s2 = s2 / n;                                                               \
+    u = -sd * sd * s2;                                                         \
+    v = -sd * s1 + sd * sd * s2 * m;                                           \
+    ur = (T)u;                                                                 \
+    vr = (T)v;                                                                 \
+    if (w != NULL)                                                             \
+        for (i = 0; i < n; i++) o[i] = g[i] * (sr * w[i]) + p[i] * ur + vr;    \
+    else                                                                       \
+        for (i = 0; i < n; i++) o[i] = g[i] * sr + p[i] * ur + vr;             \
+})                                                                             \
 /* sum((p - m)^2) */                                                           \
 CG_SIMD_FN(double, cg_sqdev_##S, (const T *p, ptrdiff_t n, double m), (p, n, m), { \
     double acc[16] = {0}, s, d;                                                \

@@ -77,6 +77,14 @@ cdef inline double _dot_dev(const real_t* q, const real_t* p, Py_ssize_t n,
 
 
 cdef extern from "cg_norm.h":
+    double cg_ln_sum_f(const float* p, Py_ssize_t n) noexcept nogil
+    double cg_ln_sum_d(const double* p, Py_ssize_t n) noexcept nogil
+    void cg_ln_bwd_row_f(const float* g, const float* p, Py_ssize_t n,
+                         const float* w, double m, double sd, int rms, double* dw,
+                         double* db, float* o) noexcept nogil
+    void cg_ln_bwd_row_d(const double* g, const double* p, Py_ssize_t n,
+                         const double* w, double m, double sd, int rms, double* dw,
+                         double* db, double* o) noexcept nogil
     double cg_sqdev_f(const float* p, Py_ssize_t n, double m) noexcept nogil
     double cg_sqdev_d(const double* p, Py_ssize_t n, double m) noexcept nogil
     void cg_ln_out_f(const float* p, Py_ssize_t n, float m, float sd, const float* w,
@@ -108,6 +116,21 @@ cdef inline double _sq_dev_row(const real_t* p, Py_ssize_t n, double m) noexcept
         return cg_sqdev_f(p, n, m)
     else:
         return cg_sqdev_d(p, n, m)
+
+
+# Rows shorter than this take cg_norm.h's 16-lane double sums and its one-call
+# row backward (row_sum and row_dot add serially below their 512-entry blocks).
+cdef enum:
+    _SHORT_ROW = 512
+
+
+cdef inline double _row_sum(const real_t* p, Py_ssize_t n) noexcept nogil:
+    if n >= _SHORT_ROW:
+        return row_sum(p, n)
+    if real_t is float:
+        return cg_ln_sum_f(p, n)
+    else:
+        return cg_ln_sum_d(p, n)
 
 
 cdef inline void _ln_out(const real_t* p, Py_ssize_t n, real_t m, real_t sd,
@@ -363,7 +386,7 @@ cdef void _row_norm_fwd(const real_t* x, Py_ssize_t r, Py_ssize_t cg,
         q = y + i * d
         m = 0.0
         if not rms and d > 0:
-            m = row_sum(p, d) / d
+            m = _row_sum(p, d) / d
         acc = _sq_dev_row(p, d, m)
         sd = 1.0 / sqrt((acc / d if d > 0 else 0.0) + eps)
         mean[i] = m
@@ -436,6 +459,16 @@ cdef void _row_norm_bwd(const real_t* x, const real_t* g, Py_ssize_t r,
         ch0 = (i % groups) * cg
         s1 = 0.0
         s2 = 0.0
+        if l == 1 and d < _SHORT_ROW:
+            if real_t is float:
+                cg_ln_bwd_row_f(q, p, d, w + ch0 if w != NULL else NULL, m, sd, rms,
+                                dw + ch0 if dw != NULL else NULL,
+                                db + ch0 if db != NULL else NULL, o)
+            else:
+                cg_ln_bwd_row_d(q, p, d, w + ch0 if w != NULL else NULL, m, sd, rms,
+                                dw + ch0 if dw != NULL else NULL,
+                                db + ch0 if db != NULL else NULL, o)
+            continue
         if l == 1:
             if w != NULL:
                 # t = g * w once (vectorized), then two lane-split sums;
@@ -444,7 +477,7 @@ cdef void _row_norm_bwd(const real_t* x, const real_t* g, Py_ssize_t r,
                 s1 = row_sum(tmp, d)
                 s2 = (row_dot(tmp, p, d) - m * s1) * sd
             else:
-                s1 = row_sum(q, d)
+                s1 = _row_sum(q, d)
                 s2 = _dot_dev(q, p, d, m) * sd
             if dw != NULL or db != NULL:
                 _ln_dwdb(q, p, d, m, sd, dw + ch0 if dw != NULL else NULL,
