@@ -79,12 +79,22 @@ cdef inline double _dot_dev(const real_t* q, const real_t* p, Py_ssize_t n,
 cdef extern from "cg_norm.h":
     double cg_ln_sum_f(const float* p, Py_ssize_t n) noexcept nogil
     double cg_ln_sum_d(const double* p, Py_ssize_t n) noexcept nogil
-    void cg_ln_bwd_row_f(const float* g, const float* p, Py_ssize_t n,
-                         const float* w, double m, double sd, int rms, double* dw,
-                         double* db, float* o) noexcept nogil
-    void cg_ln_bwd_row_d(const double* g, const double* p, Py_ssize_t n,
-                         const double* w, double m, double sd, int rms, double* dw,
-                         double* db, double* o) noexcept nogil
+    void cg_ln_fwd_rows_f(const float* x, Py_ssize_t r, Py_ssize_t n,
+                          Py_ssize_t groups, double eps, int rms, const float* w,
+                          const float* b, float* y, double* mean,
+                          double* rstd) noexcept nogil
+    void cg_ln_fwd_rows_d(const double* x, Py_ssize_t r, Py_ssize_t n,
+                          Py_ssize_t groups, double eps, int rms, const double* w,
+                          const double* b, double* y, double* mean,
+                          double* rstd) noexcept nogil
+    void cg_ln_bwd_rows_f(const float* g, const float* x, Py_ssize_t r, Py_ssize_t n,
+                          Py_ssize_t groups, const float* w, int rms,
+                          const double* mean, const double* rstd, double* dw,
+                          double* db, float* dx) noexcept nogil
+    void cg_ln_bwd_rows_d(const double* g, const double* x, Py_ssize_t r,
+                          Py_ssize_t n, Py_ssize_t groups, const double* w, int rms,
+                          const double* mean, const double* rstd, double* dw,
+                          double* db, double* dx) noexcept nogil
     double cg_sqdev_f(const float* p, Py_ssize_t n, double m) noexcept nogil
     double cg_sqdev_d(const double* p, Py_ssize_t n, double m) noexcept nogil
     void cg_ln_out_f(const float* p, Py_ssize_t n, float m, float sd, const float* w,
@@ -118,8 +128,9 @@ cdef inline double _sq_dev_row(const real_t* p, Py_ssize_t n, double m) noexcept
         return cg_sqdev_d(p, n, m)
 
 
-# Rows shorter than this take cg_norm.h's 16-lane double sums and its one-call
-# row backward (row_sum and row_dot add serially below their 512-entry blocks).
+# Rows shorter than this take cg_norm.h's 16-lane double sums (row_sum and
+# row_dot add serially below their 512-entry blocks); layer norm's (L = 1)
+# take its chunked whole-array loops.
 cdef enum:
     _SHORT_ROW = 512
 
@@ -381,9 +392,16 @@ cdef void _row_norm_fwd(const real_t* x, Py_ssize_t r, Py_ssize_t cg,
     cdef real_t* q
     cdef double acc, m, sd, wc, bc
     cdef real_t ar, cr
+    if l == 1 and 0 < d < _SHORT_ROW:
+        if real_t is float:
+            cg_ln_fwd_rows_f(x, r, d, groups, eps, rms, w, b, y, mean, rstd)
+        else:
+            cg_ln_fwd_rows_d(x, r, d, groups, eps, rms, w, b, y, mean, rstd)
+        return
     for i in range(r):
         p = x + i * d
         q = y + i * d
+        ch0 = (i % groups) * cg
         m = 0.0
         if not rms and d > 0:
             m = _row_sum(p, d) / d
@@ -391,7 +409,6 @@ cdef void _row_norm_fwd(const real_t* x, Py_ssize_t r, Py_ssize_t cg,
         sd = 1.0 / sqrt((acc / d if d > 0 else 0.0) + eps)
         mean[i] = m
         rstd[i] = sd
-        ch0 = (i % groups) * cg
         if l == 1:
             _ln_out(p, d, <real_t>m, <real_t>sd, w + ch0 if w != NULL else NULL,
                     b + ch0 if b != NULL else NULL, q)
@@ -450,6 +467,12 @@ cdef void _row_norm_bwd(const real_t* x, const real_t* g, Py_ssize_t r,
     cdef real_t* o
     cdef double m, sd, wc, s1, s2, gxh, gs, u, v
     cdef real_t ur, vr, ar
+    if l == 1 and d < _SHORT_ROW:
+        if real_t is float:
+            cg_ln_bwd_rows_f(g, x, r, d, groups, w, rms, mean, rstd, dw, db, dx)
+        else:
+            cg_ln_bwd_rows_d(g, x, r, d, groups, w, rms, mean, rstd, dw, db, dx)
+        return
     for i in range(r):
         p = x + i * d
         q = g + i * d
@@ -459,16 +482,6 @@ cdef void _row_norm_bwd(const real_t* x, const real_t* g, Py_ssize_t r,
         ch0 = (i % groups) * cg
         s1 = 0.0
         s2 = 0.0
-        if l == 1 and d < _SHORT_ROW:
-            if real_t is float:
-                cg_ln_bwd_row_f(q, p, d, w + ch0 if w != NULL else NULL, m, sd, rms,
-                                dw + ch0 if dw != NULL else NULL,
-                                db + ch0 if db != NULL else NULL, o)
-            else:
-                cg_ln_bwd_row_d(q, p, d, w + ch0 if w != NULL else NULL, m, sd, rms,
-                                dw + ch0 if dw != NULL else NULL,
-                                db + ch0 if db != NULL else NULL, o)
-            continue
         if l == 1:
             if w != NULL:
                 # t = g * w once (vectorized), then two lane-split sums;
