@@ -7,8 +7,8 @@ the input pixel that kernel tap ``(i, j)`` of channel ``c`` sees (zero where
 it falls in the padding); or, with ``rows_first``, as one matrix
 ``(C * kh * kw, N * OH * OW)`` for the whole batch.  The caller does the
 products with NumPy's BLAS: a per-sample stack ``weight @ cols[n]`` (small
-K: its result is already ``(N, C_out, L)``), or one product with the batch
-matrix's transpose (large K; see ``_functional_conv``).  ``col2im`` is
+K: its result is already ``(N, C_out, L)``), or one product ``weight @``
+the batch matrix (large K; see ``_functional_conv``).  ``col2im`` is
 its adjoint: it adds each column entry back into the pixel it came from (the
 gradient of im2col), so it overwrites ``out`` and then accumulates.
 
@@ -17,6 +17,10 @@ gradient of im2col), so it overwrites ``out`` and then accumulates.
 one loop nest of ``_im2col`` with the depth taps outside the rows, so a 3-d
 convolution is one BLAS product as well (a depth tap in the padding is a
 zeroed block of ``OH * OW`` columns).
+
+``depthwise_*`` are the direct loops of ``groups == C_in`` layers (their
+per-plane arithmetic in ``cg_dw.h``, compiled per SIMD level): each input
+plane is copied into a zero-bordered scratch plane, so no tap is clipped.
 
 ``gather2d`` / ``scatter2d`` move ``(B, H, W)`` planes through two index
 maps, one per axis (``-1``: the constant ``value``): constant, reflect,
@@ -34,6 +38,47 @@ from libc.string cimport memcpy, memset
 import numpy as np
 
 from cygrad._kernels._types cimport real_t
+
+
+cdef extern from "cg_dw.h":
+    void cg_dw_fwd1_f32(const float* xp, Py_ssize_t pitch, const float* wk,
+                        float bias, Py_ssize_t kh, Py_ssize_t kw, Py_ssize_t dh,
+                        Py_ssize_t dw, Py_ssize_t oh, Py_ssize_t ow, float* wide,
+                        float* y, int add) noexcept nogil
+    void cg_dw_fwd1_f64(const double* xp, Py_ssize_t pitch, const double* wk,
+                        double bias, Py_ssize_t kh, Py_ssize_t kw, Py_ssize_t dh,
+                        Py_ssize_t dw, Py_ssize_t oh, Py_ssize_t ow, double* wide,
+                        double* y, int add) noexcept nogil
+    void cg_dw_fwd_f32(const float* xp, Py_ssize_t pitch, const float* wk, float bias,
+                       Py_ssize_t kh, Py_ssize_t kw, Py_ssize_t sh, Py_ssize_t sw,
+                       Py_ssize_t dh, Py_ssize_t dw, Py_ssize_t oh, Py_ssize_t ow,
+                       float* y) noexcept nogil
+    void cg_dw_fwd_f64(const double* xp, Py_ssize_t pitch, const double* wk,
+                       double bias, Py_ssize_t kh, Py_ssize_t kw, Py_ssize_t sh,
+                       Py_ssize_t sw, Py_ssize_t dh, Py_ssize_t dw, Py_ssize_t oh,
+                       Py_ssize_t ow, double* y) noexcept nogil
+    void cg_dw_data_f32(float* xp, Py_ssize_t pitch, const float* wk, Py_ssize_t kh,
+                        Py_ssize_t kw, Py_ssize_t sh, Py_ssize_t sw, Py_ssize_t dh,
+                        Py_ssize_t dw, Py_ssize_t oh, Py_ssize_t ow,
+                        const float* g) noexcept nogil
+    void cg_dw_data_f64(double* xp, Py_ssize_t pitch, const double* wk,
+                        Py_ssize_t kh, Py_ssize_t kw, Py_ssize_t sh, Py_ssize_t sw,
+                        Py_ssize_t dh, Py_ssize_t dw, Py_ssize_t oh, Py_ssize_t ow,
+                        const double* g) noexcept nogil
+    void cg_dw_weight1_f32(const float* xp, Py_ssize_t pitch, const float* gwide,
+                           Py_ssize_t kh, Py_ssize_t kw, Py_ssize_t dh, Py_ssize_t dw,
+                           Py_ssize_t oh, Py_ssize_t ow, double* gw) noexcept nogil
+    void cg_dw_weight1_f64(const double* xp, Py_ssize_t pitch, const double* gwide,
+                           Py_ssize_t kh, Py_ssize_t kw, Py_ssize_t dh, Py_ssize_t dw,
+                           Py_ssize_t oh, Py_ssize_t ow, double* gw) noexcept nogil
+    void cg_dw_weight_f32(const float* xp, Py_ssize_t pitch, const float* g,
+                          Py_ssize_t kh, Py_ssize_t kw, Py_ssize_t sh, Py_ssize_t sw,
+                          Py_ssize_t dh, Py_ssize_t dw, Py_ssize_t oh, Py_ssize_t ow,
+                          float* acc, double* dacc) noexcept nogil
+    void cg_dw_weight_f64(const double* xp, Py_ssize_t pitch, const double* g,
+                          Py_ssize_t kh, Py_ssize_t kw, Py_ssize_t sh, Py_ssize_t sw,
+                          Py_ssize_t dh, Py_ssize_t dw, Py_ssize_t oh, Py_ssize_t ow,
+                          double* acc, double* dacc) noexcept nogil
 
 
 def conv_out_size(Py_ssize_t size, Py_ssize_t k, Py_ssize_t s, Py_ssize_t p,
@@ -136,32 +181,40 @@ cdef void _im2col(real_t* x, Py_ssize_t n, Py_ssize_t c, Py_ssize_t h,
                   bint adjoint, bint rows_first) noexcept nogil:
     # adjoint = 0: cols[s, row, pos] = x[pixel]; adjoint = 1: x[pixel] += cols[..]
     # (one loop nest for both, so the two can never disagree on the geometry).
-    # rows_first: entry (s, row, pos) lives at (row * n + s) * L + pos.
-    cdef Py_ssize_t s, ci, i, j, o, ih, off, lo, hi
-    cdef Py_ssize_t plane = oh * ow, k = c * kh * kw
+    # Each input plane is read for its kh * kw taps while it is in L1.  The
+    # per-sample columns are then written front to back; the rows-first ones
+    # are walked channel-outermost, written as kh * kw sequential streams
+    # (sample-outermost, jumping between rows, took 1.3-1.5x as long).
+    cdef Py_ssize_t t, s, ci, tap, rest, i, j, o, ih, off, lo, hi
+    cdef Py_ssize_t plane = oh * ow, k = c * kh * kw, taps = kh * kw
     cdef real_t* dst
     cdef real_t* src
-    for s in range(n):
-        for ci in range(c):
-            src = x + (s * c + ci) * h * w
-            for i in range(kh):
-                for j in range(kw):
-                    off = j * dw - pw
-                    _ow_range(ow, w, sw, off, &lo, &hi)
-                    if rows_first:
-                        dst = cols + (((ci * kh + i) * kw + j) * n + s) * plane
-                    else:
-                        dst = cols + (s * k + (ci * kh + i) * kw + j) * plane
-                    for o in range(oh):
-                        ih = o * sh - ph + i * dh
-                        if ih < 0 or ih >= h:
-                            if not adjoint:
-                                _zero(dst, 0, ow)
-                        elif adjoint:
-                            _add_row(src + ih * w, off, sw, dst, lo, hi)
-                        else:
-                            _copy_row(src + ih * w, off, sw, dst, lo, hi, ow)
-                        dst += ow
+    for t in range(n * k):
+        tap = t % taps
+        rest = t // taps
+        if rows_first:
+            ci = rest // n
+            s = rest - ci * n
+            dst = cols + ((ci * taps + tap) * n + s) * plane
+        else:
+            s = rest // c
+            ci = rest - s * c
+            dst = cols + t * plane
+        i = tap // kw
+        j = tap - i * kw
+        src = x + (s * c + ci) * h * w
+        off = j * dw - pw
+        _ow_range(ow, w, sw, off, &lo, &hi)
+        for o in range(oh):
+            ih = o * sh - ph + i * dh
+            if ih < 0 or ih >= h:
+                if not adjoint:
+                    _zero(dst, 0, ow)
+            elif adjoint:
+                _add_row(src + ih * w, off, sw, dst, lo, hi)
+            else:
+                _copy_row(src + ih * w, off, sw, dst, lo, hi, ow)
+            dst += ow
 
 
 cdef inline void _zero(real_t* d, Py_ssize_t lo, Py_ssize_t hi) noexcept nogil:
@@ -224,29 +277,58 @@ cdef _check_dw(str name, Py_ssize_t n, Py_ssize_t c, Py_ssize_t h, Py_ssize_t w,
         )
 
 
+cdef tuple _dw_scratch(Py_ssize_t h, Py_ssize_t w, Py_ssize_t ph, Py_ssize_t pw,
+                       Py_ssize_t oh, Py_ssize_t ow, Py_ssize_t kh, Py_ssize_t kw,
+                       Py_ssize_t sh, Py_ssize_t sw, Py_ssize_t dh, Py_ssize_t dw,
+                       Py_ssize_t m, int mode, dtype):
+    # Zeroed scratch of _depthwise: (padded plane, second plane, acc, dacc),
+    # sized for the direction `mode` (see there).
+    cdef Py_ssize_t pitch = w + 2 * pw, rows = (h + 2 * ph) * pitch
+    one = sh == 1 and sw == 1
+    if mode == 1 and one:
+        # the output gradient with a border of the kernel's extent less one
+        pitch = ow + 2 * (kw - 1) * dw
+        rows = (oh + 2 * (kh - 1) * dh) * pitch
+    xp = np.zeros(rows, dtype=dtype)
+    second = np.zeros(max(oh, h) * pitch if one else 1, dtype=dtype)
+    strided_w = mode == 2 and not one
+    acc = np.zeros(kh * kw * ow if strided_w else 1, dtype=dtype)
+    dacc = np.zeros(m * kh * kw * ow if strided_w else 1)
+    return xp, second, acc, dacc
+
+
 def depthwise_fwd(
     const real_t[:, :, :, ::1] x,     # in  (N, C, H, W)
     const real_t[:, ::1] wt,          # in  (C * m, kh * kw)
     Py_ssize_t kh, Py_ssize_t kw, Py_ssize_t sh, Py_ssize_t sw,
     Py_ssize_t ph, Py_ssize_t pw, Py_ssize_t dh, Py_ssize_t dw,
     real_t[:, :, :, ::1] y,           # out (N, C * m, OH, OW)
+    const real_t[::1] bias=None,      # in  (C * m,) or None
 ):
     """Depthwise convolution: output channel ``k`` is input channel ``k // m``
-    correlated with its own kernel (``groups == C``, channel multiplier m).
+    correlated with its own kernel (``groups == C``, channel multiplier m),
+    plus ``bias[k]``.
 
-    One pass per kernel tap adding ``w * shifted row`` into the output rows:
-    measured 40x faster than the per-group lowering, whose products are
-    (1 x kh*kw) @ (kh*kw x L), a stack of thousands of BLAS calls."""
+    Direct loops (``cg_dw.h``): measured 40x faster than the per-group
+    lowering, whose products are (1 x kh*kw) @ (kh*kw x L), a stack of
+    thousands of BLAS calls."""
     cdef Py_ssize_t n = x.shape[0], c = x.shape[1], h = x.shape[2], w = x.shape[3]
     cdef Py_ssize_t o = wt.shape[0]
     _check_dw("depthwise_fwd", n, c, h, w, o, wt.shape[1], kh, kw, sh, sw, ph, pw,
               dh, dw, y.shape[0], y.shape[1], y.shape[2], y.shape[3])
-    if n == 0 or o == 0:
+    if bias is not None and bias.shape[0] != o:
+        raise ValueError(f"depthwise_fwd: bias has {bias.shape[0]} entries, not {o}")
+    if n == 0 or o == 0 or y.shape[2] <= 0 or y.shape[3] <= 0:
         return
+    cdef Py_ssize_t oh = y.shape[2], ow = y.shape[3]
+    xp_a, second_a, acc_a, dacc_a = _dw_scratch(h, w, ph, pw, oh, ow, kh, kw, sh, sw,
+                                                dh, dw, o // c, 0, np.asarray(x).dtype)
+    cdef real_t[::1] xp = xp_a, second = second_a
     with nogil:
-        _depthwise(<real_t*>&x[0, 0, 0, 0], n, c, h, w, o, <real_t*>&wt[0, 0], kh, kw,
-                   sh, sw, ph, pw, dh, dw, y.shape[2], y.shape[3], &y[0, 0, 0, 0],
-                   NULL, NULL, 0)
+        _depthwise(<real_t*>&x[0, 0, 0, 0], n, c, h, w, o, &wt[0, 0],
+                   &bias[0] if bias is not None else NULL, kh, kw, sh, sw, ph, pw,
+                   dh, dw, oh, ow, &y[0, 0, 0, 0], &xp[0], &second[0], NULL, NULL,
+                   NULL, 0)
 
 
 def depthwise_bwd_data(
@@ -261,14 +343,23 @@ def depthwise_bwd_data(
     cdef Py_ssize_t o = wt.shape[0]
     _check_dw("depthwise_bwd_data", n, c, h, w, o, wt.shape[1], kh, kw, sh, sw, ph,
               pw, dh, dw, g.shape[0], g.shape[1], g.shape[2], g.shape[3])
-    if n == 0 or c == 0:
+    if n == 0 or c == 0 or h * w == 0:
         return
+    if o == 0 or g.shape[2] <= 0 or g.shape[3] <= 0:
+        dx[:, :, :, :] = 0
+        return
+    cdef Py_ssize_t oh = g.shape[2], ow = g.shape[3]
+    xp_a, second_a, acc_a, dacc_a = _dw_scratch(h, w, ph, pw, oh, ow, kh, kw, sh, sw,
+                                                dh, dw, o // c, 1, np.asarray(dx).dtype)
+    cdef real_t[::1] xp = xp_a, second = second_a
+    cdef const real_t[:, ::1] wk = wt
+    if sh == 1 and sw == 1:
+        # the correlation of the zero-bordered g with the flipped kernel
+        wk = np.ascontiguousarray(np.asarray(wt)[:, ::-1])
     with nogil:
-        memset(&dx[0, 0, 0, 0], 0, n * c * h * w * sizeof(real_t))
-        if o > 0:
-            _depthwise(&dx[0, 0, 0, 0], n, c, h, w, o, <real_t*>&wt[0, 0], kh, kw,
-                       sh, sw, ph, pw, dh, dw, g.shape[2], g.shape[3],
-                       <real_t*>&g[0, 0, 0, 0], NULL, NULL, 1)
+        _depthwise(&dx[0, 0, 0, 0], n, c, h, w, o, &wk[0, 0], NULL, kh, kw, sh, sw,
+                   ph, pw, dh, dw, oh, ow, <real_t*>&g[0, 0, 0, 0], &xp[0],
+                   &second[0], NULL, NULL, NULL, 1)
 
 
 def depthwise_bwd_weight(
@@ -279,7 +370,8 @@ def depthwise_bwd_weight(
     double[:, ::1] gw,                # out (C * m, kh * kw), overwritten
 ):
     """The weight gradient of ``depthwise_fwd``: per tap, the dot product of
-    the output gradient with the shifted input (summed in double)."""
+    the output gradient with the shifted input (``cg_dw.h``: at most 16
+    products a lane summed in the input's dtype, then in double)."""
     cdef Py_ssize_t n = x.shape[0], c = x.shape[1], h = x.shape[2], w = x.shape[3]
     cdef Py_ssize_t o = gw.shape[0]
     _check_dw("depthwise_bwd_weight", n, c, h, w, o, gw.shape[1], kh, kw, sh, sw,
@@ -287,85 +379,128 @@ def depthwise_bwd_weight(
     if o == 0:
         return
     gw[:, :] = 0.0
-    if n == 0 or g.shape[3] == 0:
+    if n == 0 or g.shape[2] <= 0 or g.shape[3] <= 0:
         return
-    cdef double[::1] buf = np.empty(g.shape[3])
+    cdef Py_ssize_t oh = g.shape[2], ow = g.shape[3]
+    xp_a, second_a, acc_a, dacc_a = _dw_scratch(h, w, ph, pw, oh, ow, kh, kw, sh, sw,
+                                                dh, dw, o // c, 2, np.asarray(x).dtype)
+    cdef real_t[::1] xp = xp_a, second = second_a, acc = acc_a
+    cdef double[::1] dacc = dacc_a
     with nogil:
-        _depthwise(<real_t*>&x[0, 0, 0, 0], n, c, h, w, o, NULL, kh, kw, sh, sw, ph,
-                   pw, dh, dw, g.shape[2], g.shape[3], <real_t*>&g[0, 0, 0, 0],
-                   &gw[0, 0], &buf[0], 2)
+        _depthwise(<real_t*>&x[0, 0, 0, 0], n, c, h, w, o, NULL, NULL, kh, kw, sh,
+                   sw, ph, pw, dh, dw, oh, ow, <real_t*>&g[0, 0, 0, 0], &xp[0],
+                   &second[0], &acc[0], &dacc[0], &gw[0, 0], 2)
 
 
 cdef void _depthwise(real_t* x, Py_ssize_t n, Py_ssize_t c, Py_ssize_t h,
-                     Py_ssize_t w, Py_ssize_t o, real_t* wt, Py_ssize_t kh,
-                     Py_ssize_t kw, Py_ssize_t sh, Py_ssize_t sw, Py_ssize_t ph,
-                     Py_ssize_t pw, Py_ssize_t dh, Py_ssize_t dw, Py_ssize_t oh,
-                     Py_ssize_t ow, real_t* y, double* gw, double* buf,
-                     int mode) noexcept nogil:
+                     Py_ssize_t w, Py_ssize_t o, const real_t* wt,
+                     const real_t* bias, Py_ssize_t kh, Py_ssize_t kw,
+                     Py_ssize_t sh, Py_ssize_t sw, Py_ssize_t ph, Py_ssize_t pw,
+                     Py_ssize_t dh, Py_ssize_t dw, Py_ssize_t oh, Py_ssize_t ow,
+                     real_t* y, real_t* xp, real_t* second, real_t* acc,
+                     double* dacc, double* gw, int mode) noexcept nogil:
     # One loop nest for the three directions (they cannot disagree on the
-    # geometry): mode 0  y[out] += w * x[in]   (y zeroed here)
-    #            mode 1  x[in]  += w * y[out]  (y is the output gradient)
-    #            mode 2  gw[k, tap] += y[out] * x[in]
-    cdef Py_ssize_t s, k, ci, i, j, r, q, ih, off, lo, hi, m = o // c
-    cdef real_t wv
-    cdef double acc
+    # geometry); xp is a zero-bordered copy of one plane (cg_dw.h):
+    # mode 0  y[out] = bias + sum w * x[in]; xp holds the x plane, second is
+    #         the wide-grid output of the stride-1 loop
+    # mode 1  x[in] = sum w * y[out] (y: the output gradient).  Stride 1: the
+    #         correlation of the y plane, copied into xp with a border of
+    #         (kh - 1) dh rows and (kw - 1) dw columns, with the flipped
+    #         kernel (wt, flipped by the caller), one x plane per pass; else
+    #         scattered into the padded x plane xp
+    # mode 2  gw[k, tap] = sum y[out] * x[in].  Stride 1: flat dot products
+    #         of the y plane on the wide grid (second, zero extra columns)
+    #         with the shifted xp; else per output column into dacc
+    #         (m * taps * ow doubles: the m outputs of channel ci) over the
+    #         batch, then over the columns
+    cdef Py_ssize_t t, s, ci, k, r, q, m = o // c, taps = kh * kw
+    cdef Py_ssize_t pitch = w + 2 * pw, plane = h * w, oplane = oh * ow
+    cdef Py_ssize_t rows = (h + 2 * ph) * pitch
+    cdef Py_ssize_t gpitch = ow + 2 * (kw - 1) * dw
+    cdef bint one = sh == 1 and sw == 1
+    cdef double tot
     cdef real_t* src
-    cdef real_t* dst
-    cdef real_t* srow
-    cdef real_t* drow
-    for s in range(n):
-        for k in range(o):
-            ci = k // m
-            src = x + (s * c + ci) * h * w
-            dst = y + (s * o + k) * oh * ow
+    cdef real_t* yk
+    cdef real_t b
+    cdef bint by_channel = mode == 2 and not one
+    for t in range(n * c):
+        # planes in memory order; the strided weight gradient channel by
+        # channel (dacc holds one channel's sums)
+        if by_channel:
+            ci = t // n
+            s = t - ci * n
+            if s == 0:
+                memset(dacc, 0, m * taps * ow * sizeof(double))
+        else:
+            s = t // c
+            ci = t - s * c
+        src = x + (s * c + ci) * plane
+        if mode == 1 and not one:
+            memset(xp, 0, rows * sizeof(real_t))
+        elif mode != 1:
+            for r in range(h):
+                memcpy(xp + (r + ph) * pitch + pw, src + r * w, w * sizeof(real_t))
+        for k in range(ci * m, (ci + 1) * m):
+            yk = y + (s * o + k) * oplane
             if mode == 0:
-                memset(dst, 0, oh * ow * sizeof(real_t))
-            for i in range(kh):
-                for j in range(kw):
-                    off = j * dw - pw
-                    _ow_range(ow, w, sw, off, &lo, &hi)
-                    if mode != 2:
-                        wv = wt[k * kh * kw + i * kw + j]
-                    acc = 0.0
-                    if mode == 2:
-                        for q in range(ow):
-                            buf[q] = 0.0
-                    for r in range(oh):
-                        ih = r * sh - ph + i * dh
-                        if ih < 0 or ih >= h:
-                            continue
-                        if hi <= lo:
-                            continue
-                        # first tap inside the row: q = lo reads column lo*sw+off
-                        srow = src + ih * w + lo * sw + off
-                        drow = dst + r * ow + lo
-                        if mode == 0:
-                            if sw == 1:
-                                for q in range(hi - lo):
-                                    drow[q] += wv * srow[q]
-                            else:
-                                for q in range(hi - lo):
-                                    drow[q] += wv * srow[q * sw]
-                        elif mode == 1:
-                            if sw == 1:
-                                for q in range(hi - lo):
-                                    srow[q] += wv * drow[q]
-                            else:
-                                for q in range(hi - lo):
-                                    srow[q * sw] += wv * drow[q]
-                        elif sw == 1:
-                            # per-column partial sums (vectorized, no add
-                            # chain); one accumulator made this pass 3x the
-                            # other two, and a dot call per 32-wide row too
-                            for q in range(hi - lo):
-                                buf[lo + q] += <double>drow[q] * srow[q]
-                        else:
-                            for q in range(hi - lo):
-                                acc += <double>drow[q] * srow[q * sw]
-                    if mode == 2:
-                        for q in range(ow):
-                            acc += buf[q]
-                        gw[k * kh * kw + i * kw + j] += acc
+                b = bias[k] if bias != NULL else 0
+                if one:
+                    if real_t is float:
+                        cg_dw_fwd1_f32(xp, pitch, wt + k * taps, b, kh, kw, dh,
+                                       dw, oh, ow, second, yk, 0)
+                    else:
+                        cg_dw_fwd1_f64(xp, pitch, wt + k * taps, b, kh, kw, dh,
+                                       dw, oh, ow, second, yk, 0)
+                elif real_t is float:
+                    cg_dw_fwd_f32(xp, pitch, wt + k * taps, b, kh, kw, sh, sw,
+                                  dh, dw, oh, ow, yk)
+                else:
+                    cg_dw_fwd_f64(xp, pitch, wt + k * taps, b, kh, kw, sh, sw,
+                                  dh, dw, oh, ow, yk)
+            elif mode == 1 and one:
+                for r in range(oh):
+                    memcpy(xp + (r + (kh - 1) * dh) * gpitch + (kw - 1) * dw,
+                           yk + r * ow, ow * sizeof(real_t))
+                if real_t is float:
+                    cg_dw_fwd1_f32(xp + ph * gpitch + pw, gpitch, wt + k * taps,
+                                   0, kh, kw, dh, dw, h, w, second, src,
+                                   k > ci * m)
+                else:
+                    cg_dw_fwd1_f64(xp + ph * gpitch + pw, gpitch, wt + k * taps,
+                                   0, kh, kw, dh, dw, h, w, second, src,
+                                   k > ci * m)
+            elif mode == 1:
+                if real_t is float:
+                    cg_dw_data_f32(xp, pitch, wt + k * taps, kh, kw, sh, sw, dh,
+                                   dw, oh, ow, yk)
+                else:
+                    cg_dw_data_f64(xp, pitch, wt + k * taps, kh, kw, sh, sw, dh,
+                                   dw, oh, ow, yk)
+            elif one:
+                for r in range(oh):
+                    memcpy(second + r * pitch, yk + r * ow, ow * sizeof(real_t))
+                if real_t is float:
+                    cg_dw_weight1_f32(xp, pitch, second, kh, kw, dh, dw, oh, ow,
+                                      gw + k * taps)
+                else:
+                    cg_dw_weight1_f64(xp, pitch, second, kh, kw, dh, dw, oh, ow,
+                                      gw + k * taps)
+            else:
+                if real_t is float:
+                    cg_dw_weight_f32(xp, pitch, yk, kh, kw, sh, sw, dh, dw, oh,
+                                     ow, acc, dacc + (k - ci * m) * taps * ow)
+                else:
+                    cg_dw_weight_f64(xp, pitch, yk, kh, kw, sh, sw, dh, dw, oh,
+                                     ow, acc, dacc + (k - ci * m) * taps * ow)
+        if mode == 1 and not one:
+            for r in range(h):
+                memcpy(src + r * w, xp + (r + ph) * pitch + pw, w * sizeof(real_t))
+        if by_channel and s == n - 1:
+            for r in range(m * taps):
+                tot = 0.0
+                for q in range(ow):
+                    tot += dacc[r * ow + q]
+                gw[ci * m * taps + r] = tot
 
 
 # --------------------------------------------------------------------------
@@ -557,44 +692,50 @@ cdef void _vol2col(real_t* x, Py_ssize_t n, Py_ssize_t c, Py_ssize_t d,
                    Py_ssize_t od, Py_ssize_t oh, Py_ssize_t ow, real_t* cols,
                    bint adjoint, bint rows_first) noexcept nogil:
     # g = kernel (kd, kh, kw), stride, padding, dilation, 3 entries each.
-    # The same loop nest as _im2col with the depth taps outside the rows.
+    # The same loop nest as _im2col with the depth taps outside the rows
+    # (block t of OD * OH * OW entries, walked front to back in both layouts).
     cdef Py_ssize_t kd = g[0], kh = g[1], kw = g[2]
     cdef Py_ssize_t sd = g[3], sh = g[4], sw = g[5]
     cdef Py_ssize_t pd = g[6], ph = g[7], pw = g[8]
     cdef Py_ssize_t dd = g[9], dh = g[10], dw = g[11]
-    cdef Py_ssize_t s, ci, a, i, j, z, o, iz, ih, off, lo, hi, row
+    cdef Py_ssize_t t, s, ci, a, i, j, z, o, iz, ih, off, lo, hi, row, rest
     cdef Py_ssize_t plane = oh * ow, length = od * oh * ow, k = c * kd * kh * kw
+    cdef Py_ssize_t taps = kd * kh * kw
     cdef real_t* dst
     cdef real_t* src
     cdef real_t* vol
-    for s in range(n):
-        for ci in range(c):
-            vol = x + (s * c + ci) * d * h * w
-            for a in range(kd):
-                for i in range(kh):
-                    for j in range(kw):
-                        off = j * dw - pw
-                        _ow_range(ow, w, sw, off, &lo, &hi)
-                        row = ((ci * kd + a) * kh + i) * kw + j
-                        if rows_first:
-                            dst = cols + (row * n + s) * length
-                        else:
-                            dst = cols + (s * k + row) * length
-                        for z in range(od):
-                            iz = z * sd - pd + a * dd
-                            if iz < 0 or iz >= d:
-                                if not adjoint:
-                                    _zero(dst, 0, plane)
-                                dst += plane
-                                continue
-                            src = vol + iz * h * w
-                            for o in range(oh):
-                                ih = o * sh - ph + i * dh
-                                if ih < 0 or ih >= h:
-                                    if not adjoint:
-                                        _zero(dst, 0, ow)
-                                elif adjoint:
-                                    _add_row(src + ih * w, off, sw, dst, lo, hi)
-                                else:
-                                    _copy_row(src + ih * w, off, sw, dst, lo, hi, ow)
-                                dst += ow
+    for t in range(n * k):
+        if rows_first:
+            row = t // n
+            s = t - row * n
+        else:
+            s = t // k
+            row = t - s * k
+        ci = row // taps
+        rest = row - ci * taps
+        a = rest // (kh * kw)
+        rest = rest - a * kh * kw
+        i = rest // kw
+        j = rest - i * kw
+        vol = x + (s * c + ci) * d * h * w
+        dst = cols + t * length
+        off = j * dw - pw
+        _ow_range(ow, w, sw, off, &lo, &hi)
+        for z in range(od):
+            iz = z * sd - pd + a * dd
+            if iz < 0 or iz >= d:
+                if not adjoint:
+                    _zero(dst, 0, plane)
+                dst += plane
+                continue
+            src = vol + iz * h * w
+            for o in range(oh):
+                ih = o * sh - ph + i * dh
+                if ih < 0 or ih >= h:
+                    if not adjoint:
+                        _zero(dst, 0, ow)
+                elif adjoint:
+                    _add_row(src + ih * w, off, sw, dst, lo, hi)
+                else:
+                    _copy_row(src + ih * w, off, sw, dst, lo, hi, ow)
+                dst += ow

@@ -77,6 +77,24 @@ cdef inline double _dot_dev(const real_t* q, const real_t* p, Py_ssize_t n,
 
 
 cdef extern from "cg_norm.h":
+    double cg_ln_sum_f(const float* p, Py_ssize_t n) noexcept nogil
+    double cg_ln_sum_d(const double* p, Py_ssize_t n) noexcept nogil
+    void cg_ln_fwd_rows_f(const float* x, Py_ssize_t r, Py_ssize_t n,
+                          Py_ssize_t groups, double eps, int rms, const float* w,
+                          const float* b, float* y, double* mean,
+                          double* rstd) noexcept nogil
+    void cg_ln_fwd_rows_d(const double* x, Py_ssize_t r, Py_ssize_t n,
+                          Py_ssize_t groups, double eps, int rms, const double* w,
+                          const double* b, double* y, double* mean,
+                          double* rstd) noexcept nogil
+    void cg_ln_bwd_rows_f(const float* g, const float* x, Py_ssize_t r, Py_ssize_t n,
+                          Py_ssize_t groups, const float* w, int rms,
+                          const double* mean, const double* rstd, double* dw,
+                          double* db, float* dx) noexcept nogil
+    void cg_ln_bwd_rows_d(const double* g, const double* x, Py_ssize_t r,
+                          Py_ssize_t n, Py_ssize_t groups, const double* w, int rms,
+                          const double* mean, const double* rstd, double* dw,
+                          double* db, double* dx) noexcept nogil
     double cg_sqdev_f(const float* p, Py_ssize_t n, double m) noexcept nogil
     double cg_sqdev_d(const double* p, Py_ssize_t n, double m) noexcept nogil
     void cg_ln_out_f(const float* p, Py_ssize_t n, float m, float sd, const float* w,
@@ -108,6 +126,22 @@ cdef inline double _sq_dev_row(const real_t* p, Py_ssize_t n, double m) noexcept
         return cg_sqdev_f(p, n, m)
     else:
         return cg_sqdev_d(p, n, m)
+
+
+# Rows shorter than this take cg_norm.h's 16-lane double sums (row_sum and
+# row_dot add serially below their 512-entry blocks); layer norm's (L = 1)
+# take its chunked whole-array loops.
+cdef enum:
+    _SHORT_ROW = 512
+
+
+cdef inline double _row_sum(const real_t* p, Py_ssize_t n) noexcept nogil:
+    if n >= _SHORT_ROW:
+        return row_sum(p, n)
+    if real_t is float:
+        return cg_ln_sum_f(p, n)
+    else:
+        return cg_ln_sum_d(p, n)
 
 
 cdef inline void _ln_out(const real_t* p, Py_ssize_t n, real_t m, real_t sd,
@@ -358,17 +392,23 @@ cdef void _row_norm_fwd(const real_t* x, Py_ssize_t r, Py_ssize_t cg,
     cdef real_t* q
     cdef double acc, m, sd, wc, bc
     cdef real_t ar, cr
+    if l == 1 and 0 < d < _SHORT_ROW:
+        if real_t is float:
+            cg_ln_fwd_rows_f(x, r, d, groups, eps, rms, w, b, y, mean, rstd)
+        else:
+            cg_ln_fwd_rows_d(x, r, d, groups, eps, rms, w, b, y, mean, rstd)
+        return
     for i in range(r):
         p = x + i * d
         q = y + i * d
+        ch0 = (i % groups) * cg
         m = 0.0
         if not rms and d > 0:
-            m = row_sum(p, d) / d
+            m = _row_sum(p, d) / d
         acc = _sq_dev_row(p, d, m)
         sd = 1.0 / sqrt((acc / d if d > 0 else 0.0) + eps)
         mean[i] = m
         rstd[i] = sd
-        ch0 = (i % groups) * cg
         if l == 1:
             _ln_out(p, d, <real_t>m, <real_t>sd, w + ch0 if w != NULL else NULL,
                     b + ch0 if b != NULL else NULL, q)
@@ -427,6 +467,12 @@ cdef void _row_norm_bwd(const real_t* x, const real_t* g, Py_ssize_t r,
     cdef real_t* o
     cdef double m, sd, wc, s1, s2, gxh, gs, u, v
     cdef real_t ur, vr, ar
+    if l == 1 and d < _SHORT_ROW:
+        if real_t is float:
+            cg_ln_bwd_rows_f(g, x, r, d, groups, w, rms, mean, rstd, dw, db, dx)
+        else:
+            cg_ln_bwd_rows_d(g, x, r, d, groups, w, rms, mean, rstd, dw, db, dx)
+        return
     for i in range(r):
         p = x + i * d
         q = g + i * d
@@ -444,7 +490,7 @@ cdef void _row_norm_bwd(const real_t* x, const real_t* g, Py_ssize_t r,
                 s1 = row_sum(tmp, d)
                 s2 = (row_dot(tmp, p, d) - m * s1) * sd
             else:
-                s1 = row_sum(q, d)
+                s1 = _row_sum(q, d)
                 s2 = _dot_dev(q, p, d, m) * sd
             if dw != NULL or db != NULL:
                 _ln_dwdb(q, p, d, m, sd, dw + ch0 if dw != NULL else NULL,

@@ -32,7 +32,7 @@ def _lower(x, ks, geo, rows_first):
     length = outs[0] * outs[1] * outs[2]
     kk = c * ks[0] * ks[1] * ks[2]
     shape = (kk, n, length) if rows_first else (n, kk, length)
-    cols = np.empty(shape, dtype=x.dtype)
+    cols = _products.scratch(shape, x.dtype)
     _k.vol2col(np.ascontiguousarray(x), tuple(ks), geo[0], geo[1], geo[2], cols,
                rows_first)
     return cols, outs
@@ -67,10 +67,7 @@ def conv_arr(x, w, b, geo, cols=None):
         outs = out_size(x.shape[2:], ks, geo)
     length = outs[0] * outs[1] * outs[2]
     k = cg * ks[0] * ks[1] * ks[2]
-    # (O, K) @ (K, N*L) in the big layout: for 3-d shapes (L in the
-    # thousands, O small) 1.4x faster than the 2-d path's (N*L, K) @ (K, O)
-    # (measured, one thread, Conv3d(16, 32, 3) on 16^3)
-    y = _products.forward(cols, w, b, n, k, length, groups, big, wide=True)
+    y = _products.forward(cols, w, b, n, k, length, groups, big)
     return y.reshape((n, o) + outs), cols
 
 
@@ -83,10 +80,11 @@ def conv_t_arr(g, w, x_shape, geo):
     n = g.shape[0]
     k = cg * ks[0] * ks[1] * ks[2]
     length = g.shape[2] * g.shape[3] * g.shape[4]
-    gcols = _products.input_grad_cols(g, w, n, k, length, groups,
-                                      np.empty((n, groups * k, length), dtype=g.dtype))
+    gcols = _products.input_grad_cols(
+        g, w, n, k, length, groups, _products.scratch((n, groups * k, length), g.dtype))
     x = np.empty(tuple(x_shape), dtype=g.dtype)
     _k.col2vol(gcols, ks, geo[0], geo[1], geo[2], x)
+    _products.recycle(gcols)
     return x
 
 
@@ -99,10 +97,13 @@ def conv_w_arr(x, g, w_shape, geo, cols=None):
     big = _big(w_shape, groups)
     if x is not None:
         g = pad_to(g, out_size(x.shape[2:], ks, geo))
-    if cols is None:
+    own = cols is None  # lowered here, so recycled here
+    if own:
         cols = _lower(x, ks, geo, big)[0]
     g = np.ascontiguousarray(g)
     n = g.shape[0]
     k = cg * ks[0] * ks[1] * ks[2]
     gw = _products.weight_grad(cols, g, n, o, k, groups, big)
+    if own:
+        _products.recycle(cols)
     return np.ascontiguousarray(gw).reshape(w_shape)

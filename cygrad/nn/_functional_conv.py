@@ -28,7 +28,6 @@ volumes ``(N, C, D, H, W)`` stay 5-d: the three array maps hand them to
 from __future__ import annotations
 
 import math
-import threading
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -41,6 +40,8 @@ from cygrad.creation import from_numpy
 
 from . import _conv3d_arrays as _a3
 from . import _conv_products as _products
+from ._conv_products import recycle as _recycle
+from ._conv_products import scratch as _scratch
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -131,35 +132,6 @@ def _out_hw(h, w, kh, kw, geo):
     return (_k.conv_out_size(h, kh, sh, ph, dh), _k.conv_out_size(w, kw, sw, pw, dw))
 
 
-# Scratch buffers for patch matrices and their gradients (14 MB for the
-# second layer of the MNIST CNN at batch 128).  A fresh np.empty that large
-# is mmapped and page-faulted on every step (about 2 ms of a 30 ms step,
-# measured); buffers that a backward has finished with are kept, per thread,
-# for the next call of the same shape.  Only arrays no one else can see are
-# recycled: saved patch matrices (never returned) and temporaries.
-_WS = threading.local()
-_WS_KEEP = 4
-
-
-def _scratch(shape, dtype):
-    pool = getattr(_WS, "pool", None)
-    if pool:
-        dtype = np.dtype(dtype)
-        for i, a in enumerate(pool):
-            if a.shape == shape and a.dtype == dtype:
-                return pool.pop(i)
-    return np.empty(shape, dtype=dtype)
-
-
-def _recycle(a):
-    if a is None or not a.flags.owndata:  # a view may alias someone's data
-        return
-    pool = _WS.__dict__.setdefault("pool", [])
-    pool.append(a)
-    if len(pool) > _WS_KEEP:
-        del pool[0]
-
-
 def _cols(x, kh, kw, geo, rows_first=False):
     """im2col of x (N, C, H, W): (N, C*kh*kw, OH*OW), or with ``rows_first``
     the batch matrix (C*kh*kw, N, OH*OW)."""
@@ -202,9 +174,8 @@ def _depthwise_arr(x, w, b, geo):
     oh, ow = _out_hw(h, wd, kh, kw, geo)
     y = np.empty((n, o, oh, ow), dtype=x.dtype)
     _k.depthwise_fwd(x, np.ascontiguousarray(w).reshape(o, kh * kw),
-                     *_geo_args(kh, kw, geo), y)
-    if b is not None:
-        y += b.reshape(1, o, 1, 1)
+                     *_geo_args(kh, kw, geo), y,
+                     None if b is None else np.ascontiguousarray(b))
     return y
 
 
@@ -291,12 +262,15 @@ def _conv_w_arr(x, g, w_shape, geo, cols=None):
     big = _batch_matrix(w_shape, groups)
     if x is not None:
         g = _pad_to(g, *_out_hw(x.shape[2], x.shape[3], kh, kw, geo))
-    if cols is None:
+    own = cols is None  # lowered here, so recycled here
+    if own:
         cols = _cols(x, kh, kw, geo, rows_first=big)[0]
     g = np.ascontiguousarray(g)
     n = g.shape[0]
     k = cg * kh * kw
     gw = _products.weight_grad(cols, g, n, o, k, groups, big)
+    if own:
+        _recycle(cols)
     return np.ascontiguousarray(gw).reshape(w_shape)
 
 
@@ -411,6 +385,7 @@ class _ConvTransposeData(Function):
         if needs[1]:
             gw = _wrap_like(_conv_w_arr(h4, _arr4(g._arr), w4.shape, geo, cols),
                             tuple(w.shape))
+        _recycle(cols)
         if needs[2]:
             gb = from_numpy(np.ascontiguousarray(_bias_grad(h4)))
         return gg, gw, gb, None, None
