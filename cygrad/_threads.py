@@ -47,7 +47,8 @@ def _find_blas_setter():
     if _searched:
         return _blas_setter
     _searched = True
-    for path in sorted(_loaded_libraries()):
+    # NumPy's own BLAS first (torch or SciPy may have loaded others)
+    for path in sorted(_loaded_libraries(), key=lambda p: ("numpy" not in p, p)):
         name = os.path.basename(path)
         for fragment, symbols in _SETTERS:
             if fragment not in name:
