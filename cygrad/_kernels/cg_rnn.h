@@ -15,6 +15,11 @@
  * Accuracy: a few float32 ulps (relative error < 1e-6), NaN propagates;
  * below exp's normal range e is 0 (sigmoid(-100) = 0, not a subnormal).
  * Branch-free (cg_pick_f), so each gate loop vectorizes.
+ *
+ * Pointers are restrict (rnn.pyx's contract: only c / dc are read and
+ * written in place, no output aliases an input).  Without it GCC gave up
+ * on the run-time overlap checks of the LSTM cell-update loop (seven
+ * pointers) and ran it scalar: 29 us of a 16 x 128 step's 34 us.
  */
 #ifndef CG_RNN_H
 #define CG_RNN_H
@@ -41,9 +46,11 @@ CG_INLINE float cg_rnn_tanh(float x) {
 }
 
 /* LSTM, gates [i | f | g | o]: c' = f c + i g, h = o tanh(c'). */
-CG_SIMD_FN(void, cg_lstm_fwd_f, (const float* gi, const float* gh, float* c,
-                                    float* gates, float* cprev, float* tc,
-                                    float* h, ptrdiff_t bs, ptrdiff_t hid), (gi, gh, c, gates, cprev, tc, h, bs, hid), {
+CG_SIMD_FN(void, cg_lstm_fwd_f, (const float* restrict gi,
+                                    const float* restrict gh, float* restrict c,
+                                    float* restrict gates, float* restrict cprev,
+                                    float* restrict tc, float* restrict h,
+                                    ptrdiff_t bs, ptrdiff_t hid), (gi, gh, c, gates, cprev, tc, h, bs, hid), {
     for (ptrdiff_t b = 0; b < bs; b++) {
         const float* x = gi + b * 4 * hid;
         const float* y = gh + b * 4 * hid;
@@ -69,10 +76,12 @@ CG_SIMD_FN(void, cg_lstm_fwd_f, (const float* gi, const float* gh, float* c,
 
 /* GRU, gates [r | z | n]: r, z = sigmoid(gi + gh + b), hn = gh_n + b_n,
    n = tanh(gi_n + r hn), h = (1 - z) n + z hprev.  bhh may be NULL. */
-CG_SIMD_FN(void, cg_gru_fwd_f, (const float* gi, const float* gh,
-                                   const float* bhh, const float* hprev,
-                                   float* gates, float* hn, float* h, ptrdiff_t bs,
-                                   ptrdiff_t hid), (gi, gh, bhh, hprev, gates, hn, h, bs, hid), {
+CG_SIMD_FN(void, cg_gru_fwd_f, (const float* restrict gi,
+                                   const float* restrict gh,
+                                   const float* restrict bhh,
+                                   const float* restrict hprev,
+                                   float* restrict gates, float* restrict hn,
+                                   float* restrict h, ptrdiff_t bs, ptrdiff_t hid), (gi, gh, bhh, hprev, gates, hn, h, bs, hid), {
     for (ptrdiff_t b = 0; b < bs; b++) {
         const float* x = gi + b * 3 * hid;
         const float* y = gh + b * 3 * hid;
@@ -99,7 +108,8 @@ CG_SIMD_FN(void, cg_gru_fwd_f, (const float* gi, const float* gh,
 })
 
 /* Elman tanh: h = tanh(gi + gh). */
-CG_SIMD_FN(void, cg_rnn_tanh_f, (const float* gi, const float* gh, float* h,
+CG_SIMD_FN(void, cg_rnn_tanh_f, (const float* restrict gi,
+                                    const float* restrict gh, float* restrict h,
                                     ptrdiff_t n), (gi, gh, h, n), {
     for (ptrdiff_t k = 0; k < n; k++)
         h[k] = cg_rnn_tanh(gi[k] + gh[k]);
@@ -109,8 +119,10 @@ CG_SIMD_FN(void, cg_rnn_tanh_f, (const float* gi, const float* gh, float* h,
    that vectorizes under CG_SIMD_FN): dc_tot = dc + dh o (1 - tc^2),
    pre-activation gradients of i, f, g, o, and dc <- dc_tot f. */
 #define CG_LSTM_BWD(NAME, T)                                                    \
-CG_SIMD_FN(void, NAME, (const T* dh, T* dc, const T* gates, const T* cprev,     \
-                        const T* tc, T* dg, ptrdiff_t bs, ptrdiff_t hid),        \
+CG_SIMD_FN(void, NAME, (const T* restrict dh, T* restrict dc,                   \
+                        const T* restrict gates, const T* restrict cprev,       \
+                        const T* restrict tc, T* restrict dg, ptrdiff_t bs,     \
+                        ptrdiff_t hid),                                         \
            (dh, dc, gates, cprev, tc, dg, bs, hid), {                           \
     for (ptrdiff_t b = 0; b < bs; b++) {                                        \
         const T* g = gates + b * 4 * hid;                                       \
