@@ -41,6 +41,12 @@ __all__ = ["rnn_cell", "rnn_layer"]
 
 # per mode: gates per hidden unit
 _GATES = {"RNN_TANH": 1, "RNN_RELU": 1, "LSTM": 4, "GRU": 3}
+_F32 = np.dtype(np.float32)
+# An LSTM cell step whose products have at most this many multiply-adds per
+# gate block (batch * hidden * (input + hidden)) runs as one compiled call
+# (_k.lstm_cell) instead of two NumPy matmuls, two bias additions and the
+# gate kernel: at batch 1, hidden 64 the calls cost more than the products.
+_SMALL_CELL = 1 << 15
 
 
 class _Spec:
@@ -329,6 +335,21 @@ class _Cell(Function):
         wih, whh = w_ih._arr, w_hh._arr
         bs, hid = ha.shape
         dt = xa.dtype
+        ctx.mode = mode
+        ctx.arrs = (xa, ha)
+        if (mode == "LSTM" and dt == _F32 and wih.dtype == _F32
+                and bs * hid * (xa.shape[1] + hid) <= _SMALL_CELL):
+            # one compiled call, products included (_k.lstm_cell); c is
+            # read, not copied, and is the backward's cprev (saved below,
+            # so an in-place change to it is caught)
+            ca = np.ascontiguousarray(c._arr)
+            out, cn, gates, tc = _k.lstm_cell(
+                xa, ha, ca, np.ascontiguousarray(wih), np.ascontiguousarray(whh),
+                None if b_ih is None else np.ascontiguousarray(b_ih._arr),
+                None if b_hh is None else np.ascontiguousarray(b_hh._arr))
+            ctx.state = (gates, ca, tc)
+            ctx.save_for_backward(x, h, c, w_ih, w_hh)
+            return from_numpy(out), from_numpy(cn)
         gi = np.matmul(xa, wih.T)
         if b_ih is not None:
             gi += b_ih._arr
@@ -336,8 +357,6 @@ class _Cell(Function):
                 gi += b_hh._arr
         gh = np.matmul(ha, whh.T)
         out = np.empty((bs, hid), dt)
-        ctx.mode = mode
-        ctx.arrs = (xa, ha)
         if mode == "LSTM":
             cn = np.array(c._arr, dtype=dt, order="C")
             gates = np.empty((bs, 4 * hid), dt)
@@ -357,7 +376,7 @@ class _Cell(Function):
             _k.rnn_fwd(gi, gh, out, mode == "RNN_RELU")
             ctx.state = (out,)
             res = from_numpy(out)
-        ctx.save_for_backward(x, h, c, w_ih, w_hh, b_ih, b_hh)
+        ctx.save_for_backward(x, h, c, w_ih, w_hh)
         return res
 
     @staticmethod
@@ -367,7 +386,7 @@ class _Cell(Function):
                 "double backward (create_graph=True) through an RNN/LSTM/GRU layer "
                 "or cell is not supported by cygrad: its backward is one compiled "
                 "BPTT pass")
-        x, h, c, w_ih, w_hh, b_ih, b_hh = ctx.saved_tensors
+        x, h, c, w_ih, w_hh = ctx.saved_tensors
         needs = ctx.needs_input_grad
         mode = ctx.mode
         xa, ha = ctx.arrs
