@@ -26,6 +26,7 @@
 
 #include <math.h>
 #include <stddef.h>
+#include <string.h>
 #include "cg_math.h"
 #include "cg_simd.h"
 
@@ -74,22 +75,48 @@ CG_SIMD_FN(void, cg_lstm_fwd_f, (const float* restrict gi,
     }
 })
 
-/* a . b over n floats in eight partial sums (GCC turns the inner loop into
-   one vector FMA; a single running sum would stay scalar without
-   -ffast-math).  The summation order differs from BLAS's: results agree to
-   float rounding, not bit for bit. */
-CG_INLINE float cg_rnn_dot_f(const float* restrict a, const float* restrict b,
-                             ptrdiff_t n) {
-    float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+/* out[r] = w[r] . x (r < 4, rows ld apart) over n floats, in 8-float
+   vector partial sums (GCC vector extensions: plain loops stayed scalar or
+   spilled).  Four rows share the loads of x and give four independent FMA
+   chains.  The summation order differs from BLAS's: results agree to float
+   rounding, not bit for bit. */
+typedef float cg_v8f __attribute__((vector_size(32)));
+
+CG_INLINE cg_v8f cg_v8f_load(const float* p) {
+    cg_v8f v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+CG_INLINE float cg_v8f_sum(cg_v8f a) {
+    return ((a[0] + a[4]) + (a[1] + a[5])) + ((a[2] + a[6]) + (a[3] + a[7]));
+}
+
+CG_INLINE void cg_rnn_dot4_f(const float* restrict w, ptrdiff_t ld,
+                             const float* restrict x, ptrdiff_t n,
+                             float* restrict out) {
+    cg_v8f a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
+    const float *w0 = w, *w1 = w + ld, *w2 = w + 2 * ld, *w3 = w + 3 * ld;
     ptrdiff_t k = 0;
-    for (; k + 8 <= n; k += 8)
-        for (int l = 0; l < 8; l++)
-            acc[l] += a[k + l] * b[k + l];
-    float s = ((acc[0] + acc[4]) + (acc[1] + acc[5]))
-            + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
-    for (; k < n; k++)
-        s += a[k] * b[k];
-    return s;
+    for (; k + 8 <= n; k += 8) {
+        cg_v8f xv = cg_v8f_load(x + k);
+        a0 += cg_v8f_load(w0 + k) * xv;
+        a1 += cg_v8f_load(w1 + k) * xv;
+        a2 += cg_v8f_load(w2 + k) * xv;
+        a3 += cg_v8f_load(w3 + k) * xv;
+    }
+    float s0 = cg_v8f_sum(a0), s1 = cg_v8f_sum(a1);
+    float s2 = cg_v8f_sum(a2), s3 = cg_v8f_sum(a3);
+    for (; k < n; k++) {
+        s0 += w0[k] * x[k];
+        s1 += w1[k] * x[k];
+        s2 += w2[k] * x[k];
+        s3 += w3[k] * x[k];
+    }
+    out[0] = s0;
+    out[1] = s1;
+    out[2] = s2;
+    out[3] = s3;
 }
 
 /* One small-batch LSTM cell step, products included: pre-activations
@@ -114,9 +141,13 @@ CG_SIMD_FN(void, cg_lstm_cell_f, (const float* restrict x,
         const float* hr = h + b * hid;
         float* g = gates + b * 4 * hid;
         ptrdiff_t s = b * hid, j;
-        for (j = 0; j < 4 * hid; j++)
-            g[j] = cg_rnn_dot_f(wih + j * in, xr, in)
-                   + cg_rnn_dot_f(whh + j * hid, hr, hid);
+        float pi[4], ph[4];
+        for (j = 0; j < 4 * hid; j += 4) {     /* 4 hid rows: no remainder */
+            cg_rnn_dot4_f(wih + j * in, in, xr, in, pi);
+            cg_rnn_dot4_f(whh + j * hid, hid, hr, hid, ph);
+            for (int r = 0; r < 4; r++)
+                g[j + r] = pi[r] + ph[r];
+        }
         if (bih)
             for (j = 0; j < 4 * hid; j++)
                 g[j] += bih[j];

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from cygrad._kernels import rnn as _k
+from cygrad._kernels.engine import _wrap
 from cygrad.autograd.function import Function
 from cygrad.autograd.grad_mode import is_grad_enabled
 from cygrad.creation import from_numpy
@@ -349,7 +350,8 @@ class _Cell(Function):
                 None if b_hh is None else np.ascontiguousarray(b_hh._arr))
             ctx.state = (gates, ca, tc)
             ctx.save_for_backward(x, h, c, w_ih, w_hh)
-            return from_numpy(out), from_numpy(cn)
+            # fresh aligned float arrays: from_numpy's checks cannot fail
+            return _wrap(out), _wrap(cn)
         gi = np.matmul(xa, wih.T)
         if b_ih is not None:
             gi += b_ih._arr
