@@ -82,15 +82,11 @@ CG_SIMD_FN(void, cg_lstm_fwd_f, (const float* restrict gi,
    rounding, not bit for bit. */
 typedef float cg_v8f __attribute__((vector_size(32)));
 
-CG_INLINE cg_v8f cg_v8f_load(const float* p) {
-    cg_v8f v;
-    memcpy(&v, p, sizeof v);
-    return v;
-}
-
-CG_INLINE float cg_v8f_sum(cg_v8f a) {
-    return ((a[0] + a[4]) + (a[1] + a[5])) + ((a[2] + a[6]) + (a[3] + a[7]));
-}
+/* macros, not functions: a function passing an AVX vector by value warns
+   (-Wpsabi) in the baseline copy */
+#define CG_V8F_LOAD(v, p) memcpy(&(v), (p), sizeof(cg_v8f))
+#define CG_V8F_SUM(a) \
+    (((a)[0] + (a)[4]) + ((a)[1] + (a)[5])) + (((a)[2] + (a)[6]) + ((a)[3] + (a)[7]))
 
 CG_INLINE void cg_rnn_dot4_f(const float* restrict w, ptrdiff_t ld,
                              const float* restrict x, ptrdiff_t n,
@@ -99,14 +95,19 @@ CG_INLINE void cg_rnn_dot4_f(const float* restrict w, ptrdiff_t ld,
     const float *w0 = w, *w1 = w + ld, *w2 = w + 2 * ld, *w3 = w + 3 * ld;
     ptrdiff_t k = 0;
     for (; k + 8 <= n; k += 8) {
-        cg_v8f xv = cg_v8f_load(x + k);
-        a0 += cg_v8f_load(w0 + k) * xv;
-        a1 += cg_v8f_load(w1 + k) * xv;
-        a2 += cg_v8f_load(w2 + k) * xv;
-        a3 += cg_v8f_load(w3 + k) * xv;
+        cg_v8f xv, v0, v1, v2, v3;
+        CG_V8F_LOAD(xv, x + k);
+        CG_V8F_LOAD(v0, w0 + k);
+        CG_V8F_LOAD(v1, w1 + k);
+        CG_V8F_LOAD(v2, w2 + k);
+        CG_V8F_LOAD(v3, w3 + k);
+        a0 += v0 * xv;
+        a1 += v1 * xv;
+        a2 += v2 * xv;
+        a3 += v3 * xv;
     }
-    float s0 = cg_v8f_sum(a0), s1 = cg_v8f_sum(a1);
-    float s2 = cg_v8f_sum(a2), s3 = cg_v8f_sum(a3);
+    float s0 = CG_V8F_SUM(a0), s1 = CG_V8F_SUM(a1);
+    float s2 = CG_V8F_SUM(a2), s3 = CG_V8F_SUM(a3);
     for (; k < n; k++) {
         s0 += w0[k] * x[k];
         s1 += w1[k] * x[k];
