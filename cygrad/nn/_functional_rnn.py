@@ -382,11 +382,18 @@ class _Cell(Function):
             # one compiled call, products included (_k.lstm_cell); c is
             # read, not copied, and is the backward's cprev (saved below,
             # so an in-place change to it is caught)
-            ca = np.ascontiguousarray(c._arr)
-            out, cn, gates, tc = _k.lstm_cell(
-                xa, ha, ca, np.ascontiguousarray(wih), np.ascontiguousarray(whh),
-                None if b_ih is None else np.ascontiguousarray(b_ih._arr),
-                None if b_hh is None else np.ascontiguousarray(b_hh._arr))
+            ca = c._arr
+            bi = None if b_ih is None else b_ih._arr
+            bh = None if b_hh is None else b_hh._arr
+            try:
+                out, cn, gates, tc = _k.lstm_cell(xa, ha, ca, wih, whh, bi, bh)
+            except ValueError:
+                # a non-contiguous state or weight (a view assigned to the
+                # module): contiguous copies, then the same call
+                ca = np.ascontiguousarray(ca)
+                out, cn, gates, tc = _k.lstm_cell(
+                    xa, ha, ca, *(None if a is None else np.ascontiguousarray(a)
+                                  for a in (wih, whh, bi, bh)))
             ctx.state = (gates, ca, tc)
             ctx.save_for_backward(x, h, c, w_ih, w_hh)
             # fresh aligned float arrays: from_numpy's checks cannot fail
