@@ -253,6 +253,49 @@ def test_mha_matches_torch(bias, add_bias_kv, add_zero_attn, kvdim, batch_first,
             _close(p2.grad.numpy(), p1.grad.numpy(), dt)
 
 
+@pytest.mark.parametrize("bias", [True, False])
+@pytest.mark.parametrize("dt", [np.float64, np.float32])
+def test_mha_batch_first_self_attention_matches_torch(bias, dt):
+    """query, key and value one batch-first tensor: the packed path (one
+    in_proj product, heads as views) against torch, with every mask kind."""
+    tm, cm = _mha_pair(dt, bias=bias, batch_first=True)
+    tm.eval()
+    cm.eval()
+    rng = np.random.default_rng(5)
+    N, L = 3, 5
+    x = rng.standard_normal((N, L, 8)).astype(dt)
+    kpm = np.zeros((N, L), bool)
+    kpm[1, -2:] = True
+    causal = np.triu(np.full((L, L), -np.inf, dt), 1)
+    m3 = rng.standard_normal((N * 2, L, L)).astype(dt)
+    cases = [(True, True, None, None), (False, True, causal, None),
+             (True, False, causal, kpm), (True, True, m3, None),
+             (False, True, None, kpm)]
+    for need, avg, am, pm in cases:
+        xt, xc = _tt(x, True), _c(x, True)
+        kt = {"need_weights": need, "average_attn_weights": avg,
+              "attn_mask": None if am is None else _tt(am),
+              "key_padding_mask": None if pm is None else _tt(pm)}
+        kc = {"need_weights": need, "average_attn_weights": avg,
+              "attn_mask": None if am is None else _c(am),
+              "key_padding_mask": None if pm is None else _c(pm)}
+        ot, wt = tm(xt, xt, xt, **kt)
+        oc, wc = cm(xc, xc, xc, **kc)
+        _close(oc.detach().numpy(), ot.detach().numpy(), dt)
+        if need:
+            _close(wc.detach().numpy(), wt.detach().numpy(), dt)
+        else:
+            assert wc is None and wt is None
+        tm.zero_grad()
+        cm.zero_grad()
+        ((ot ** 2).sum() + ((wt ** 2).sum() if need else 0)).backward()
+        ((oc ** 2).sum() + ((wc ** 2).sum() if need else 0)).backward()
+        _close(xc.grad.numpy(), xt.grad.numpy(), dt)
+        for (n1, p1), (n2, p2) in zip(tm.named_parameters(), cm.named_parameters()):
+            assert n1 == n2
+            _close(p2.grad.numpy(), p1.grad.numpy(), dt)
+
+
 def test_mha_unbatched_bool_3d_mask_and_state_dict_back():
     dt = np.float64
     tm, cm = _mha_pair(dt)

@@ -587,3 +587,28 @@ def _reference_layer(spec, x, h0, c0, *weights):
     if spec.mode == "LSTM":
         res += (cygrad.stack(cns, 0),)
     return res
+
+
+def test_lstm_cell_small_step_with_non_contiguous_state_and_weight():
+    """The one-call small-batch LSTMCell path takes views too (it copies
+    them): a transposed c and a transposed weight_hh, against torch."""
+    torch.manual_seed(0)
+    tc_ = torch.nn.LSTMCell(8, 6)
+    cc = nn.LSTMCell(8, 6)
+    with cygrad.no_grad():
+        for a, b in zip(tc_.parameters(), cc.parameters(), strict=True):
+            b.copy_(_c(a.detach().numpy()))
+    w = nn.Parameter(_c(np.ascontiguousarray(tc_.weight_hh.detach().numpy().T)).T)
+    cc.weight_hh = w
+    rng = np.random.default_rng(0)
+    x, h = (rng.standard_normal((2, n)).astype(np.float32) for n in (8, 6))
+    c = rng.standard_normal((6, 2)).astype(np.float32)
+    c_view = _c(c).T
+    assert not c_view._arr.flags.c_contiguous and not w._arr.flags.c_contiguous
+    h1, c1 = cc(_c(x), (_c(h), c_view))
+    th1, tc1 = tc_(_tt(x), (_tt(h), _tt(c).T))
+    np.testing.assert_allclose(h1.detach().numpy(), th1.detach().numpy(), atol=1e-6)
+    np.testing.assert_allclose(c1.detach().numpy(), tc1.detach().numpy(), atol=1e-6)
+    (h1.sum() + c1.sum()).backward()
+    (th1.sum() + tc1.sum()).backward()
+    np.testing.assert_allclose(w.grad.numpy(), tc_.weight_hh.grad.numpy(), atol=1e-6)

@@ -75,3 +75,7 @@ def _not_built_message():
 
 if not _engine_files(_HERE, _SUFFIXES):
     raise ImportError(_not_built_message())
+
+from cygrad._kernels._malloc import tune_malloc as _tune_malloc
+
+_tune_malloc()

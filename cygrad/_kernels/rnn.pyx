@@ -22,6 +22,8 @@ weights: LSTM ``[i | f | g | o]`` (4H), GRU ``[r | z | n]`` (3H).
   ``dc_tot = dc + dh o (1 - tc^2)``; pre-activation gradients
   ``di = dc_tot g i(1-i)``, ``df = dc_tot cprev f(1-f)``,
   ``dg = dc_tot i (1-g^2)``, ``do = dh tc o(1-o)``; ``dc <- dc_tot f``.
+- ``lstm_cell``: a whole float32 cell step at small batch, its two
+  products included (``cg_lstm_cell_f``), for ``nn.LSTMCell``.
 - ``gru_fwd`` (torch's form, reset gate applied after the product):
   ``r, z = sigmoid(gi + gh + b_hh)``, ``hn = gh_n + b_hn``,
   ``n = tanh(gi_n + r hn)``, ``h' = (1 - z) n + z h``.  Writes gates
@@ -42,7 +44,11 @@ output may alias an input.  Threading: single-threaded, GIL released.
 
 from libc.math cimport exp, expf, tanh, tanhf
 
+cimport numpy as cnp
+
 from cygrad._kernels._types cimport real_t
+
+cnp.import_array()
 
 
 cdef extern from "cg_rnn.h":
@@ -54,6 +60,11 @@ cdef extern from "cg_rnn.h":
                       Py_ssize_t bs, Py_ssize_t hid) noexcept nogil
     void cg_rnn_tanh_f(const float* gi, const float* gh, float* h,
                        Py_ssize_t n) noexcept nogil
+    void cg_lstm_cell_f(const float* x, const float* h, const float* c,
+                        const float* wih, const float* whh, const float* bih,
+                        const float* bhh, float* gates, float* cn, float* tc,
+                        float* hn, Py_ssize_t bs, Py_ssize_t n_in,
+                        Py_ssize_t hid) noexcept nogil
     void cg_lstm_bwd_f(const float* dh, float* dc, const float* gates,
                        const float* cprev, const float* tc, float* dg,
                        Py_ssize_t bs, Py_ssize_t hid) noexcept nogil
@@ -196,6 +207,68 @@ cdef void _lstm_fwd(const real_t* gi, const real_t* gh, real_t* c, real_t* gates
             c[b * hid + j] = cn
             tc[b * hid + j] = t
             h[b * hid + j] = og * t
+
+
+cdef const float* _f32(cnp.ndarray a, str what, Py_ssize_t rows,
+                       Py_ssize_t cols) except NULL:
+    """The data of ``a``, checked to be float32, C-contiguous, ``(rows, cols)``
+    (``rows`` < 0: 1-d of ``cols``)."""
+    cdef int nd = 1 if rows < 0 else 2
+    cdef object want, got
+    if (cnp.PyArray_TYPE(a) != cnp.NPY_FLOAT32 or not cnp.PyArray_IS_C_CONTIGUOUS(a)
+            or cnp.PyArray_NDIM(a) != nd or cnp.PyArray_DIMS(a)[nd - 1] != cols
+            or (nd == 2 and cnp.PyArray_DIMS(a)[0] != rows)):
+        want = (cols,)
+        if rows >= 0:
+            want = (rows, cols)
+        got = (<object>a).shape
+        raise ValueError(
+            f"lstm_cell: {what} must be a C-contiguous float32 array of shape "
+            f"{want}, got {(<object>a).dtype} {got}")
+    return <const float*>cnp.PyArray_DATA(a)
+
+
+def lstm_cell(cnp.ndarray x, cnp.ndarray h, cnp.ndarray c, cnp.ndarray w_ih,
+              cnp.ndarray w_hh, object b_ih, object b_hh):
+    """One float32 LSTM cell step, products included (small batches: see
+    ``cg_lstm_cell_f``).  ``x`` (B, I), ``h``, ``c`` (B, H), ``w_ih`` (4H, I),
+    ``w_hh`` (4H, H), ``b_ih``, ``b_hh`` (4H,) or None.  Returns new arrays
+    ``(h', c', gates, tanh(c'))``; ``c`` is left as it is (it is the
+    backward's ``cprev``).  ndarray arguments, no memoryviews: at batch 1
+    acquiring eleven buffers cost more than the arithmetic."""
+    cdef Py_ssize_t bs = cnp.PyArray_DIMS(x)[0] if cnp.PyArray_NDIM(x) == 2 else -1
+    cdef Py_ssize_t n_in = cnp.PyArray_DIMS(x)[cnp.PyArray_NDIM(x) - 1]
+    cdef Py_ssize_t hid = cnp.PyArray_DIMS(c)[cnp.PyArray_NDIM(c) - 1]
+    if bs < 0:
+        raise ValueError("lstm_cell: x must be 2-d")
+    cdef const float* px = _f32(x, "x", bs, n_in)
+    cdef const float* ph = _f32(h, "h", bs, hid)
+    cdef const float* pc = _f32(c, "c", bs, hid)
+    cdef const float* pwi = _f32(w_ih, "w_ih", 4 * hid, n_in)
+    cdef const float* pwh = _f32(w_hh, "w_hh", 4 * hid, hid)
+    cdef const float* pbi = NULL
+    cdef const float* pbh = NULL
+    if b_ih is not None:
+        pbi = _f32(b_ih, "b_ih", -1, 4 * hid)
+    if b_hh is not None:
+        pbh = _f32(b_hh, "b_hh", -1, 4 * hid)
+    cdef cnp.npy_intp d4[2]
+    cdef cnp.npy_intp d1[2]
+    d4[0] = bs
+    d4[1] = 4 * hid
+    d1[0] = bs
+    d1[1] = hid
+    cdef cnp.ndarray gates = cnp.PyArray_EMPTY(2, d4, cnp.NPY_FLOAT32, 0)
+    cdef cnp.ndarray cn = cnp.PyArray_EMPTY(2, d1, cnp.NPY_FLOAT32, 0)
+    cdef cnp.ndarray tc = cnp.PyArray_EMPTY(2, d1, cnp.NPY_FLOAT32, 0)
+    cdef cnp.ndarray hn = cnp.PyArray_EMPTY(2, d1, cnp.NPY_FLOAT32, 0)
+    if bs > 0 and hid > 0:
+        with nogil:
+            cg_lstm_cell_f(px, ph, pc, pwi, pwh, pbi, pbh,
+                           <float*>cnp.PyArray_DATA(gates), <float*>cnp.PyArray_DATA(cn),
+                           <float*>cnp.PyArray_DATA(tc), <float*>cnp.PyArray_DATA(hn),
+                           bs, n_in, hid)
+    return hn, cn, gates, tc
 
 
 def lstm_bwd(const real_t[:, ::1] dh,     # in  (bs, H)

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from cygrad import ops
+from cygrad._kernels import reductions as _R
 from cygrad.autograd.function import Function
 from cygrad.autograd.grad_mode import is_grad_enabled
 from cygrad.creation import from_numpy
@@ -55,6 +56,18 @@ def _sum_to(arr, shape):
 
 
 def _softmax_rows(s, safe):
+    if s.dtype in _REAL and s.flags.c_contiguous and s.size:
+        # one compiled pass per row (max, exp and sum, scale) instead of six
+        # NumPy passes and their temporaries
+        n = s.shape[-1]
+        s2 = s.reshape(-1, n)
+        p = np.empty_like(s2)
+        _R.softmax_fwd(s2, p)
+        if safe:
+            dead = np.isneginf(s2.max(axis=1))
+            if dead.any():
+                p[dead] = 0
+        return p.reshape(s.shape)
     m = s.max(axis=-1, keepdims=True)
     if safe:
         dead = np.isneginf(m)
@@ -80,7 +93,12 @@ class _Attention(Function):
         s = np.matmul(qa, np.swapaxes(ka, -1, -2))
         s *= qa.dtype.type(scale)
         if mask is not None:
-            s = s + mask._arr
+            ma = mask._arr
+            if ma.dtype == s.dtype and ma.ndim <= s.ndim and all(
+                    a == b or a == 1 for a, b in zip(ma.shape[::-1], s.shape[::-1])):
+                s += ma         # the mask broadcasts to s: no new array
+            else:
+                s = s + ma
         p = _softmax_rows(s, safe)
         a = p if keep is None else p * keep
         out = np.matmul(a, va)
@@ -110,7 +128,14 @@ class _Attention(Function):
         if da is None:
             return None, None, gv, None, None, None, None
         dp = da if keep is None else da * keep
-        ds = p * (dp - (dp * p).sum(axis=-1, keepdims=True))
+        if dt in _REAL and p.flags.c_contiguous and p.size:
+            # ds = p * (dp - rowsum(dp * p)): softmax's backward kernel
+            n = p.shape[-1]
+            ds = np.empty(p.shape, dt)
+            _R.softmax_bwd(p.reshape(-1, n), np.ascontiguousarray(dp, dtype=dt)
+                           .reshape(-1, n), ds.reshape(-1, n))
+        else:
+            ds = p * (dp - (dp * p).sum(axis=-1, keepdims=True))
         gq = gk = gm = None
         if needs[0]:
             gq = _sum_to(np.matmul(ds, k._arr) * dt.type(scale), q.shape)

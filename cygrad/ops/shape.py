@@ -108,6 +108,16 @@ def contiguous(input, memory_format=None):
 
 
 def _infer_shape(shape, n):
+    if -1 not in shape:
+        # the common case (every size given): one pass, no list copies
+        known = 1
+        for s in shape:
+            if s < 0:
+                raise RuntimeError(f"invalid shape dimension {s}")
+            known *= s
+        if known != n:
+            raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {n}")
+        return tuple(shape)
     shape = list(shape)
     neg = [i for i, s in enumerate(shape) if s == -1]
     if len(neg) > 1:
@@ -129,8 +139,8 @@ def _infer_shape(shape, n):
 
 def _shape_args(shape):
     if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
-        shape = tuple(shape[0])
-    return tuple(int(s) for s in shape)
+        shape = shape[0]
+    return tuple(map(int, shape))     # map: no generator object per call
 
 
 class Reshape(Function):
@@ -193,8 +203,11 @@ class Permute(Function):
 
     @staticmethod
     def forward(ctx, x, axes):
-        ctx.inv = tuple(np.argsort(axes))
-        return _view_of(x, np.transpose(x._arr, axes))
+        inv = [0] * len(axes)
+        for i, a in enumerate(axes):    # the inverse permutation (np.argsort
+            inv[a] = i                  # of a tuple cost 3 us a call)
+        ctx.inv = tuple(inv)
+        return _view_of(x, x._arr.transpose(axes))
 
     @staticmethod
     def backward(ctx, g):

@@ -153,6 +153,10 @@ class MultiheadAttention(Module):
                 attn_mask: Tensor | None = None, average_attn_weights: bool = True,
                 is_causal: bool = False) -> Any:
         batched = query.dim() == 3
+        packed = (batched and self.batch_first and query is key and key is value
+                  and self._qkv_same_embed_dim and self.bias_k is None
+                  and not self.add_zero_attn)
+        x_in = query
         if batched and self.batch_first:
             query, key, value = (t.transpose(0, 1) for t in (query, key, value))
         if not batched:
@@ -210,6 +214,9 @@ class MultiheadAttention(Module):
             else:
                 raise RuntimeError(
                     f"attn_mask's dimension {mask.dim()} is not supported")
+        if packed:
+            return self._self_attention(x_in, mask, kpm, need_weights,
+                                        average_attn_weights)
         (wq, wk, wv), (bq, bk, bv) = self._projections()
         q = F.linear(query, wq, bq)
         k = F.linear(key, wk, bk)
@@ -248,6 +255,35 @@ class MultiheadAttention(Module):
             weights = weights.mean(1)
         if not batched:
             weights = weights.squeeze(0)
+        return out, weights
+
+
+    def _self_attention(self, x, mask, kpm, need_weights, average_attn_weights):
+        """Batch-first self-attention (query, key and value one tensor, no
+        bias_k, no zero attention) in the input's (B, T, E) layout: one
+        product with the whole ``in_proj_weight`` (B, T, 3E) split as views
+        into heads (B, h, T, hd), so no transposed copies of the input, no
+        three weight slices (each a node whose backward scatters into a
+        zero (3E, E) gradient) and no transposes back.  The same arithmetic
+        as the general path, in another memory order."""
+        bsz, tgt_len, e = (int(n) for n in x.shape)
+        h, hd = self.num_heads, self.head_dim
+        qkv = F.linear(x, self.in_proj_weight, self.in_proj_bias)
+        qkv = qkv.reshape(bsz, tgt_len, 3, h, hd).permute(2, 0, 3, 1, 4)
+        q, k, v = qkv[0], qkv[1], qkv[2]
+        if mask is not None and mask.shape[0] != 1:
+            mask = mask.reshape(bsz, h, tgt_len, tgt_len)
+        if kpm is not None:
+            kpm = kpm.reshape(bsz, 1, 1, tgt_len)
+            mask = kpm if mask is None else mask + kpm
+        p = self.dropout if self.training else 0.0
+        out, weights = attention(q, k, v, mask, p, 1.0 / math.sqrt(hd),
+                                 safe=not need_weights)
+        out = self.out_proj(out.transpose(1, 2).reshape(bsz, tgt_len, e))
+        if not need_weights:
+            return out, None
+        if average_attn_weights:
+            weights = weights.mean(1)
         return out, weights
 
 

@@ -409,47 +409,63 @@ class RNNCellBase(Module):
             s += f", nonlinearity={nl}"
         return s
 
-    def _prepare(self, input, states):
-        """Checks; returns (input 2-d, states 2-d, batched)."""
+    def _weights(self):
+        """``(weight_ih, weight_hh, bias_ih, bias_hh)``: from the parameter
+        table (one dict lookup each; attribute access goes through
+        ``Module.__getattr__`` and cost 1.6 us apiece at batch 1), by
+        attribute when a reparametrization replaced an entry."""
+        p = self._parameters
+        try:
+            return p["weight_ih"], p["weight_hh"], p["bias_ih"], p["bias_hh"]
+        except KeyError:
+            return self.weight_ih, self.weight_hh, self.bias_ih, self.bias_hh
+
+    def _prepare(self, input, states, wdt):
+        """Checks; returns (input 2-d, states 2-d, batched).  Reads the
+        arrays' ndim and shape (a Tensor's ``dim()`` / ``shape`` build
+        objects: a third of an LSTMCell step at batch 1)."""
         name = type(self).__name__
-        if input.dim() not in (1, 2):
+        xa = input._arr
+        nd = xa.ndim
+        if nd != 1 and nd != 2:
             raise ValueError(
-                f"{name}: Expected input to be 1D or 2D, got {input.dim()}D instead")
-        if input.shape[-1] != self.input_size:
+                f"{name}: Expected input to be 1D or 2D, got {nd}D instead")
+        if xa.shape[-1] != self.input_size:
             raise RuntimeError(
-                f"input has inconsistent input_size: got {input.shape[-1]} expected "
+                f"input has inconsistent input_size: got {xa.shape[-1]} expected "
                 f"{self.input_size}")
-        wdt = self.weight_ih._arr.dtype
-        if input._arr.dtype != wdt:
+        if xa.dtype != wdt:
             raise RuntimeError(
-                f"{name}: input dtype {_tdt(input._arr.dtype)} does not match weight "
+                f"{name}: input dtype {_tdt(xa.dtype)} does not match weight "
                 f"dtype {_tdt(wdt)}")
-        batched = input.dim() == 2
+        batched = nd == 2
         if not batched:
             input = input.unsqueeze(0)
-        batch = int(input.shape[0])
+        batch = input._arr.shape[0]
         out = []
         for k, s in enumerate(states):
             if s is None:
                 out.append(zeros(batch, self.hidden_size, dtype=wdt))
                 continue
-            if s.dim() != input.dim() if batched else s.dim() != 1:
+            sa = s._arr
+            if sa.ndim != nd:
                 raise RuntimeError(
-                    f"{name}: Expected hidden{k} to be {2 if batched else 1}D like the "
-                    f"input, got {s.dim()}D (shape {_shape(s)})")
+                    f"{name}: Expected hidden{k} to be {nd}D like the "
+                    f"input, got {sa.ndim}D (shape {_shape(s)})")
             if not batched:
                 s = s.unsqueeze(0)
-            if int(s.shape[0]) != batch:
+                sa = s._arr
+            if sa.shape[0] != batch:
                 raise RuntimeError(
                     f"Input batch size {batch} doesn't match hidden{k} batch size "
-                    f"{int(s.shape[0])}")
-            if int(s.shape[1]) != self.hidden_size:
+                    f"{sa.shape[0]}")
+            if sa.shape[1] != self.hidden_size:
                 raise RuntimeError(
-                    f"hidden{k} has inconsistent hidden_size: got {int(s.shape[1])}, "
+                    f"hidden{k} has inconsistent hidden_size: got {sa.shape[1]}, "
                     f"expected {self.hidden_size}")
-            if s._arr.dtype != wdt:
+            if sa.dtype != wdt:
                 raise RuntimeError(
-                    f"{name}: hidden{k} dtype {_tdt(s._arr.dtype)} does not match "
+                    f"{name}: hidden{k} dtype {_tdt(sa.dtype)} does not match "
                     f"weight dtype {_tdt(wdt)}")
             out.append(s)
         return input, out, batched
@@ -471,10 +487,10 @@ class RNNCell(RNNCellBase):
         self.nonlinearity = nonlinearity
 
     def forward(self, input: Tensor, hx: Tensor | None = None) -> Any:
-        x, (h,), batched = self._prepare(input, [hx])
+        w = self._weights()
+        x, (h,), batched = self._prepare(input, [hx], w[0]._arr.dtype)
         mode = "RNN_TANH" if self.nonlinearity == "tanh" else "RNN_RELU"
-        out = rnn_cell(mode, x, h, None, self.weight_ih, self.weight_hh,
-                       self.bias_ih, self.bias_hh)
+        out = rnn_cell(mode, x, h, None, *w)
         return out if batched else out.squeeze(0)
 
 
@@ -487,9 +503,9 @@ class LSTMCell(RNNCellBase):
 
     def forward(self, input: Tensor, hx: Tensor | None = None) -> Any:
         states = [None, None] if hx is None else list(hx)
-        x, (h, c), batched = self._prepare(input, states)
-        h1, c1 = rnn_cell("LSTM", x, h, c, self.weight_ih, self.weight_hh,
-                          self.bias_ih, self.bias_hh)
+        w = self._weights()
+        x, (h, c), batched = self._prepare(input, states, w[0]._arr.dtype)
+        h1, c1 = rnn_cell("LSTM", x, h, c, *w)
         if not batched:
             return h1.squeeze(0), c1.squeeze(0)
         return h1, c1
@@ -503,7 +519,7 @@ class GRUCell(RNNCellBase):
         super().__init__(input_size, hidden_size, bias, 3, device, dtype)
 
     def forward(self, input: Tensor, hx: Tensor | None = None) -> Any:
-        x, (h,), batched = self._prepare(input, [hx])
-        out = rnn_cell("GRU", x, h, None, self.weight_ih, self.weight_hh,
-                       self.bias_ih, self.bias_hh)
+        w = self._weights()
+        x, (h,), batched = self._prepare(input, [hx], w[0]._arr.dtype)
+        out = rnn_cell("GRU", x, h, None, *w)
         return out if batched else out.squeeze(0)
