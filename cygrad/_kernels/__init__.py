@@ -78,4 +78,5 @@ if not _engine_files(_HERE, _SUFFIXES):
 
 from cygrad._kernels._malloc import tune_malloc as _tune_malloc
 
-_tune_malloc()
+#: Whether importing cygrad set glibc's malloc thresholds (_malloc.py).
+MALLOC_TUNED = _tune_malloc()
