@@ -383,18 +383,33 @@ cdef void _avg_pool2d(const real_t* x, Py_ssize_t b, Py_ssize_t h, Py_ssize_t w,
                       const Py_ssize_t* hs, const Py_ssize_t* he, Py_ssize_t oh,
                       const Py_ssize_t* ws, const Py_ssize_t* we, Py_ssize_t ow,
                       const double* scale, real_t* out) noexcept nogil:
-    cdef Py_ssize_t s, o, p, ih, iw
-    cdef double acc
+    cdef Py_ssize_t s, o, p, ih, iw, end
+    cdef double a0, a1, a2, a3
     cdef const real_t* plane
+    cdef const real_t* row
     for s in range(b):
         plane = x + s * h * w
         for o in range(oh):
             for p in range(ow):
-                acc = 0.0
+                # four running sums in double (a window row's columns taken in
+                # turn): one chain of dependent adds ran at a quarter of the
+                # speed on a global pool's long windows
+                a0 = a1 = a2 = a3 = 0.0
+                end = we[p]
                 for ih in range(hs[o], he[o]):
-                    for iw in range(ws[p], we[p]):
-                        acc += plane[ih * w + iw]
-                out[(s * oh + o) * ow + p] = <real_t>(acc * scale[o * ow + p])
+                    row = plane + ih * w
+                    iw = ws[p]
+                    while iw + 4 <= end:
+                        a0 += row[iw]
+                        a1 += row[iw + 1]
+                        a2 += row[iw + 2]
+                        a3 += row[iw + 3]
+                        iw += 4
+                    while iw < end:
+                        a0 += row[iw]
+                        iw += 1
+                out[(s * oh + o) * ow + p] = <real_t>(((a0 + a1) + (a2 + a3))
+                                                      * scale[o * ow + p])
 
 
 def avg_pool2d_bwd(
