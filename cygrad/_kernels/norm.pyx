@@ -499,7 +499,9 @@ cdef void _row_norm_bwd(const real_t* x, const real_t* g, Py_ssize_t r,
             for c in range(cg):
                 wc = w[ch0 + c] if w != NULL else 1.0
                 gs = row_sum(q + c * l, l)
-                gxh = _dot_dev(q + c * l, p + c * l, l, m) * sd
+                # sum(g (x - m)) = sum(g x) - m sum(g), as torch forms it: the
+                # lane-split dot instead of a second scalar pass
+                gxh = (row_dot(q + c * l, p + c * l, l) - m * gs) * sd
                 s1 += wc * gs
                 s2 += wc * gxh
                 if dw != NULL:
