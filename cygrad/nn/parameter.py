@@ -98,6 +98,21 @@ class UninitializedTensorMixin:
     while its dtype, device, ``requires_grad`` and the dtype casts work."""
 
     cls_to_become: type = Tensor
+    _requires_grad_default = False
+
+    def __new__(cls, requires_grad: bool | None = None, device: Any = None,
+                dtype: Any = None) -> Any:
+        return Tensor.__new__(cls)
+
+    def __init__(self, requires_grad: bool | None = None, device: Any = None,
+                 dtype: Any = None) -> None:
+        if device is not None:
+            check_device(device)
+        self._arr = np.empty(0, get_default_dtype() if dtype is None
+                             else _np_dtype(dtype))
+        self._ver = _engine.Version()
+        if self._requires_grad_default if requires_grad is None else requires_grad:
+            self.requires_grad_(True)
 
     def materialize(self, shape: Any, device: Any = None, dtype: Any = None) -> None:
         """Give the tensor (zeroed) storage of ``shape``; ``dtype`` defaults
@@ -150,49 +165,24 @@ del _op
 
 class UninitializedParameter(UninitializedTensorMixin, Parameter):
     """A lazy layer's parameter before its first call; becomes a
-    ``Parameter`` when materialized."""
+    ``Parameter`` when materialized.  ``requires_grad`` defaults to True."""
 
     cls_to_become = Parameter
-
-    def __new__(cls, requires_grad: bool = True, device: Any = None,
-                dtype: Any = None) -> UninitializedParameter:
-        return Tensor.__new__(cls)
-
-    def __init__(self, requires_grad: bool = True, device: Any = None,
-                 dtype: Any = None) -> None:
-        _empty_init(self, device, dtype)
-        if requires_grad:
-            self.requires_grad_(True)
+    _requires_grad_default = True
 
 
 class UninitializedBuffer(UninitializedTensorMixin, Tensor):
     """A lazy layer's buffer (``running_mean``, ...) before its first call;
-    becomes a plain ``Tensor`` when materialized."""
+    becomes a plain ``Tensor`` when materialized.  ``requires_grad``
+    defaults to False."""
 
     cls_to_become = Tensor
-
-    def __new__(cls, requires_grad: bool = False, device: Any = None,
-                dtype: Any = None) -> UninitializedBuffer:
-        return Tensor.__new__(cls)
-
-    def __init__(self, requires_grad: bool = False, device: Any = None,
-                 dtype: Any = None) -> None:
-        _empty_init(self, device, dtype)
-        if requires_grad:
-            self.requires_grad_(True)
+    _requires_grad_default = False
 
 
 class _MaterializedBuffer(Tensor):
     """A materialized ``UninitializedBuffer`` where it cannot become an
     exact ``Tensor`` (CPython 3.11)."""
-
-
-def _empty_init(t, device, dtype):
-    if device is not None:
-        check_device(device)
-    dt = get_default_dtype() if dtype is None else _np_dtype(dtype)
-    t._arr = np.empty(0, dt)
-    t._ver = _engine.Version()
 
 
 def is_lazy(param: Any) -> bool:
