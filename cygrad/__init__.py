@@ -110,6 +110,12 @@ from cygrad.ops.misc import (  # noqa: F401
     conj, conj_physical, imag, layout, real, resolve_conj, resolve_neg, strided,
 )
 from cygrad.dtypes import int16 as short, int32 as int  # noqa: F401
+from cygrad import storage  # noqa: F401
+from cygrad.storage import (  # noqa: F401
+    BFloat16Storage, BoolStorage, ByteStorage, CharStorage, DoubleStorage,
+    FloatStorage, HalfStorage, IntStorage, LongStorage, ShortStorage, Storage,
+    TypedStorage, UntypedStorage,
+)
 newaxis = None
 
 __version__ = "0.1.0"

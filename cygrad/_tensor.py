@@ -272,7 +272,16 @@ class Tensor(_TypedBase):
         return self._arr.dtype.kind == "f"
 
     def stride(self, dim: builtins.int | None = None) -> Any:
-        st = tuple(s // self._arr.itemsize for s in self._arr.strides)
+        if self._arr.size == 0:
+            # NumPy gives an empty array zero strides; torch the contiguous
+            # ones, each size counted as at least 1
+            acc, rev = 1, []
+            for s in reversed(self._arr.shape):
+                rev.append(acc)
+                acc *= max(s, 1)
+            st = tuple(reversed(rev))
+        else:
+            st = tuple(s // self._arr.itemsize for s in self._arr.strides)
         return st if dim is None else st[_canon_dim(dim, self._arr.ndim)]
 
     def data_ptr(self) -> builtins.int:

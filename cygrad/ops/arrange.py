@@ -13,6 +13,7 @@ import itertools
 import numpy as np
 
 from cygrad import dtypes as _dt
+from cygrad import storage as _storage
 from cygrad._kernels.engine import TensorBase, _wrap
 from cygrad._tensor import Size, Tensor, _canon_dim
 from cygrad.autograd.function import Function
@@ -492,15 +493,12 @@ def diagonal_scatter(input, src, offset=0, dim1=0, dim2=1):
 # --- as_strided ------------------------------------------------------------------------------
 
 def _storage_offset(self):
-    """Elements between the start of the storage (the base's first element)
-    and this tensor's first element."""
-    base = self if self._base is None else self._base
-    a, b = self._arr, base._arr
-    if a.size == 0 or b.size == 0:
+    """Elements between the start of the storage (the memory ``self`` shares
+    with its views, detached copies and ``set_`` aliases) and this tensor's
+    first element."""
+    if self._arr.size == 0:
         return 0
-    lo = b.__array_interface__["data"][0] + sum(
-        (s - 1) * st for s, st in zip(b.shape, b.strides) if st < 0)
-    return (a.__array_interface__["data"][0] - lo) // a.itemsize
+    return _storage.storage_bytes(self._arr)[1] // self._arr.itemsize
 
 
 class AsStrided(Function):
