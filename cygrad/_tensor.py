@@ -397,7 +397,9 @@ class Tensor(_TypedBase):
     def __repr__(self) -> str:
         return _format_tensor(self)
 
-    __str__ = __repr__
+    def __str__(self) -> str:
+        # a subclass's own __repr__ (Parameter's "Parameter containing:")
+        return self.__repr__()
 
     # --- autograd ------------------------------------------------------------------
     def retain_grad(self) -> None:
@@ -526,6 +528,10 @@ def _float_formatter(arr):
 def _format_tensor(t):
     arr = t._arr
     extras = []
+    # a user's Tensor subclass prints under its own name, as in torch;
+    # cygrad's own (Parameter, Buffer) print as tensors
+    cls = type(t)
+    name = "tensor" if cls.__module__.split(".")[0] == "cygrad" else cls.__name__
     if arr.dtype not in (np.float32, np.int64, np.bool_) or (
             arr.size == 0 and arr.dtype != np.float32):
         extras.append(f"dtype=cygrad.{_dt.name(arr.dtype)}")
@@ -558,10 +564,10 @@ def _format_tensor(t):
         width = max((len(fmt(v)) for v in sample), default=1)
         threshold = opts.threshold if math.isfinite(opts.threshold) else sys.maxsize
         body = np.array2string(
-            arr, separator=", ", prefix="tensor(", threshold=threshold, edgeitems=e,
+            arr, separator=", ", prefix=f"{name}(", threshold=threshold, edgeitems=e,
             max_line_width=opts.linewidth,
             formatter={"all": lambda v: fmt(v).rjust(width)})
         body = body.replace(", ..., ", ",  ..., ")     # torch's spacing
     if extras:
-        return f"tensor({body}, {', '.join(extras)})"
-    return f"tensor({body})"
+        return f"{name}({body}, {', '.join(extras)})"
+    return f"{name}({body})"

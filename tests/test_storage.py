@@ -170,3 +170,40 @@ def test_as_strided_counts_offsets_from_the_storage_start():
 @pytest.mark.parametrize("shape", [(0,), (0, 3), (3, 0), (2, 0, 4)])
 def test_empty_tensors_have_torchs_strides(shape):
     assert cygrad.zeros(*shape).stride() == torch.zeros(*shape).stride()
+
+
+# --- as_subclass and how subclasses print ----------------------------------------------
+
+def _subclass(m):
+    return type("MyTensor", (m.Tensor,), {})
+
+
+def test_as_subclass_aliases_with_history():
+    def run(m):
+        cls = _subclass(m)
+        x = m.ones(2, requires_grad=True)
+        y = x.as_subclass(cls)
+        z = (x * 2).as_subclass(cls)
+        (z * 3).sum().backward()
+        first = x.grad.tolist()
+        y.sum().backward()
+        return (type(y).__name__, y.requires_grad, type(y.grad_fn).__name__, y.is_leaf,
+                y.data_ptr() == x.data_ptr(), first, x.grad.tolist())
+    got, want = both(run)
+    assert got == want
+
+
+def test_as_subclass_refuses_a_class_that_is_not_a_tensor():
+    for m in LIBS:
+        with pytest.raises(TypeError, match="does not inherit from Tensor"):
+            m.ones(2).as_subclass(int)
+
+
+def test_subclasses_print_under_their_name_and_parameters_say_so():
+    def run(m):
+        cls = _subclass(m)
+        p = m.nn.Parameter(m.ones(2))
+        return (str(m.ones(2, 2).as_subclass(cls)),
+                repr(m.ones(2, requires_grad=True).as_subclass(cls)), str(p), repr(p))
+    got, want = both(run)
+    assert got == want

@@ -25,7 +25,7 @@ from cygrad.creation import (
 )
 from cygrad.ops.inplace import _inplace_apply, _shaped_inplace
 from cygrad.ops.out import _torch_name
-from cygrad.ops.registry import op
+from cygrad.ops.registry import _register_view, op
 from cygrad.ops.select import where
 
 
@@ -327,6 +327,24 @@ def _dim_order(self, *, ambiguity_check=False):
     return tuple(int(d) for d in np.argsort([-st for st in strides], kind="stable"))
 
 
+def _as_subclass(self, cls):
+    """``self`` as an instance of the Tensor subclass ``cls``: an alias
+    sharing its memory and, under autograd, its history (AliasBackward0).
+    Ops on it return plain Tensors (cygrad has no ``__torch_function__``)."""
+    if not (isinstance(cls, type) and issubclass(cls, Tensor)):
+        raise TypeError("Creating a Tensor subclass from a class that does not "
+                        "inherit from Tensor is not possible. Make sure your class "
+                        "inherits from Tensor.")
+    alias = self[...]
+    out = Tensor.__new__(cls)
+    out._arr, out._ver, out._base = alias._arr, alias._ver, alias._base
+    out._requires_grad = alias._requires_grad
+    out._grad_fn, out._out_nr = alias._grad_fn, alias._out_nr
+    if out._base is not None:
+        _register_view(out._base, out)
+    return out
+
+
 _FLAGS = ("is_sparse", "is_sparse_csr", "is_quantized", "is_meta", "is_mkldnn",
           "is_nested", "is_vulkan", "is_xla", "is_ipu", "is_mtia", "is_maia")
 
@@ -367,6 +385,7 @@ def _install():
     Tensor.ndimension = _ndimension
     Tensor.new_empty_strided = _new_empty_strided
     Tensor.where = _where_method
+    Tensor.as_subclass = _as_subclass
 
 
 _install()
