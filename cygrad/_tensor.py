@@ -513,6 +513,8 @@ def _float_formatter(arr):
     sci = PRINT_OPTS.sci_mode
     if sci is None:
         sci = wide or (not integral and bool(nonzero.size) and nonzero.min() < 1e-4)
+    elif not nonzero.size:
+        sci = False         # nothing nonzero and finite: torch ignores sci_mode
     if sci:
         def fmt(v):
             return f"{v:.{p}e}" if np.isfinite(v) else f"{v}"
@@ -540,34 +542,89 @@ def _format_tensor(t):
     elif t._requires_grad:
         extras.append("requires_grad=True")
     if arr.size == 0:
-        body = f"[], size={tuple(arr.shape)}" if arr.ndim > 1 else "[]"
+        body = "[]"
+        if arr.ndim > 1:
+            extras.insert(0, f"size={tuple(arr.shape)}")
     else:
-        # Summarised like torch above 1000 elements; every element padded to
-        # the widest one (torch aligns columns the same way).
-        if arr.dtype.kind == "f":
-            fmt = _float_formatter(arr)
-        elif arr.dtype == np.bool_:
-            def fmt(v):
-                return "True" if v else "False"
-        else:
-            def fmt(v):
-                return str(int(v))
         opts = PRINT_OPTS
-        e = opts.edgeitems
-        sample = arr if arr.size <= opts.threshold else np.concatenate(
-            [arr.ravel()[:e], arr.ravel()[-e:]])
+        summarize = arr.size > opts.threshold
+        # the formatter sees what is shown: with a summary, each dimension's
+        # first and last edgeitems
+        sample = _summarized(arr, opts.edgeitems) if summarize else arr
         sample = np.ravel(sample)
         if arr.dtype.kind == "f":
+            fmt = _float_formatter(sample)
             # torch sizes float columns by the nonzero finite values only: a
             # 0, nan or inf is padded to them, or overhangs (``[1., nan]``)
-            sample = sample[np.isfinite(sample) & (sample != 0)]
-        width = max((len(fmt(v)) for v in sample), default=1)
-        threshold = opts.threshold if math.isfinite(opts.threshold) else sys.maxsize
-        body = np.array2string(
-            arr, separator=", ", prefix=f"{name}(", threshold=threshold, edgeitems=e,
-            max_line_width=opts.linewidth,
-            formatter={"all": lambda v: fmt(v).rjust(width)})
-        body = body.replace(", ..., ", ",  ..., ")     # torch's spacing
-    if extras:
-        return f"{name}({body}, {', '.join(extras)})"
-    return f"{name}({body})"
+            sized = sample[np.isfinite(sample) & (sample != 0)]
+        else:
+            if arr.dtype == np.bool_:
+                def fmt(v):
+                    return "True" if v else "False"
+            else:
+                def fmt(v):
+                    return str(int(v))
+            sized = sample
+        width = max((len(fmt(v)) for v in sized), default=1)
+        body = _layout(arr, len(name) + 1, lambda v: fmt(v).rjust(width), width,
+                       summarize, opts)
+    return _with_suffixes(f"{name}({body}", extras, len(name) + 1)
+
+
+def _summarized(arr, e):
+    """``arr`` with each dimension longer than ``2 e`` cut to its first and
+    last ``e`` entries (what a summarised print shows)."""
+    for d, n in enumerate(arr.shape):
+        if n > 2 * e:
+            arr = np.concatenate([np.take(arr, range(e), axis=d),
+                                  np.take(arr, range(n - e, n), axis=d)], axis=d)
+    return arr
+
+
+def _layout(arr, indent, fmt, width, summarize, opts):
+    """The bracketed body of a tensor print, laid out as torch lays it out:
+    a row holds as many elements as fit in the line width after ``indent``
+    (each counted with its ", "), wrapped rows are indented under their
+    bracket, sub-tensors are separated by one line break per remaining
+    dimension, and a summarised dimension shows its first and last
+    ``edgeitems`` around an ellipsis."""
+    e = opts.edgeitems
+    if arr.ndim == 0:
+        return fmt(arr.item())
+    n = arr.shape[0]
+    cut = summarize and n > 2 * e
+    if arr.ndim == 1:
+        items = [fmt(v) for v in (arr[:e] if cut else arr).tolist()]
+        if cut:
+            items += [" ..."] + [fmt(v) for v in arr[n - e:].tolist()]
+        per_line = max(1, int((opts.linewidth - indent) // (width + 2)))
+        lines = [", ".join(items[i:i + per_line]) for i in range(0, len(items), per_line)]
+        return "[" + (",\n" + " " * (indent + 1)).join(lines) + "]"
+    rows = range(e) if cut else range(n)
+    parts = [_layout(arr[i], indent + 1, fmt, width, summarize, opts) for i in rows]
+    if cut:
+        parts += ["..."] + [_layout(arr[i], indent + 1, fmt, width, summarize, opts)
+                            for i in range(n - e, n)]
+    sep = "," + "\n" * (arr.ndim - 1) + " " * (indent + 1)
+    return "[" + sep.join(parts) + "]"
+
+
+def _with_suffixes(text, suffixes, indent):
+    """``text`` closed with its suffixes (``dtype=...``, ``grad_fn=...``),
+    each on the current line while that line stays within the print width
+    (counting the suffix, its ", " and a closing parenthesis), else on a new
+    line indented under the first bracket, as torch lays them out.  Widths
+    are measured with torch's ``torch.`` prefix, one character shorter than
+    ``cygrad.``, so that lines break where torch breaks them."""
+    parts = [text]
+    last = len(text) - text.rfind("\n") + 1
+    for suffix in suffixes:
+        width = len(suffix) - suffix.count("cygrad.")
+        if last + width + 2 > PRINT_OPTS.linewidth:
+            parts.append(",\n" + " " * indent + suffix)
+            last = indent + width
+        else:
+            parts.append(", " + suffix)
+            last += width + 2
+    parts.append(")")
+    return "".join(parts)

@@ -145,6 +145,51 @@ def test_set_printoptions_repr_matches_torch(printopts, opts, make):
     assert repr(make(cygrad)) == repr(make(torch))
 
 
+def _random_print_case(rng):
+    """A random tensor for the print comparison: shapes that wrap and
+    summarise, magnitudes that switch to scientific notation, ints, bools,
+    float16, infinities and negative zeros."""
+    nd = int(rng.integers(0, 4))
+    shape = tuple(int(s) for s in rng.integers(1, 30 if nd <= 2 else 9, nd))
+    kind = int(rng.integers(0, 6))
+    if kind == 0:
+        a = rng.standard_normal(shape).astype(np.float32)
+    elif kind == 1:
+        a = rng.standard_normal(shape) * 10.0 ** int(rng.integers(-6, 10))
+    elif kind == 2:
+        a = rng.integers(-10**6, 10**6, shape)
+    elif kind == 3:
+        a = rng.random(shape) > 0.5
+    elif kind == 4:
+        a = np.where(rng.random(shape) > 0.8, np.inf,
+                     np.round(rng.standard_normal(shape) * 4) / 2).astype(np.float32)
+    else:
+        a = rng.standard_normal(shape).astype(np.float16)
+    if a.dtype.kind == "f" and a.size and rng.random() < 0.2:
+        a.flat[0] = -0.0
+    return a
+
+
+@pytest.mark.parametrize("opts", [{}, {"precision": 2}, {"sci_mode": True},
+                                  {"sci_mode": False}, {"linewidth": 120},
+                                  {"edgeitems": 2, "threshold": 50}, {"profile": "short"},
+                                  {"precision": 6, "linewidth": 60}])
+@pytest.mark.parametrize("grad", [False, True])
+def test_print_layout_matches_torch_on_random_tensors(printopts, opts, grad):
+    # rows wrap where torch wraps them (elements per line from the width),
+    # suffixes (dtype=..., requires_grad=True) move to a new line when the
+    # last line is full, summaries are formatted from the shown values only
+    cygrad.set_printoptions(**opts)
+    torch.set_printoptions(**opts)
+    rng = np.random.default_rng(len(str(opts)) + grad)
+    for _ in range(150):
+        a = _random_print_case(rng)
+        rg = grad and a.dtype.kind == "f"
+        want = str(torch.tensor(a, requires_grad=rg))
+        got = str(cygrad.tensor(a, requires_grad=rg)).replace("cygrad.", "torch.")
+        assert got == want, f"{a.dtype} {a.shape}"
+
+
 def test_printoptions_profile_then_override(printopts):
     cygrad.set_printoptions(profile="short", precision=5)
     assert cygrad.get_printoptions()["precision"] == 5
