@@ -96,7 +96,34 @@ def _index(i: Any, n: int) -> int:
     return j
 
 
-class UntypedStorage:
+class _OnTheCpu:
+    """Where a storage lives: the CPU's ordinary memory, always."""
+
+    @property
+    def device(self) -> Any:
+        return _device("cpu")
+
+    @property
+    def is_cuda(self) -> bool:
+        return False
+
+    def is_pinned(self, device: Any = None) -> bool:
+        return False
+
+    def is_shared(self) -> bool:
+        return False
+
+    def share_memory_(self) -> Any:
+        return self
+
+    def pin_memory(self, device: Any = None) -> Any:
+        return self
+
+    def cpu(self) -> Any:
+        return self
+
+
+class UntypedStorage(_OnTheCpu):
     """Bytes of memory (``torch.UntypedStorage``).
 
     ``UntypedStorage(n)`` holds ``n`` new bytes (zeros), ``UntypedStorage(seq)``
@@ -140,29 +167,6 @@ class UntypedStorage:
 
     def data_ptr(self) -> int:
         return int(self._bytes.__array_interface__["data"][0]) if self._bytes.size else 0
-
-    @property
-    def device(self) -> Any:
-        return _device("cpu")
-
-    @property
-    def is_cuda(self) -> bool:
-        return False
-
-    def is_pinned(self, device: Any = None) -> bool:
-        return False
-
-    def is_shared(self) -> bool:
-        return False
-
-    def share_memory_(self) -> UntypedStorage:
-        return self
-
-    def pin_memory(self, device: Any = None) -> UntypedStorage:
-        return self
-
-    def cpu(self) -> UntypedStorage:
-        return self
 
     def type(self, dtype: Any = None) -> str:
         return "torch.storage.UntypedStorage"
@@ -223,7 +227,7 @@ class _LegacyMeta(type):
         return isinstance(obj, TypedStorage) and obj.dtype == want
 
 
-class TypedStorage(metaclass=_LegacyMeta):
+class TypedStorage(_OnTheCpu, metaclass=_LegacyMeta):
     """Elements of one dtype over an ``UntypedStorage`` (``torch.TypedStorage``,
     deprecated in torch: its constructor and ``Tensor.storage()`` warn).
 
@@ -291,26 +295,6 @@ class TypedStorage(metaclass=_LegacyMeta):
         return self._untyped
 
     _untyped_storage = property(untyped)
-
-    @property
-    def device(self) -> Any:
-        return self._untyped.device
-
-    @property
-    def is_cuda(self) -> bool:
-        return False
-
-    def is_pinned(self, device: Any = None) -> bool:
-        return False
-
-    def is_shared(self) -> bool:
-        return False
-
-    def share_memory_(self) -> TypedStorage:
-        return self
-
-    def cpu(self) -> TypedStorage:
-        return self
 
     def type(self, dtype: Any = None) -> str:
         return f"torch.{_LEGACY_NAMES[self.dtype]}" if self.dtype in _LEGACY_NAMES \
