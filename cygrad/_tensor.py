@@ -22,8 +22,8 @@ from cygrad import dtypes as _dt
 from cygrad._kernels import engine as _engine
 from cygrad._kernels.engine import TensorBase
 from cygrad._device import CPU, check_device
-from cygrad._printing import PRINT_OPTS
-from cygrad.creation import _shape_arg, _to_array
+from cygrad._printing import tensor_repr
+from cygrad.creation import _shape_arg, _to_array, get_default_dtype
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -388,8 +388,6 @@ class Tensor(_TypedBase):
     def __repr__(self) -> str:
         return _format_tensor(self)
 
-    __str__ = __repr__
-
     # --- autograd ------------------------------------------------------------------
     def retain_grad(self) -> None:
         """Keep ``.grad`` for this non-leaf during backward (no-op on leaves)."""
@@ -489,70 +487,11 @@ def _canon_dim(dim, ndim):
     return dim % n
 
 
-def _float_formatter(arr):
-    """torch's choice of float format (``set_printoptions``' precision and
-    sci_mode): integers as ``3.``, else ``precision`` decimals, scientific
-    when the magnitudes span more than 1e3 or leave [1e-4, 1e8)."""
-    p = PRINT_OPTS.precision
-    finite = arr[np.isfinite(arr)]
-    nonzero = np.abs(finite[finite != 0]).astype(np.float64)
-    wide = bool(nonzero.size) and (nonzero.max() / nonzero.min() > 1e3 or
-                                   nonzero.max() > 1e8)
-    integral = finite.size and np.all(finite == np.round(finite))
-    sci = PRINT_OPTS.sci_mode
-    if sci is None:
-        sci = wide or (not integral and bool(nonzero.size) and nonzero.min() < 1e-4)
-    if sci:
-        def fmt(v):
-            return f"{v:.{p}e}" if np.isfinite(v) else f"{v}"
-    elif integral:
-        def fmt(v):
-            return f"{v:.0f}." if np.isfinite(v) else f"{v}"
-    else:
-        def fmt(v):
-            return f"{v:.{p}f}" if np.isfinite(v) else f"{v}"
-    return fmt
-
-
 def _format_tensor(t):
-    arr = t._arr
-    extras = []
-    if arr.dtype not in (np.float32, np.int64, np.bool_) or (
-            arr.size == 0 and arr.dtype != np.float32):
-        extras.append(f"dtype=cygrad.{_dt.name(arr.dtype)}")
     if t._grad_fn is not None:
-        extras.append(f"grad_fn=<{t._grad_fn.name()}>")
+        tail = (f"grad_fn=<{t._grad_fn.name()}>",)
     elif t._requires_grad:
-        extras.append("requires_grad=True")
-    if arr.size == 0:
-        body = f"[], size={tuple(arr.shape)}" if arr.ndim > 1 else "[]"
+        tail = ("requires_grad=True",)
     else:
-        # Summarised like torch above 1000 elements; every element padded to
-        # the widest one (torch aligns columns the same way).
-        if arr.dtype.kind == "f":
-            fmt = _float_formatter(arr)
-        elif arr.dtype == np.bool_:
-            def fmt(v):
-                return "True" if v else "False"
-        else:
-            def fmt(v):
-                return str(int(v))
-        opts = PRINT_OPTS
-        e = opts.edgeitems
-        sample = arr if arr.size <= opts.threshold else np.concatenate(
-            [arr.ravel()[:e], arr.ravel()[-e:]])
-        sample = np.ravel(sample)
-        if arr.dtype.kind == "f":
-            # torch sizes float columns by the nonzero finite values only: a
-            # 0, nan or inf is padded to them, or overhangs (``[1., nan]``)
-            sample = sample[np.isfinite(sample) & (sample != 0)]
-        width = max((len(fmt(v)) for v in sample), default=1)
-        threshold = opts.threshold if math.isfinite(opts.threshold) else sys.maxsize
-        body = np.array2string(
-            arr, separator=", ", prefix="tensor(", threshold=threshold, edgeitems=e,
-            max_line_width=opts.linewidth,
-            formatter={"all": lambda v: fmt(v).rjust(width)})
-        body = body.replace(", ..., ", ",  ..., ")     # torch's spacing
-    if extras:
-        return f"tensor({body}, {', '.join(extras)})"
-    return f"tensor({body})"
+        tail = ()
+    return tensor_repr(t._arr, get_default_dtype(), tail)

@@ -135,6 +135,20 @@ PRINT_CASES = [
     ({}, lambda m: m.tensor([1.0, -math.inf])),
     ({}, lambda m: m.tensor([[0.0, math.nan], [2.0, 3.0]])),
     ({}, lambda m: m.tensor([0.1, 22.5, -math.inf, 0.0])),
+    # rows wrap at (linewidth - indent) // (width + 2) elements, deeper rows
+    # indented one more; summarised rows and blocks of every rank
+    ({}, lambda m: m.arange(20.0).reshape(1, 20) / 7),
+    ({}, lambda m: m.arange(60.0).reshape(3, 4, 5) / 7 - 4),
+    ({}, lambda m: m.arange(2000.0).reshape(10, 200) / 3),
+    ({}, lambda m: m.arange(3000).reshape(30, 100)),
+    ({}, lambda m: m.arange(1200.0).reshape(3, 4, 100)),
+    ({"sci_mode": True, "precision": 2}, lambda m: m.arange(20.0).reshape(1, 20) / 7),
+    ({"linewidth": 120}, lambda m: m.arange(2000.0).reshape(10, 200) / 3),
+    ({}, lambda m: m.tensor([[1e-5, 1.0], [2.0, 3.0]])),
+    ({}, lambda m: m.tensor([True, False])),
+    # a suffix that would pass the line width goes to a line of its own
+    ({}, lambda m: (m.arange(15.0) / 7).requires_grad_()),
+    ({}, lambda m: (m.arange(16.0) / 7).requires_grad_() * 2),
 ]
 
 
@@ -143,6 +157,38 @@ def test_set_printoptions_repr_matches_torch(printopts, opts, make):
     cygrad.set_printoptions(**opts)
     torch.set_printoptions(**opts)
     assert repr(make(cygrad)) == repr(make(torch))
+
+
+DTYPE_PRINT_CASES = [
+    lambda m: m.arange(30.0, dtype=m.float64).reshape(2, 15) / 7,
+    lambda m: (m.arange(30.0, dtype=m.float64).reshape(2, 15) / 7).requires_grad_(),
+    lambda m: m.arange(12.0, dtype=m.float16).reshape(2, 2, 3) / 3,
+    lambda m: m.tensor([1, -2, 30000], dtype=m.int16),
+    lambda m: m.zeros(2, 0, dtype=m.int64),
+    lambda m: m.zeros(0, dtype=m.float64),
+]
+
+
+@pytest.mark.parametrize("make", DTYPE_PRINT_CASES)
+@pytest.mark.parametrize("default", ["float32", "float64"])
+def test_repr_with_dtype_matches_torch(make, default):
+    """The dtype is printed unless it is the default one (or int64, bool);
+    lines break where torch's do although ``cygrad.`` is a letter longer."""
+    cygrad.set_default_dtype(getattr(cygrad, default))
+    torch.set_default_dtype(getattr(torch, default))
+    try:
+        got, want = repr(make(cygrad)), repr(make(torch))
+    finally:
+        cygrad.set_default_dtype(cygrad.float32)
+        torch.set_default_dtype(torch.float32)
+    assert got.replace("cygrad.", "torch.") == want
+
+
+def test_str_of_a_parameter_says_parameter():
+    """print(p) shows what repr(p) does, for tensors and their subclasses."""
+    t = cygrad.nn.Parameter(cygrad.ones(2))
+    assert str(t) == repr(t) == str(torch.nn.Parameter(torch.ones(2)))
+    assert str(cygrad.ones(2)) == str(torch.ones(2))
 
 
 def test_printoptions_profile_then_override(printopts):
