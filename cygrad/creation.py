@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import functools
 import numbers
+import warnings
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from cygrad import dtypes as _dt
 from cygrad._device import CPU, check_device
-from cygrad._kernels.engine import TensorBase, _wrap
+from cygrad._kernels.engine import TensorBase, _mark_inplace, _wrap, is_grad_enabled
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -154,6 +155,68 @@ def _on_cpu(fn: _F) -> _F:
     return wrapper
 
 
+def _legacy(d):
+    """torch's short type name of a dtype (``Float``), as its messages say."""
+    return _dt.type_name(d).rpartition(".")[2][:-len("Tensor")]
+
+
+_RANGES = ("arange", "linspace", "logspace")
+
+
+def _with_out(fn: _F) -> _F:
+    """torch's ``out=`` of a factory.  The values are made in ``out``'s dtype
+    (a ``dtype=`` must be that one) and written into ``out``, which takes the
+    result's shape (without the resize warning of the other ops, as torch's
+    factories; ``arange``, ``linspace`` and ``logspace`` keep ``out``'s shape
+    when it has as many elements, and ``arange`` warns when it resizes a
+    non-empty ``out``); ``out`` is returned.  ``requires_grad=True`` sets it
+    on ``out``."""
+    name = fn.__name__
+
+    @functools.wraps(fn)
+    def wrapper(*args, out=None, **kwargs):
+        if out is None:
+            return fn(*args, **kwargs)
+        if not isinstance(out, TensorBase):
+            raise TypeError(f"{name}(): argument 'out' must be Tensor, not "
+                            f"{type(out).__name__}")
+        d = out._arr.dtype
+        given = kwargs.get("dtype")
+        if given is not None and _dt.to_numpy(given) != d:
+            raise RuntimeError(f"dtype {_legacy(_dt.to_numpy(given))} does not match "
+                               f"dtype of out parameter ({_legacy(d)})")
+        if out.requires_grad and is_grad_enabled():
+            raise RuntimeError(
+                f"{name}(): functions with out=... arguments don't support automatic "
+                "differentiation, but one of the arguments requires grad.")
+        requires_grad = kwargs.pop("requires_grad", False)
+        arr = fn(*args, **dict(kwargs, dtype=d))._arr
+        if name in _RANGES and out._arr.size == arr.size:
+            arr = arr.reshape(out._arr.shape)   # torch's ranges keep out's shape
+        elif name == "arange" and out._arr.size:
+            warnings.warn(
+                f"The number of elements in the out tensor of shape "
+                f"{list(out._arr.shape)} is {out._arr.size} which does not match the "
+                f"computed number of elements {arr.size}. Note that this may occur as "
+                "a result of rounding error. The out tensor will be resized to a "
+                f"tensor of shape ({arr.size},).", UserWarning, stacklevel=3)
+        if out._arr.shape != arr.shape:
+            out.resize_(arr.shape)
+        np.copyto(out._arr, arr)
+        _mark_inplace(out, name)
+        if requires_grad:
+            out.requires_grad_(True)
+        return out
+    return wrapper  # type: ignore[return-value]
+
+
+def _floating_kernel(d, kernel):
+    """torch's refusal of an integer or bool dtype by a float sampler."""
+    if d.kind != "f":
+        raise NotImplementedError(f'"{kernel}" not implemented for \'{_legacy(d)}\'')
+    return d
+
+
 @_on_cpu
 def tensor(data: ArrayLike, dtype: DType | None = None, device: Device | None = None,
            requires_grad: bool = False, pin_memory: bool = False) -> Tensor:
@@ -233,24 +296,28 @@ def _make(arr, requires_grad):
 
 
 @_on_cpu
+@_with_out
 def zeros(*size: Shape, dtype: DType | None = None, device: Device | None = None,
           requires_grad: bool = False) -> Tensor:
     return _make(np.zeros(_shape_arg(size), _dtype_or_default(dtype)), requires_grad)
 
 
 @_on_cpu
+@_with_out
 def ones(*size: Shape, dtype: DType | None = None, device: Device | None = None,
          requires_grad: bool = False) -> Tensor:
     return _make(np.ones(_shape_arg(size), _dtype_or_default(dtype)), requires_grad)
 
 
 @_on_cpu
+@_with_out
 def empty(*size: Shape, dtype: DType | None = None, device: Device | None = None,
           requires_grad: bool = False) -> Tensor:
     return _make(np.empty(_shape_arg(size), _dtype_or_default(dtype)), requires_grad)
 
 
 @_on_cpu
+@_with_out
 def full(size: Sequence[int], fill_value: Number, dtype: DType | None = None,
          device: Device | None = None, requires_grad: bool = False) -> Tensor:
     if dtype is None:
@@ -384,19 +451,21 @@ def _rng(generator):
 
 
 @_on_cpu
+@_with_out
 def rand(*size: Shape, dtype: DType | None = None, generator: Generator | None = None,
          requires_grad: bool = False, device: Device | None = None) -> Tensor:
     """Uniform samples on [0, 1)."""
-    d = _dtype_or_default(dtype)
+    d = _floating_kernel(_dtype_or_default(dtype), "check_uniform_bounds")
     arr = _rng(generator).random(_shape_arg(size), dtype=np.float64).astype(d)
     return _make(arr, requires_grad)
 
 
 @_on_cpu
+@_with_out
 def randn(*size: Shape, dtype: DType | None = None, generator: Generator | None = None,
           requires_grad: bool = False, device: Device | None = None) -> Tensor:
     """Standard normal samples."""
-    d = _dtype_or_default(dtype)
+    d = _floating_kernel(_dtype_or_default(dtype), "normal_kernel_cpu")
     arr = _rng(generator).standard_normal(_shape_arg(size)).astype(d)
     return _make(arr, requires_grad)
 
@@ -415,6 +484,7 @@ def randn_like(t: Tensor, dtype: DType | None = None,
 
 
 @_on_cpu
+@_with_out
 def randint(low: int, high: int | None = None, size: Sequence[int] | None = None,
             dtype: DType | None = None, generator: Generator | None = None,
             requires_grad: bool = False, device: Device | None = None) -> Tensor:
@@ -434,6 +504,7 @@ def randint(low: int, high: int | None = None, size: Sequence[int] | None = None
 
 
 @_on_cpu
+@_with_out
 def arange(start: Number, end: Number | None = None, step: Number = 1,
            dtype: DType | None = None, requires_grad: bool = False,
            device: Device | None = None) -> Tensor:
@@ -451,6 +522,7 @@ def arange(start: Number, end: Number | None = None, step: Number = 1,
 
 
 @_on_cpu
+@_with_out
 def linspace(start: Number, end: Number, steps: int, dtype: DType | None = None,
              requires_grad: bool = False, device: Device | None = None) -> Tensor:
     d = _dtype_or_default(dtype)
@@ -459,6 +531,7 @@ def linspace(start: Number, end: Number, steps: int, dtype: DType | None = None,
 
 
 @_on_cpu
+@_with_out
 def logspace(start: Number, end: Number, steps: int, base: float = 10.0,
              dtype: DType | None = None, requires_grad: bool = False,
              device: Device | None = None) -> Tensor:
@@ -471,6 +544,7 @@ def logspace(start: Number, end: Number, steps: int, base: float = 10.0,
 
 
 @_on_cpu
+@_with_out
 def eye(n: int, m: int | None = None, dtype: DType | None = None,
         requires_grad: bool = False, device: Device | None = None) -> Tensor:
     return _make(np.eye(n, m, dtype=_dtype_or_default(dtype)), requires_grad)
