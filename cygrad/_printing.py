@@ -134,10 +134,11 @@ def _block(arr, indent, summarize, cell):
         return _vector(arr, indent, summarize, cell)
     e, n = PRINT_OPTS.edgeitems, arr.shape[0]
     if summarize and n > 2 * e:
-        rows = ([_block(arr[i], indent + 1, summarize, cell) for i in range(e)] + ["..."]
-                + [_block(arr[i], indent + 1, summarize, cell) for i in range(n - e, n)])
+        shown = [*range(e), None, *range(n - e, n)]
     else:
-        rows = [_block(arr[i], indent + 1, summarize, cell) for i in range(n)]
+        shown = range(n)
+    rows = ["..." if i is None else _block(arr[i], indent + 1, summarize, cell)
+            for i in shown]
     return "[" + ("," + "\n" * (arr.ndim - 1) + " " * (indent + 1)).join(rows) + "]"
 
 

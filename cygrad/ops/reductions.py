@@ -584,8 +584,9 @@ def _extreme(input, dim, keepdim, is_min, name):
             return _wrap(np.asarray(arr.min() if is_min else arr.max()))
         return (_MinAll if is_min else _ExtremeAll).apply(input, is_min)
     d = _canon_dim(dim, arr.ndim)
+    result = _MinMax["min" if is_min else "max"]
     if arr.ndim == 0:
-        return _MinMax["min" if is_min else "max"](input.clone(), _wrap(np.zeros((), np.int64)))
+        return result(input.clone(), _wrap(np.zeros((), np.int64)))
     if arr.shape[d] == 0:
         raise IndexError(
             f"{name}(): Expected reduction dim {dim} to have non-zero size.")
@@ -595,10 +596,10 @@ def _extreme(input, dim, keepdim, is_min, name):
         vals = np.take_along_axis(arr, idx, axis=d)
         if not keepdim:
             idx, vals = np.squeeze(idx, d), np.squeeze(vals, d)
-        return _MinMax["min" if is_min else "max"](_wrap(vals), _wrap(idx.astype(np.int64)))
+        return result(_wrap(vals), _wrap(idx.astype(np.int64)))
     values, indices = (_MinDim if is_min else _ExtremeDim).apply(
         input, d, bool(keepdim), is_min)
-    return _MinMax["min" if is_min else "max"](values, indices)
+    return result(values, indices)
 
 
 @op("max", methods=("max",), primitive=True, kind="reduce")
