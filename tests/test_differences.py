@@ -55,6 +55,33 @@ def test_linear_node_names_follow_torch():
     assert type(F.linear(x, w, cygrad.ones(4)).grad_fn).__name__ == "AddmmBackward0"
 
 
+LINEAR_INPUTS = {
+    "1d": lambda m: m.ones(3, requires_grad=True),
+    "2d": lambda m: m.ones(2, 3, requires_grad=True) * 1,
+    "3d": lambda m: m.ones(4, 2, 3, requires_grad=True),
+    "4d": lambda m: m.ones(5, 4, 2, 3),
+    "3d_strided": lambda m: m.ones(2, 4, 3).transpose(0, 1),
+}
+
+
+@needs_torch
+@pytest.mark.parametrize("bias", [True, False])
+@pytest.mark.parametrize("case", sorted(LINEAR_INPUTS))
+def test_linear_result_node_prints_as_torch(case, bias):
+    """print(model(x)) shows torch's grad_fn: ViewBackward0 for an n-d input
+    (UnsafeViewBackward0 without a bias), and a 2-D addmm lists the bias's
+    node first (``loss.grad_fn.next_functions[0][0]`` walks)."""
+    seen = []
+    for m in (cygrad, torch):
+        w = m.ones(4, 3, requires_grad=True)
+        b = m.ones(4, requires_grad=True) if bias else None
+        out = m.nn.functional.linear(LINEAR_INPUTS[case](m), w, b)
+        first = out.grad_fn.next_functions[0][0]
+        seen.append((out.grad_fn.name(), str(out).split("grad_fn=")[1],
+                     repr(first).split(" object")[0] if case == "2d" else None))
+    assert seen[0] == seen[1]
+
+
 # --- cross_entropy ----------------------------------------------------------------
 
 
