@@ -380,6 +380,27 @@ def test_grad_fn_prints_as_torch(case):
     assert names[0] == names[1]
 
 
+REFLECTED = {
+    "rmul": lambda y: 2 * y, "radd": lambda y: 2 + y, "rsub": lambda y: 1 - y,
+    "rpow": lambda y: 2 ** y, "mul": lambda y: y * 2, "sub": lambda y: y - 1,
+    "tensors": lambda y: y * y.exp(),
+}
+
+
+@needs_torch
+@pytest.mark.parametrize("case", sorted(REFLECTED))
+def test_next_functions_list_the_tensor_first_as_torch(case):
+    """``(2 * b).grad_fn.next_functions`` is ((b's node, 0), (None, 0)), and
+    only (b's node, 0) for ``1 - b`` and ``2 ** b``: the autograd tutorial
+    walks ``next_functions[0][0]`` down to the leaf."""
+    seen = []
+    for lib in (cygrad, torch):
+        y = lib.tensor([1.0, 2.0], requires_grad=True).sin()
+        nf = REFLECTED[case](y).grad_fn.next_functions
+        seen.append([(None if f is None else f.name(), nr) for f, nr in nf])
+    assert seen[0] == seen[1]
+
+
 def test_grad_fn_repr_of_a_loss():
     y = cygrad.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
     assert str(y.mean()) == "tensor(2.5000, grad_fn=<MeanBackward0>)"
