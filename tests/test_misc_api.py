@@ -441,6 +441,22 @@ def test_variable_returns_a_tensor():
         V([1, 2])
 
 
+def test_variable_is_a_new_leaf_over_the_same_storage():
+    """``Variable(x, requires_grad=True)`` leaves ``x`` alone (the NLP
+    tutorial prints ``x.requires_grad`` after it); a Variable of a tensor
+    with history or of a Parameter is a plain leaf that sees x's writes."""
+    for m in (cygrad, torch):
+        x = m.ones(2)
+        v = m.autograd.Variable(x, requires_grad=True)
+        assert v is not x and not x.requires_grad and v.requires_grad
+        x.add_(1)
+        assert v.tolist() == [2.0, 2.0]
+        y = m.ones(2, requires_grad=True) * 2
+        w = m.autograd.Variable(y)
+        assert w.grad_fn is None and not w.requires_grad and w.is_leaf
+        assert type(m.autograd.Variable(m.nn.Parameter(m.ones(1)))) is m.Tensor
+
+
 def test_profiler_records_ops_and_ranges():
     P = cygrad.autograd.profiler
     x = cygrad.randn(20, 20)
