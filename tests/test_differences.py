@@ -401,6 +401,24 @@ def test_next_functions_list_the_tensor_first_as_torch(case):
     assert seen[0] == seen[1]
 
 
+@needs_torch
+@pytest.mark.parametrize("loss", ["nll_loss", "cross_entropy"])
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("shape", [(4,), (3, 4), (2, 4, 3), (2, 4, 3, 2)])
+def test_class_loss_node_prints_as_torch(loss, reduction, shape):
+    """``print(loss)`` shows NllLossBackward0 (NllLoss2DBackward0 for
+    spatial inputs) although nll_loss is composed of tensor ops."""
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal(shape)
+    t = rng.integers(0, 4, (shape[0],) + shape[2:] if len(shape) > 1 else ())
+    names = []
+    for lib in (cygrad, torch):
+        xin = lib.tensor(x, requires_grad=True).log_softmax(0 if len(shape) == 1 else 1)
+        out = getattr(lib.nn.functional, loss)(xin, lib.tensor(t), reduction=reduction)
+        names.append(out.grad_fn.name())
+    assert names[0] == names[1]
+
+
 def test_grad_fn_repr_of_a_loss():
     y = cygrad.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
     assert str(y.mean()) == "tensor(2.5000, grad_fn=<MeanBackward0>)"

@@ -21,7 +21,7 @@ from cygrad._kernels import loss as _k
 from cygrad._tensor import Tensor
 from cygrad.autograd.function import Function
 from cygrad.creation import from_numpy, tensor
-from cygrad.ops.registry import _ns, xp_helper
+from cygrad.ops.registry import _ns, named, xp_helper
 
 from . import _functional_act as _act
 from . import _functional_loss as _lossf
@@ -677,6 +677,7 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
             f"found {_TORCH_TYPE_NAMES.get(np.dtype(weight.dtype))} (cross_entropy: "
             f"weight is {weight.dtype}, input is {input.dtype})")
     nll = _CrossEntropy.apply(input, target, weight, int(ignore_index), reduction)
+    nll = named(nll, _nll_node_name(input.ndim, reduction))
     if label_smoothing == 0.0:
         return nll
     return _smoothed(input, target, weight, int(ignore_index), reduction,
@@ -729,6 +730,16 @@ def _smoothed(input, target, weight, ignore_index, reduction, eps, nll):
     return nll * (1.0 - eps) + smooth.sum() * (eps / c / denom if denom else math.nan)
 
 
+def _nll_node_name(ndim, reduction):
+    """torch's name of the loss's node: spatial inputs (N, C, d1, ...) go
+    through its 2-D kernel, and an unreduced 3-D one is viewed back."""
+    if ndim <= 2:
+        return "NllLossBackward0"
+    if ndim != 4 and reduction == "none":
+        return "ViewBackward0"
+    return "NllLoss2DBackward0"
+
+
 def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,
              size_average: bool | None = None, ignore_index: int = -100,
              reduce: bool | None = None, reduction: str = "mean") -> Tensor:
@@ -755,8 +766,10 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,
     wrow = np.squeeze(w, axis).astype(input._arr.dtype)
     loss = picked * _constant(wrow)
     if reduction == "mean":
-        return loss.sum() / float(wrow.sum())
-    return _reduce(loss, reduction)
+        loss = loss.sum() / float(wrow.sum())
+    else:
+        loss = _reduce(loss, reduction)
+    return named(loss, _nll_node_name(input.ndim, reduction))
 
 
 # Convolution, pooling and normalisation live in their own modules; re-exported.
