@@ -22,8 +22,8 @@ from cygrad import dtypes as _dt
 from cygrad._kernels import engine as _engine
 from cygrad._kernels.engine import TensorBase
 from cygrad._device import CPU, check_device
-from cygrad._printing import PRINT_OPTS
-from cygrad.creation import _shape_arg, _to_array
+from cygrad._printing import tensor_repr
+from cygrad.creation import _shape_arg, _to_array, get_default_dtype
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -397,10 +397,6 @@ class Tensor(_TypedBase):
     def __repr__(self) -> str:
         return _format_tensor(self)
 
-    def __str__(self) -> str:
-        # a subclass's own __repr__ (Parameter's "Parameter containing:")
-        return self.__repr__()
-
     # --- autograd ------------------------------------------------------------------
     def retain_grad(self) -> None:
         """Keep ``.grad`` for this non-leaf during backward (no-op on leaves)."""
@@ -500,131 +496,14 @@ def _canon_dim(dim, ndim):
     return dim % n
 
 
-def _float_formatter(arr):
-    """torch's choice of float format (``set_printoptions``' precision and
-    sci_mode): integers as ``3.``, else ``precision`` decimals, scientific
-    when the magnitudes span more than 1e3 or leave [1e-4, 1e8)."""
-    p = PRINT_OPTS.precision
-    finite = arr[np.isfinite(arr)]
-    nonzero = np.abs(finite[finite != 0]).astype(np.float64)
-    wide = bool(nonzero.size) and (nonzero.max() / nonzero.min() > 1e3 or
-                                   nonzero.max() > 1e8)
-    integral = finite.size and np.all(finite == np.round(finite))
-    sci = PRINT_OPTS.sci_mode
-    if sci is None:
-        sci = wide or (not integral and bool(nonzero.size) and nonzero.min() < 1e-4)
-    elif not nonzero.size:
-        sci = False         # nothing nonzero and finite: torch ignores sci_mode
-    if sci:
-        def fmt(v):
-            return f"{v:.{p}e}" if np.isfinite(v) else f"{v}"
-    elif integral:
-        def fmt(v):
-            return f"{v:.0f}." if np.isfinite(v) else f"{v}"
-    else:
-        def fmt(v):
-            return f"{v:.{p}f}" if np.isfinite(v) else f"{v}"
-    return fmt
-
-
 def _format_tensor(t):
-    arr = t._arr
-    extras = []
-    # a user's Tensor subclass prints under its own name, as in torch;
-    # cygrad's own (Parameter, Buffer) print as tensors
-    cls = type(t)
-    name = "tensor" if cls.__module__.split(".")[0] == "cygrad" else cls.__name__
-    if arr.dtype not in (np.float32, np.int64, np.bool_) or (
-            arr.size == 0 and arr.dtype != np.float32):
-        extras.append(f"dtype=cygrad.{_dt.name(arr.dtype)}")
     if t._grad_fn is not None:
-        extras.append(f"grad_fn=<{t._grad_fn.name()}>")
+        tail = (f"grad_fn=<{t._grad_fn.name()}>",)
     elif t._requires_grad:
-        extras.append("requires_grad=True")
-    if arr.size == 0:
-        body = "[]"
-        if arr.ndim > 1:
-            extras.insert(0, f"size={tuple(arr.shape)}")
+        tail = ("requires_grad=True",)
     else:
-        opts = PRINT_OPTS
-        summarize = arr.size > opts.threshold
-        # the formatter sees what is shown: with a summary, each dimension's
-        # first and last edgeitems
-        sample = _summarized(arr, opts.edgeitems) if summarize else arr
-        sample = np.ravel(sample)
-        if arr.dtype.kind == "f":
-            fmt = _float_formatter(sample)
-            # torch sizes float columns by the nonzero finite values only: a
-            # 0, nan or inf is padded to them, or overhangs (``[1., nan]``)
-            sized = sample[np.isfinite(sample) & (sample != 0)]
-        else:
-            if arr.dtype == np.bool_:
-                def fmt(v):
-                    return "True" if v else "False"
-            else:
-                def fmt(v):
-                    return str(int(v))
-            sized = sample
-        width = max((len(fmt(v)) for v in sized), default=1)
-        body = _layout(arr, len(name) + 1, lambda v: fmt(v).rjust(width), width,
-                       summarize, opts)
-    return _with_suffixes(f"{name}({body}", extras, len(name) + 1)
-
-
-def _summarized(arr, e):
-    """``arr`` with each dimension longer than ``2 e`` cut to its first and
-    last ``e`` entries (what a summarised print shows)."""
-    for d, n in enumerate(arr.shape):
-        if n > 2 * e:
-            arr = np.concatenate([np.take(arr, range(e), axis=d),
-                                  np.take(arr, range(n - e, n), axis=d)], axis=d)
-    return arr
-
-
-def _layout(arr, indent, fmt, width, summarize, opts):
-    """The bracketed body of a tensor print, laid out as torch lays it out:
-    a row holds as many elements as fit in the line width after ``indent``
-    (each counted with its ", "), wrapped rows are indented under their
-    bracket, sub-tensors are separated by one line break per remaining
-    dimension, and a summarised dimension shows its first and last
-    ``edgeitems`` around an ellipsis."""
-    e = opts.edgeitems
-    if arr.ndim == 0:
-        return fmt(arr.item())
-    n = arr.shape[0]
-    cut = summarize and n > 2 * e
-    if arr.ndim == 1:
-        items = [fmt(v) for v in (arr[:e] if cut else arr).tolist()]
-        if cut:
-            items += [" ..."] + [fmt(v) for v in arr[n - e:].tolist()]
-        per_line = max(1, int((opts.linewidth - indent) // (width + 2)))
-        lines = [", ".join(items[i:i + per_line]) for i in range(0, len(items), per_line)]
-        return "[" + (",\n" + " " * (indent + 1)).join(lines) + "]"
-    rows = range(e) if cut else range(n)
-    parts = [_layout(arr[i], indent + 1, fmt, width, summarize, opts) for i in rows]
-    if cut:
-        parts += ["..."] + [_layout(arr[i], indent + 1, fmt, width, summarize, opts)
-                            for i in range(n - e, n)]
-    sep = "," + "\n" * (arr.ndim - 1) + " " * (indent + 1)
-    return "[" + sep.join(parts) + "]"
-
-
-def _with_suffixes(text, suffixes, indent):
-    """``text`` closed with its suffixes (``dtype=...``, ``grad_fn=...``),
-    each on the current line while that line stays within the print width
-    (counting the suffix, its ", " and a closing parenthesis), else on a new
-    line indented under the first bracket, as torch lays them out.  Widths
-    are measured with torch's ``torch.`` prefix, one character shorter than
-    ``cygrad.``, so that lines break where torch breaks them."""
-    parts = [text]
-    last = len(text) - text.rfind("\n") + 1
-    for suffix in suffixes:
-        width = len(suffix) - suffix.count("cygrad.")
-        if last + width + 2 > PRINT_OPTS.linewidth:
-            parts.append(",\n" + " " * indent + suffix)
-            last = indent + width
-        else:
-            parts.append(", " + suffix)
-            last += width + 2
-    parts.append(")")
-    return "".join(parts)
+        tail = ()
+    # cygrad's own subclasses (Parameter, Buffer) print as tensors
+    cls = type(t)
+    name = "tensor" if cls.__module__.partition(".")[0] == "cygrad" else cls.__name__
+    return tensor_repr(t._arr, get_default_dtype(), tail, name)

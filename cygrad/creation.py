@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import functools
+import math
 import numbers
+import warnings
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from cygrad import dtypes as _dt
 from cygrad._device import CPU, check_device
-from cygrad._kernels.engine import TensorBase, _wrap
+from cygrad._kernels.engine import TensorBase, _mark_inplace, _wrap, is_grad_enabled
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -154,6 +156,68 @@ def _on_cpu(fn: _F) -> _F:
     return wrapper
 
 
+def _legacy(d):
+    """torch's short type name of a dtype (``Float``), as its messages say."""
+    return _dt.type_name(d).rpartition(".")[2][:-len("Tensor")]
+
+
+_RANGES = ("arange", "linspace", "logspace")
+
+
+def _with_out(fn: _F) -> _F:
+    """torch's ``out=`` of a factory.  The values are made in ``out``'s dtype
+    (a ``dtype=`` must be that one) and written into ``out``, which takes the
+    result's shape (without the resize warning of the other ops, as torch's
+    factories; ``arange``, ``linspace`` and ``logspace`` keep ``out``'s shape
+    when it has as many elements, and ``arange`` warns when it resizes a
+    non-empty ``out``); ``out`` is returned.  ``requires_grad=True`` sets it
+    on ``out``."""
+    name = fn.__name__
+
+    @functools.wraps(fn)
+    def wrapper(*args, out=None, **kwargs):
+        if out is None:
+            return fn(*args, **kwargs)
+        if not isinstance(out, TensorBase):
+            raise TypeError(f"{name}(): argument 'out' must be Tensor, not "
+                            f"{type(out).__name__}")
+        d = out._arr.dtype
+        given = kwargs.get("dtype")
+        if given is not None and _dt.to_numpy(given) != d:
+            raise RuntimeError(f"dtype {_legacy(_dt.to_numpy(given))} does not match "
+                               f"dtype of out parameter ({_legacy(d)})")
+        if out.requires_grad and is_grad_enabled():
+            raise RuntimeError(
+                f"{name}(): functions with out=... arguments don't support automatic "
+                "differentiation, but one of the arguments requires grad.")
+        requires_grad = kwargs.pop("requires_grad", False)
+        arr = fn(*args, **dict(kwargs, dtype=d))._arr
+        if name in _RANGES and out._arr.size == arr.size:
+            arr = arr.reshape(out._arr.shape)   # torch's ranges keep out's shape
+        elif name == "arange" and out._arr.size:
+            warnings.warn(
+                f"The number of elements in the out tensor of shape "
+                f"{list(out._arr.shape)} is {out._arr.size} which does not match the "
+                f"computed number of elements {arr.size}. Note that this may occur as "
+                "a result of rounding error. The out tensor will be resized to a "
+                f"tensor of shape ({arr.size},).", UserWarning, stacklevel=3)
+        if out._arr.shape != arr.shape:
+            out.resize_(arr.shape)
+        np.copyto(out._arr, arr)
+        _mark_inplace(out, name)
+        if requires_grad:
+            out.requires_grad_(True)
+        return out
+    return wrapper  # type: ignore[return-value]
+
+
+def _floating_kernel(d, kernel):
+    """torch's refusal of an integer or bool dtype by a float sampler."""
+    if d.kind != "f":
+        raise NotImplementedError(f'"{kernel}" not implemented for \'{_legacy(d)}\'')
+    return d
+
+
 @_on_cpu
 def tensor(data: ArrayLike, dtype: DType | None = None, device: Device | None = None,
            requires_grad: bool = False, pin_memory: bool = False) -> Tensor:
@@ -233,24 +297,28 @@ def _make(arr, requires_grad):
 
 
 @_on_cpu
+@_with_out
 def zeros(*size: Shape, dtype: DType | None = None, device: Device | None = None,
           requires_grad: bool = False) -> Tensor:
     return _make(np.zeros(_shape_arg(size), _dtype_or_default(dtype)), requires_grad)
 
 
 @_on_cpu
+@_with_out
 def ones(*size: Shape, dtype: DType | None = None, device: Device | None = None,
          requires_grad: bool = False) -> Tensor:
     return _make(np.ones(_shape_arg(size), _dtype_or_default(dtype)), requires_grad)
 
 
 @_on_cpu
+@_with_out
 def empty(*size: Shape, dtype: DType | None = None, device: Device | None = None,
           requires_grad: bool = False) -> Tensor:
     return _make(np.empty(_shape_arg(size), _dtype_or_default(dtype)), requires_grad)
 
 
 @_on_cpu
+@_with_out
 def full(size: Sequence[int], fill_value: Number, dtype: DType | None = None,
          device: Device | None = None, requires_grad: bool = False) -> Tensor:
     if dtype is None:
@@ -384,19 +452,21 @@ def _rng(generator):
 
 
 @_on_cpu
+@_with_out
 def rand(*size: Shape, dtype: DType | None = None, generator: Generator | None = None,
          requires_grad: bool = False, device: Device | None = None) -> Tensor:
     """Uniform samples on [0, 1)."""
-    d = _dtype_or_default(dtype)
+    d = _floating_kernel(_dtype_or_default(dtype), "check_uniform_bounds")
     arr = _rng(generator).random(_shape_arg(size), dtype=np.float64).astype(d)
     return _make(arr, requires_grad)
 
 
 @_on_cpu
+@_with_out
 def randn(*size: Shape, dtype: DType | None = None, generator: Generator | None = None,
           requires_grad: bool = False, device: Device | None = None) -> Tensor:
     """Standard normal samples."""
-    d = _dtype_or_default(dtype)
+    d = _floating_kernel(_dtype_or_default(dtype), "normal_kernel_cpu")
     arr = _rng(generator).standard_normal(_shape_arg(size)).astype(d)
     return _make(arr, requires_grad)
 
@@ -415,6 +485,7 @@ def randn_like(t: Tensor, dtype: DType | None = None,
 
 
 @_on_cpu
+@_with_out
 def randint(low: int, high: int | None = None, size: Sequence[int] | None = None,
             dtype: DType | None = None, generator: Generator | None = None,
             requires_grad: bool = False, device: Device | None = None) -> Tensor:
@@ -433,10 +504,71 @@ def randint(low: int, high: int | None = None, size: Sequence[int] | None = None
     return _make(arr, requires_grad)
 
 
+# --- ranges ---------------------------------------------------------------------
+# torch's range kernels are compiled with fused multiply-adds and write arange
+# a vector at a time; the values below repeat their arithmetic step for step,
+# so that ``torch.linspace(-pi, pi, 2000)`` has torch's bits.
+
+def _fma(a, b, c):
+    """``a * b + c`` rounded once, over float64 arrays: Dekker's exact
+    product ``p + e``, then ``p + c`` with its rounding error ``t``."""
+    a, b, c = (np.asarray(v, np.float64) for v in (a, b, c))
+    p = a * b
+
+    def split(x):
+        t = 134217729.0 * x     # 2**27 + 1
+        hi = t - (t - x)
+        return hi, x - hi
+
+    (ah, al), (bh, bl) = split(a), split(b)
+    e = ((ah * bh - p) + ah * bl + al * bh) + al * bl
+    s = p + c
+    v = s - p
+    t = (p - (s - v)) + (c - v)
+    return s + (t + e)
+
+
+def _vector_lanes(itemsize):
+    """Elements per SIMD register in torch's CPU kernels: 512-bit registers
+    where the CPU has AVX-512 (F, BW, VL, DQ), else 256-bit ones."""
+    global _SIMD_BYTES
+    if _SIMD_BYTES is None:
+        _SIMD_BYTES = 32
+        try:
+            with open("/proc/cpuinfo") as f:
+                flags = next((line.split() for line in f if line.startswith("flags")),
+                             [])
+            if {"avx512f", "avx512bw", "avx512vl", "avx512dq"} <= set(flags):
+                _SIMD_BYTES = 64
+        except OSError:
+            pass
+    return _SIMD_BYTES // itemsize
+
+
+_SIMD_BYTES = None
+
+
+def _arange_values(start, step, n, d):
+    """torch's arange: in float64 (float32 for float16) ``start + step * i``,
+    two registers of lanes at a time from ``start + step * i0`` rounded to
+    the dtype, the remainder one by one."""
+    work = np.float32 if d == np.float16 else np.float64
+    start, step = work(start), work(step)
+    i = np.arange(n)
+    lanes = _vector_lanes(d.itemsize)
+    vec = n - n % (2 * lanes) if n >= 2 * lanes else 0
+    base = _fma(step, i - i % lanes, start).astype(work).astype(d)
+    vals = np.where(i < vec, _fma(i % lanes, step, base.astype(np.float64)),
+                    _fma(step, i, start))
+    return vals.astype(work).astype(d)
+
+
 @_on_cpu
+@_with_out
 def arange(start: Number, end: Number | None = None, step: Number = 1,
            dtype: DType | None = None, requires_grad: bool = False,
            device: Device | None = None) -> Tensor:
+    """``start, start + step, ...`` below ``end``, with torch's rounding."""
     if end is None:
         start, end = 0, start
     vals = [start, end, step]
@@ -446,31 +578,82 @@ def arange(start: Number, end: Number | None = None, step: Number = 1,
         if dtype == _dt.bool:
             dtype = _dt.int64
     if vals[2] == 0:
-        raise RuntimeError("arange: step must be nonzero")
-    return _make(np.arange(*vals, dtype=_dt.to_numpy(dtype)), requires_grad)
+        raise RuntimeError("step must be nonzero")
+    if not (math.isfinite(vals[0]) and math.isfinite(vals[1])):
+        raise RuntimeError(f"unsupported range: {vals[0]} -> {vals[1]}")
+    if (vals[1] - vals[0]) * vals[2] < 0:
+        raise RuntimeError("upper bound and lower bound inconsistent with step sign")
+    d = _dt.to_numpy(dtype)
+    if d.kind != "f":
+        return _make(np.arange(*vals, dtype=d), requires_grad)
+    start, end, step = (float(v) for v in vals)
+    n = max(int(math.ceil((end - start) / step)), 0)
+    return _make(_arange_values(start, step, n, d), requires_grad)
+
+
+def _halves(steps):
+    i = np.arange(steps)
+    return i, i < steps // 2, (steps - 1 - i)
 
 
 @_on_cpu
+@_with_out
 def linspace(start: Number, end: Number, steps: int, dtype: DType | None = None,
              requires_grad: bool = False, device: Device | None = None) -> Tensor:
+    """``steps`` values from ``start`` to ``end``: ``start + step * i`` in the
+    first half, ``end - step * (steps - 1 - i)`` in the second, with ``step``
+    and the values in the dtype (float64 for integer dtypes, truncated)."""
     d = _dtype_or_default(dtype)
-    return _make(np.linspace(start, end, int(steps), dtype=np.float64).astype(d),
-                 requires_grad)
+    steps = int(steps)
+    if steps < 0:
+        raise RuntimeError("number of steps must be non-negative")
+    if steps <= 1:
+        return _make(np.full(steps, start).astype(d), requires_grad)
+    i, first, back = _halves(steps)
+    if d == np.float16:
+        s, e = np.float16(start), np.float16(end)
+        step = (e - s) / np.float16(steps - 1)
+        lo = s + step * i.astype(np.float16)
+        hi = e - step * back.astype(np.float16)
+        return _make(np.where(first, lo, hi), requires_grad)
+    work = d if d.kind == "f" else np.dtype(np.float64)
+    s, e = work.type(start), work.type(end)
+    if d.kind != "f":
+        s, e = np.float64(d.type(start)), np.float64(d.type(end))
+    step = work.type((e - s) / work.type(steps - 1))
+    vals = np.where(first, _fma(step, i, s), _fma(-np.float64(step), back, e))
+    return _make(vals.astype(work).astype(d), requires_grad)
 
 
 @_on_cpu
+@_with_out
 def logspace(start: Number, end: Number, steps: int, base: float = 10.0,
              dtype: DType | None = None, requires_grad: bool = False,
              device: Device | None = None) -> Tensor:
-    """``base ** linspace(start, end, steps)`` (computed in float64, then cast)."""
+    """``base ** x`` for ``x`` spaced as in ``linspace``; the exponents and
+    the powers in float64 (``step`` from ``end - start`` in the dtype), the
+    powers then cast (integers truncated)."""
     d = _dtype_or_default(dtype)
-    vals = np.power(float(base), np.linspace(start, end, int(steps), dtype=np.float64))
+    steps = int(steps)
+    if steps < 0:
+        raise RuntimeError("number of steps must be non-negative")
+    if steps <= 1:
+        vals = np.power(float(base), np.full(steps, float(start)))
+    else:
+        s, e = d.type(start), d.type(end)
+        step = np.float64(e - s) / (steps - 1)
+        i, first, back = _halves(steps)
+        # (torch's logspace is not in a kernel file: no fused multiply-add)
+        x = np.where(first, np.float64(s) + step * i, np.float64(e) - step * back)
+        vals = np.power(float(base), x)
     if d.kind in "iu":
         vals = np.trunc(vals)
-    return _make(vals.astype(d), requires_grad)
+    with np.errstate(over="ignore", invalid="ignore"):
+        return _make(vals.astype(d), requires_grad)
 
 
 @_on_cpu
+@_with_out
 def eye(n: int, m: int | None = None, dtype: DType | None = None,
         requires_grad: bool = False, device: Device | None = None) -> Tensor:
     return _make(np.eye(n, m, dtype=_dtype_or_default(dtype)), requires_grad)

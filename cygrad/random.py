@@ -33,6 +33,7 @@ from cygrad.creation import (
     _on_cpu,
     _rng,
     _shape_arg,
+    _with_out,
     default_generator,
     initial_seed,
     manual_seed,
@@ -168,10 +169,10 @@ def multinomial(input: Tensor, num_samples: int, replacement: bool = False, *,
 
 
 @_on_cpu
+@_with_out
 def randperm(n: int, *, generator: Generator | None = None, dtype: DType | None = None,
              device: Device | None = None, requires_grad: bool = False,
-             pin_memory: bool = False, layout: Any = None,
-             out: Tensor | None = None) -> Tensor:
+             pin_memory: bool = False, layout: Any = None) -> Tensor:
     """A random permutation of ``0 .. n-1`` (int64 unless ``dtype`` is given)."""
     n = _shape_arg((n,))[0]
     d = _dt.int64 if dtype is None else _dt.to_numpy(dtype)

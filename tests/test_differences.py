@@ -55,6 +55,33 @@ def test_linear_node_names_follow_torch():
     assert type(F.linear(x, w, cygrad.ones(4)).grad_fn).__name__ == "AddmmBackward0"
 
 
+LINEAR_INPUTS = {
+    "1d": lambda m: m.ones(3, requires_grad=True),
+    "2d": lambda m: m.ones(2, 3, requires_grad=True) * 1,
+    "3d": lambda m: m.ones(4, 2, 3, requires_grad=True),
+    "4d": lambda m: m.ones(5, 4, 2, 3),
+    "3d_strided": lambda m: m.ones(2, 4, 3).transpose(0, 1),
+}
+
+
+@needs_torch
+@pytest.mark.parametrize("bias", [True, False])
+@pytest.mark.parametrize("case", sorted(LINEAR_INPUTS))
+def test_linear_result_node_prints_as_torch(case, bias):
+    """print(model(x)) shows torch's grad_fn: ViewBackward0 for an n-d input
+    (UnsafeViewBackward0 without a bias), and a 2-D addmm lists the bias's
+    node first (``loss.grad_fn.next_functions[0][0]`` walks)."""
+    seen = []
+    for m in (cygrad, torch):
+        w = m.ones(4, 3, requires_grad=True)
+        b = m.ones(4, requires_grad=True) if bias else None
+        out = m.nn.functional.linear(LINEAR_INPUTS[case](m), w, b)
+        first = out.grad_fn.next_functions[0][0]
+        seen.append((out.grad_fn.name(), str(out).split("grad_fn=")[1],
+                     repr(first).split(" object")[0] if case == "2d" else None))
+    assert seen[0] == seen[1]
+
+
 # --- cross_entropy ----------------------------------------------------------------
 
 
@@ -350,6 +377,45 @@ def test_grad_fn_prints_as_torch(case):
         y = lib.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
         out = NODE_CASES[case](y, lib)
         names.append((out.grad_fn.name(), repr(out.grad_fn).split(" object")[0]))
+    assert names[0] == names[1]
+
+
+REFLECTED = {
+    "rmul": lambda y: 2 * y, "radd": lambda y: 2 + y, "rsub": lambda y: 1 - y,
+    "rpow": lambda y: 2 ** y, "mul": lambda y: y * 2, "sub": lambda y: y - 1,
+    "tensors": lambda y: y * y.exp(),
+}
+
+
+@needs_torch
+@pytest.mark.parametrize("case", sorted(REFLECTED))
+def test_next_functions_list_the_tensor_first_as_torch(case):
+    """``(2 * b).grad_fn.next_functions`` is ((b's node, 0), (None, 0)), and
+    only (b's node, 0) for ``1 - b`` and ``2 ** b``: the autograd tutorial
+    walks ``next_functions[0][0]`` down to the leaf."""
+    seen = []
+    for lib in (cygrad, torch):
+        y = lib.tensor([1.0, 2.0], requires_grad=True).sin()
+        nf = REFLECTED[case](y).grad_fn.next_functions
+        seen.append([(None if f is None else f.name(), nr) for f, nr in nf])
+    assert seen[0] == seen[1]
+
+
+@needs_torch
+@pytest.mark.parametrize("loss", ["nll_loss", "cross_entropy"])
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("shape", [(4,), (3, 4), (2, 4, 3), (2, 4, 3, 2)])
+def test_class_loss_node_prints_as_torch(loss, reduction, shape):
+    """``print(loss)`` shows NllLossBackward0 (NllLoss2DBackward0 for
+    spatial inputs) although nll_loss is composed of tensor ops."""
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal(shape)
+    t = rng.integers(0, 4, (shape[0],) + shape[2:] if len(shape) > 1 else ())
+    names = []
+    for lib in (cygrad, torch):
+        xin = lib.tensor(x, requires_grad=True).log_softmax(0 if len(shape) == 1 else 1)
+        out = getattr(lib.nn.functional, loss)(xin, lib.tensor(t), reduction=reduction)
+        names.append(out.grad_fn.name())
     assert names[0] == names[1]
 
 

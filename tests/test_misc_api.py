@@ -135,6 +135,20 @@ PRINT_CASES = [
     ({}, lambda m: m.tensor([1.0, -math.inf])),
     ({}, lambda m: m.tensor([[0.0, math.nan], [2.0, 3.0]])),
     ({}, lambda m: m.tensor([0.1, 22.5, -math.inf, 0.0])),
+    # rows wrap at (linewidth - indent) // (width + 2) elements, deeper rows
+    # indented one more; summarised rows and blocks of every rank
+    ({}, lambda m: m.arange(20.0).reshape(1, 20) / 7),
+    ({}, lambda m: m.arange(60.0).reshape(3, 4, 5) / 7 - 4),
+    ({}, lambda m: m.arange(2000.0).reshape(10, 200) / 3),
+    ({}, lambda m: m.arange(3000).reshape(30, 100)),
+    ({}, lambda m: m.arange(1200.0).reshape(3, 4, 100)),
+    ({"sci_mode": True, "precision": 2}, lambda m: m.arange(20.0).reshape(1, 20) / 7),
+    ({"linewidth": 120}, lambda m: m.arange(2000.0).reshape(10, 200) / 3),
+    ({}, lambda m: m.tensor([[1e-5, 1.0], [2.0, 3.0]])),
+    ({}, lambda m: m.tensor([True, False])),
+    # a suffix that would pass the line width goes to a line of its own
+    ({}, lambda m: (m.arange(15.0) / 7).requires_grad_()),
+    ({}, lambda m: (m.arange(16.0) / 7).requires_grad_() * 2),
 ]
 
 
@@ -188,6 +202,38 @@ def test_print_layout_matches_torch_on_random_tensors(printopts, opts, grad):
         want = str(torch.tensor(a, requires_grad=rg))
         got = str(cygrad.tensor(a, requires_grad=rg)).replace("cygrad.", "torch.")
         assert got == want, f"{a.dtype} {a.shape}"
+
+
+DTYPE_PRINT_CASES = [
+    lambda m: m.arange(30.0, dtype=m.float64).reshape(2, 15) / 7,
+    lambda m: (m.arange(30.0, dtype=m.float64).reshape(2, 15) / 7).requires_grad_(),
+    lambda m: m.arange(12.0, dtype=m.float16).reshape(2, 2, 3) / 3,
+    lambda m: m.tensor([1, -2, 30000], dtype=m.int16),
+    lambda m: m.zeros(2, 0, dtype=m.int64),
+    lambda m: m.zeros(0, dtype=m.float64),
+]
+
+
+@pytest.mark.parametrize("make", DTYPE_PRINT_CASES)
+@pytest.mark.parametrize("default", ["float32", "float64"])
+def test_repr_with_dtype_matches_torch(make, default):
+    """The dtype is printed unless it is the default one (or int64, bool);
+    lines break where torch's do although ``cygrad.`` is a letter longer."""
+    cygrad.set_default_dtype(getattr(cygrad, default))
+    torch.set_default_dtype(getattr(torch, default))
+    try:
+        got, want = repr(make(cygrad)), repr(make(torch))
+    finally:
+        cygrad.set_default_dtype(cygrad.float32)
+        torch.set_default_dtype(torch.float32)
+    assert got.replace("cygrad.", "torch.") == want
+
+
+def test_str_of_a_parameter_says_parameter():
+    """print(p) shows what repr(p) does, for tensors and their subclasses."""
+    t = cygrad.nn.Parameter(cygrad.ones(2))
+    assert str(t) == repr(t) == str(torch.nn.Parameter(torch.ones(2)))
+    assert str(cygrad.ones(2)) == str(torch.ones(2))
 
 
 def test_printoptions_profile_then_override(printopts):
@@ -438,6 +484,22 @@ def test_variable_returns_a_tensor():
     assert v.grad.tolist() == [3.0, 3.0]
     with pytest.raises(TypeError):
         V([1, 2])
+
+
+def test_variable_is_a_new_leaf_over_the_same_storage():
+    """``Variable(x, requires_grad=True)`` leaves ``x`` alone (the NLP
+    tutorial prints ``x.requires_grad`` after it); a Variable of a tensor
+    with history or of a Parameter is a plain leaf that sees x's writes."""
+    for m in (cygrad, torch):
+        x = m.ones(2)
+        v = m.autograd.Variable(x, requires_grad=True)
+        assert v is not x and not x.requires_grad and v.requires_grad
+        x.add_(1)
+        assert v.tolist() == [2.0, 2.0]
+        y = m.ones(2, requires_grad=True) * 2
+        w = m.autograd.Variable(y)
+        assert w.grad_fn is None and not w.requires_grad and w.is_leaf
+        assert type(m.autograd.Variable(m.nn.Parameter(m.ones(1)))) is m.Tensor
 
 
 def test_profiler_records_ops_and_ranges():

@@ -362,3 +362,27 @@ def test_grad_fn_names():
     loss = nn.CrossEntropyLoss()(out, cygrad.tensor([0, 1, 1, 0]))
     assert type(loss.grad_fn).__name__ == "NllLossBackward0"
     assert type(nn.MSELoss()(out, out.detach()).grad_fn).__name__ == "MseLossBackward0"
+
+
+def test_load_state_dict_result_prints_as_torch():
+    """``print(model.load_state_dict(sd))`` says ``<All keys matched
+    successfully>``; a norm layer's num_batches_tracked absent from a state
+    dict without version metadata is not missing (torch keeps the count)."""
+    torch = pytest.importorskip("torch")
+    for m in (cygrad, torch):
+        net = m.nn.Sequential(m.nn.Linear(2, 3), m.nn.BatchNorm1d(3))
+        net[1].num_batches_tracked += 4
+        sd = net.state_dict()
+        assert str(net.load_state_dict(sd)) == "<All keys matched successfully>"
+        del sd["1.num_batches_tracked"]   # its _metadata says version 2
+        with pytest.raises(RuntimeError, match='Missing key.*"1.num_batches_tracked"'):
+            net.load_state_dict(sd)
+        sd = dict(sd)                       # a plain dict: an old checkpoint
+        res = net.load_state_dict(sd)
+        assert repr(res) == "<All keys matched successfully>"
+        assert int(net[1].num_batches_tracked) == 4
+        del sd["0.bias"]
+        res = net.load_state_dict(sd, strict=False)
+        assert repr(res) == ("_IncompatibleKeys(missing_keys=['0.bias'], "
+                             "unexpected_keys=[])")
+        assert res.missing_keys == ["0.bias"] and not res.unexpected_keys

@@ -149,3 +149,17 @@ def test_a_bad_gradient_anywhere_changes_nothing(name):
     assert {k: sorted(v) for k, v in opt.state.items()} == state_before
     if name == "Adagrad":
         assert opt.state[good]["step"].item() == 0
+
+
+@pytest.mark.parametrize("name", ["SGD", "Adam", "AdamW", "RMSprop", "Adagrad",
+                                  "Adadelta", "Adamax", "NAdam", "RAdam", "ASGD",
+                                  "Rprop"])
+def test_param_group_keys_in_torchs_order(name):
+    """``print(optimizer.state_dict())`` lists a group's options in torch's
+    order (the state_dict recipe prints it)."""
+    torch = pytest.importorskip("torch")
+    got = getattr(optim, name)([cygrad.nn.Parameter(cygrad.ones(1))], lr=0.1)
+    want = getattr(torch.optim, name)([torch.nn.Parameter(torch.ones(1))], lr=0.1)
+    assert list(got.param_groups[0]) == list(want.param_groups[0])
+    assert list(got.state_dict()["param_groups"][0]) == list(
+        want.state_dict()["param_groups"][0])

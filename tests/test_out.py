@@ -81,3 +81,83 @@ def test_tuple_results_fill_a_tuple_of_outs():
     tv, ti = torch.max(torch.tensor(x), 1)
     np.testing.assert_array_equal(v.numpy(), tv.numpy())
     np.testing.assert_array_equal(i.numpy(), ti.numpy())
+
+
+FACTORIES = [
+    ("zeros", lambda m, **k: m.zeros(2, 3, **k)),
+    ("ones", lambda m, **k: m.ones(3, **k)),
+    ("full", lambda m, **k: m.full((2, 2), 3, **k)),
+    ("arange", lambda m, **k: m.arange(5, **k)),
+    ("linspace", lambda m, **k: m.linspace(0, 1, 5, **k)),
+    ("logspace", lambda m, **k: m.logspace(0, 2, 3, **k)),
+    ("eye", lambda m, **k: m.eye(3, **k)),
+]
+
+
+@pytest.mark.parametrize("name", [f[0] for f in FACTORIES])
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int64"])
+@pytest.mark.parametrize("size", [0, 4])
+def test_factories_write_into_out_in_its_dtype(name, dtype, size):
+    """``torch.zeros(2, 3, out=c)``: the values in c's dtype, c resized
+    silently, c itself returned."""
+    make = dict(FACTORIES)[name]
+    seen = []
+    for m in (cygrad, torch):
+        out = m.zeros(size, dtype=getattr(m, dtype))
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            res = make(m, out=out)
+        assert res is out
+        seen.append((out.numpy(), str(out.dtype).split(".")[-1],
+                     [str(x.message).split(" (Triggered")[0] for x in w]))
+    np.testing.assert_array_equal(seen[0][0], seen[1][0])
+    assert seen[0][1:] == seen[1][1:]
+
+
+@pytest.mark.parametrize("name", ["arange", "linspace", "logspace"])
+def test_ranges_keep_the_shape_of_an_out_of_the_same_size(name):
+    for m in (cygrad, torch):
+        out = m.zeros(5, 1)
+        args = (0, 5) if name == "arange" else (0, 4, 5)
+        assert getattr(m, name)(*args, out=out).shape == (5, 1)
+    assert cygrad.zeros(5, out=cygrad.zeros(5, 1)).shape == (5,)
+
+
+def test_random_factories_fill_out():
+    for make in (lambda m, o: m.rand(2, 2, out=o), lambda m, o: m.randn(3, out=o),
+                 lambda m, o: m.randint(0, 5, (4,), out=o),
+                 lambda m, o: m.randperm(6, out=o)):
+        for m in (cygrad, torch):
+            out = m.zeros(0, dtype=m.float64)
+            assert make(m, out) is out and out.dtype == m.float64
+        assert tuple(out.shape) == tuple(make(cygrad, cygrad.zeros(0)).shape)
+    perm = cygrad.randperm(6, out=cygrad.zeros(1, dtype=cygrad.long))
+    assert sorted(perm.tolist()) == list(range(6))
+
+
+def test_factory_out_errors_as_torch():
+    for m in (cygrad, torch):
+        with pytest.raises(RuntimeError, match="dtype Double does not match dtype of "
+                                               r"out parameter \(Float\)"):
+            m.ones(2, dtype=m.float64, out=m.zeros(2))
+        with pytest.raises(RuntimeError, match="functions with out=... arguments "
+                                               "don't support automatic"):
+            m.ones(2, out=m.zeros(2, requires_grad=True))
+        with pytest.raises(TypeError, match="argument 'out' must be Tensor, not list"):
+            m.zeros(2, out=[1])
+        out = m.empty(0)
+        assert m.zeros(2, out=out, requires_grad=True) is out and out.requires_grad
+
+
+@pytest.mark.parametrize("call", [
+    lambda m: m.rand(2, dtype=m.int64), lambda m: m.rand(2, dtype=m.bool),
+    lambda m: m.randn(2, dtype=m.int32),
+    lambda m: m.rand(2, out=m.zeros(2, dtype=m.long)),
+    lambda m: m.rand_like(m.zeros(2, dtype=m.uint8)),
+    lambda m: m.randn_like(m.zeros(2, dtype=m.int64))])
+def test_float_samplers_refuse_integer_dtypes(call):
+    with pytest.raises(NotImplementedError) as want:
+        call(torch)
+    with pytest.raises(NotImplementedError) as got:
+        call(cygrad)
+    assert str(got.value) == str(want.value)

@@ -476,3 +476,26 @@ def test_scan_kernel_in_place_and_reversed():
         np.testing.assert_array_equal(x, want)
     with pytest.raises(ValueError, match="do not match"):
         scan.scan(np.ones(6), np.ones(6), 2, 2, 2)
+
+
+RETURN_TYPES = [
+    lambda m, x: m.max(x, 1), lambda m, x: m.min(x, 0), lambda m, x: x.max(dim=0),
+    lambda m, x: m.sort(x), lambda m, x: m.topk(x, 1), lambda m, x: m.kthvalue(x, 1),
+    lambda m, x: m.median(x, 1), lambda m, x: m.mode(x, 1), lambda m, x: m.cummax(x, 0),
+    lambda m, x: m.cummin(x, 1), lambda m, x: m.aminmax(x), lambda m, x: m.frexp(x),
+    lambda m, x: m.histogram(x, 2), lambda m, x: m.svd(x),
+    lambda m, x: m.linalg.svd(x), lambda m, x: m.linalg.qr(x),
+    lambda m, x: m.linalg.slogdet(x), lambda m, x: m.nanmedian(x, 0),
+    lambda m, x: m.linalg.eigh(x + x.T),
+]
+
+
+@pytest.mark.parametrize("call", RETURN_TYPES)
+def test_named_results_print_and_are_named_as_torch(call):
+    """``print(x.max(1))`` shows torch's ``torch.return_types.max(`` block."""
+    x = [[1.0, 5.0], [3.0, 2.0]]
+    got, want = call(cygrad, cygrad.tensor(x)), call(torch, torch.tensor(x))
+    assert repr(got).replace("cygrad.", "torch.") == repr(want)
+    assert type(got).__name__ == type(want).__name__
+    assert type(got).__module__ == "torch.return_types"
+    assert isinstance(got, tuple) and len(got) == len(want)

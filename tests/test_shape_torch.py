@@ -361,3 +361,17 @@ def test_shape_ops_hypothesis(arr, data):
     if size <= n:
         step = data.draw(st.integers(1, 3))
         same(lambda m, x: x.unfold(dim, size, step), arr)
+
+
+@pytest.mark.parametrize("shapes", [((2, 3), (3, 2)), ((4, 3, 2), (4, 3)),
+                                    ((4, 3, 2), (2, 3)), ((4, 3, 2), (0,)),
+                                    ((5, 1, 4), (3, 7, 4)), ((2, 3, 4), (3, 5, 4))])
+def test_broadcast_error_names_the_last_mismatch_as_torch(shapes):
+    """torch compares sizes from the last dimension and reports the first
+    mismatch it meets (the tensors tutorial prints it)."""
+    messages = []
+    for m in (cygrad, torch):
+        with pytest.raises(RuntimeError) as err:
+            m.ones(*shapes[0]) * m.ones(*shapes[1])
+        messages.append(str(err.value))
+    assert messages[0].startswith(messages[1])

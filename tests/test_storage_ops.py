@@ -1,4 +1,5 @@
-"""resize_, resize, resize_as_, apply_ and logspace against torch."""
+"""resize_, resize, resize_as_, apply_ and the ranges (arange, linspace,
+logspace) against torch."""
 
 
 import numpy as np
@@ -66,3 +67,50 @@ def test_logspace_matches_torch(kw):
     want = torch.logspace(-1, 3, 7, **kt)
     assert str(got.dtype).split(".")[-1] == str(want.dtype).split(".")[-1]
     np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6)
+
+
+RANGE_CALLS = [
+    lambda m, d: m.arange(-8.0, 8.0, 0.1, dtype=d),
+    lambda m, d: m.arange(0.0, 1.0, 0.1, dtype=d),
+    lambda m, d: m.arange(1.5, 100.2, 0.37, dtype=d),
+    lambda m, d: m.arange(5.0, -3.0, -0.3, dtype=d),
+    lambda m, d: m.arange(0, 2 * np.pi, 0.1, dtype=d),
+    lambda m, d: m.linspace(-np.pi, np.pi, 2000, dtype=d),
+    lambda m, d: m.linspace(0.0, 2 * np.pi, 25, dtype=d),
+    lambda m, d: m.linspace(3, -2.7, 999, dtype=d),
+    lambda m, d: m.linspace(0.1, 7.3, 37, dtype=d),
+    lambda m, d: m.linspace(1.5, 1.5, 1, dtype=d),
+    lambda m, d: m.logspace(-5, 5, 1000, dtype=d),
+    lambda m, d: m.logspace(0.1, 7.3, 37, base=2.0, dtype=d),
+]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16"])
+@pytest.mark.parametrize("call", RANGE_CALLS)
+def test_ranges_have_torchs_bits(call, dtype):
+    """torch's kernels fuse their multiply-adds (and arange writes a vector
+    of lanes at a time); ``linspace(-pi, pi, 2000)`` is bit for bit torch's."""
+    got = call(cygrad, getattr(cygrad, dtype)).numpy()
+    want = call(torch, getattr(torch, dtype)).numpy()
+    assert got.dtype == want.dtype and got.shape == want.shape
+    np.testing.assert_array_equal(got, want)
+
+
+def test_integer_linspace_truncates_as_torch():
+    for args in [(0, 10, 4), (-7, 9, 6), (3, -2.7, 9)]:
+        np.testing.assert_array_equal(
+            cygrad.linspace(*args, dtype=cygrad.int64).numpy(),
+            torch.linspace(*args, dtype=torch.int64).numpy())
+
+
+@pytest.mark.parametrize("call", [
+    lambda m: m.arange(0, -1, 1.0), lambda m: m.arange(5, 1),
+    lambda m: m.arange(0, 1, 0),
+    lambda m: m.arange(0, float("inf")), lambda m: m.linspace(0, 1, -1),
+    lambda m: m.logspace(0, 1, -2)])
+def test_range_errors_as_torch(call):
+    with pytest.raises(RuntimeError) as want:
+        call(torch)
+    with pytest.raises(RuntimeError) as got:
+        call(cygrad)
+    assert str(got.value) == str(want.value)

@@ -102,7 +102,8 @@ cdef tuple _broadcast_shape(tuple sa, tuple sb):
     if sa == sb:
         return sa
     out = [0] * n
-    for i in range(n):
+    # from the last dimension, as torch: the mismatch reported is the last one
+    for i in range(n - 1, -1, -1):
         da = sa[na - n + i] if na - n + i >= 0 else 1
         db = sb[nb - n + i] if nb - n + i >= 0 else 1
         if da == db or db == 1:

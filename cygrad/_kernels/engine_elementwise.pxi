@@ -218,6 +218,7 @@ cdef void _make_binary_node(int op, TensorBase res, TensorBase ta, TensorBase tb
     node._has_saved = need_a or need_b or need_y
     if op == OP_SUB or op == OP_POW or op == OP_DIV:
         _name_by_operands(node, op, ta is None, tb is None)
+    node._scalar_first = ta is None and tb is not None
     _attach(res, node)
 
 

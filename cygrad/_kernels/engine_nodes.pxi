@@ -219,6 +219,10 @@ cdef class EWNode(Node):
     """Backward of an elementwise op of the kernel table."""
     cdef int op
     cdef bint binary
+    # ``2 * x``: a Python number was the left operand.  torch lists the
+    # tensor's receiver first there (it computes x * 2), and alone for
+    # ``1 - x`` and ``2 ** x``; the engine keeps its own input order.
+    cdef bint _scalar_first
     cdef object sa, sb, sy           # saved arrays, or None
     cdef TensorBase ta, tb           # saved input tensors (for create_graph)
     cdef Version va, vb, vy
@@ -228,6 +232,17 @@ cdef class EWNode(Node):
         if self._torch_name is not None:
             return self._torch_name
         return (BINARY_ROWS if self.binary else UNARY_ROWS)[self.op].node
+
+    @property
+    def next_functions(self):
+        nrs = self._nrs
+        pairs = tuple((_child(self, i), nrs[i] if nrs is not None else 0)
+                      for i in range(self._n_in))
+        if not self._scalar_first or len(pairs) != 2:
+            return pairs
+        if self.op == OP_SUB or self.op == OP_POW:
+            return pairs[1:]
+        return (pairs[1], pairs[0])
 
     def __dealloc__(self):
         # Whoever drops a 0-d array's last reference offers it to the pool.

@@ -21,7 +21,7 @@ from cygrad._kernels import loss as _k
 from cygrad._tensor import Tensor
 from cygrad.autograd.function import Function
 from cygrad.creation import from_numpy, tensor
-from cygrad.ops.registry import _ns, xp_helper
+from cygrad.ops.registry import _ns, named, xp_helper
 
 from . import _functional_act as _act
 from . import _functional_loss as _lossf
@@ -83,75 +83,116 @@ def _constant(arr):
 
 
 class _Linear(Function):
-    """``out = x @ W.T + b``;  grad_x = g @ W, grad_W = g.T @ x, grad_b = sum(g)."""
+    """``out = x @ W.T``;  grad_x = g @ W, grad_W = g.T @ x (grad_b = sum(g)
+    in ``_LinearBias``)."""
 
     _node_name = "MmBackward0"      # torch's node names for x @ W.T (+ b)
 
     @staticmethod
-    def forward(ctx, x, weight, bias=None):
-        xa, wa = x._arr, weight._arr
-        if xa.dtype != wa.dtype or (bias is not None and bias._arr.dtype != wa.dtype):
-            raise RuntimeError(
-                f"mat1 and mat2 must have the same dtype, but got {xa.dtype} and "
-                f"{wa.dtype}"
-            )
-        if xa.shape[-1:] != wa.shape[1:]:
-            raise RuntimeError(
-                f"mat1 and mat2 shapes cannot be multiplied "
-                f"({int(np.prod(xa.shape[:-1]))}x{xa.shape[-1] if xa.ndim else 1} "
-                f"and {wa.shape[1]}x{wa.shape[0]})"
-            )
-        if xa.ndim > 2:
-            # one GEMM over the flattened leading dimensions: NumPy's matmul of
-            # a stack runs one small GEMM per matrix (1.8x slower at 16x32x64)
-            out = np.matmul(xa.reshape(-1, xa.shape[-1]), wa.T).reshape(
-                xa.shape[:-1] + (wa.shape[0],))
-        else:
-            out = np.matmul(xa, wa.T)
-        if bias is not None:
-            try:
-                fits = np.broadcast_shapes(out.shape, bias._arr.shape) == out.shape
-            except ValueError:
-                fits = False
-            if not fits:
-                raise RuntimeError(
-                    f"The expanded size of the tensor ({out.shape[-1]}) must match "
-                    f"the existing size ({bias._arr.shape[-1]}): linear's bias of "
-                    f"shape {list(bias._arr.shape)} does not broadcast to the "
-                    f"output's shape {list(out.shape)}")
-            out += bias._arr
-        ctx.save_for_backward(x, weight)
-        return from_numpy(out)
+    def forward(ctx, x, weight):
+        return _linear_forward(ctx, x, weight, None)
 
     @staticmethod
     def backward(ctx, grad):
-        x, weight = ctx.saved_tensors
-        needs = ctx.needs_input_grad
-        xp = _ns()
-        g = xp.val(grad)
-        out_f, in_f = weight.shape
-        g2 = xp.reshape(g, (-1, out_f))
-        grad_x = None
-        if needs[0]:
-            grad_x = xp.matmul(g2, xp.val(weight))
-            if len(g.shape) != 2:
-                grad_x = xp.reshape(grad_x, tuple(g.shape[:-1]) + (in_f,))
-            grad_x = xp.out(grad_x)
-        grad_weight = grad_bias = None
-        if needs[1]:
-            x2 = xp.reshape(xp.val(x), (-1, in_f))
-            grad_weight = xp.out(xp.matmul(xp.swapaxes(g2, 0, 1), x2))
-        if len(needs) > 2 and needs[2]:
-            grad_bias = xp.out(xp.sum(g2, 0))
-        if len(needs) > 2:
-            return grad_x, grad_weight, grad_bias
-        return grad_x, grad_weight
+        return _linear_backward(ctx, grad, ctx.needs_input_grad)
 
 
-class _LinearBias(_Linear):
-    """``_Linear`` with a bias, under torch's node name."""
+class _LinearBias(Function):
+    """``_Linear`` with a bias, its inputs in torch's order ``(bias, x, W)``
+    (``grad_fn.next_functions[0]`` is the bias's, as for torch's addmm)."""
 
     _node_name = "AddmmBackward0"
+
+    @staticmethod
+    def forward(ctx, bias, x, weight):
+        return _linear_forward(ctx, x, weight, bias)
+
+    @staticmethod
+    def backward(ctx, grad):
+        needs = ctx.needs_input_grad
+        grad_x, grad_weight, grad_bias = _linear_backward(
+            ctx, grad, (needs[1], needs[2], needs[0]))
+        return grad_bias, grad_x, grad_weight
+
+
+# The names torch's linear gives its result's node: a 1-D or (contiguous)
+# n-d input is viewed as a matrix and the product viewed back; without a
+# bias an n-d product is matmul's unsafe view, a 1-D one its squeeze.
+class _LinearView(_LinearBias):
+    _node_name = "ViewBackward0"
+
+
+class _LinearAdd(_LinearBias):
+    _node_name = "AddBackward0"
+
+
+class _LinearUnsafeView(_Linear):
+    _node_name = "UnsafeViewBackward0"
+
+
+class _LinearSqueeze(_Linear):
+    _node_name = "SqueezeBackward4"
+
+
+def _linear_forward(ctx, x, weight, bias):
+    xa, wa = x._arr, weight._arr
+    if xa.dtype != wa.dtype or (bias is not None and bias._arr.dtype != wa.dtype):
+        raise RuntimeError(
+            f"mat1 and mat2 must have the same dtype, but got {xa.dtype} and "
+            f"{wa.dtype}"
+        )
+    if xa.shape[-1:] != wa.shape[1:]:
+        raise RuntimeError(
+            f"mat1 and mat2 shapes cannot be multiplied "
+            f"({int(np.prod(xa.shape[:-1]))}x{xa.shape[-1] if xa.ndim else 1} "
+            f"and {wa.shape[1]}x{wa.shape[0]})"
+        )
+    if xa.ndim > 2:
+        # one GEMM over the flattened leading dimensions: NumPy's matmul of
+        # a stack runs one small GEMM per matrix (1.8x slower at 16x32x64)
+        out = np.matmul(xa.reshape(-1, xa.shape[-1]), wa.T).reshape(
+            xa.shape[:-1] + (wa.shape[0],))
+    else:
+        out = np.matmul(xa, wa.T)
+    if bias is not None:
+        try:
+            fits = np.broadcast_shapes(out.shape, bias._arr.shape) == out.shape
+        except ValueError:
+            fits = False
+        if not fits:
+            raise RuntimeError(
+                f"The expanded size of the tensor ({out.shape[-1]}) must match "
+                f"the existing size ({bias._arr.shape[-1]}): linear's bias of "
+                f"shape {list(bias._arr.shape)} does not broadcast to the "
+                f"output's shape {list(out.shape)}")
+        out += bias._arr
+    ctx.save_for_backward(x, weight)
+    return from_numpy(out)
+
+
+def _linear_backward(ctx, grad, needs):
+    """(grad_x, grad_W, grad_b) as ``needs`` (x, W, b) asks; grad_b only
+    when three are asked about."""
+    x, weight = ctx.saved_tensors
+    xp = _ns()
+    g = xp.val(grad)
+    out_f, in_f = weight.shape
+    g2 = xp.reshape(g, (-1, out_f))
+    grad_x = None
+    if needs[0]:
+        grad_x = xp.matmul(g2, xp.val(weight))
+        if len(g.shape) != 2:
+            grad_x = xp.reshape(grad_x, tuple(g.shape[:-1]) + (in_f,))
+        grad_x = xp.out(grad_x)
+    grad_weight = grad_bias = None
+    if needs[1]:
+        x2 = xp.reshape(xp.val(x), (-1, in_f))
+        grad_weight = xp.out(xp.matmul(xp.swapaxes(g2, 0, 1), x2))
+    if len(needs) > 2 and needs[2]:
+        grad_bias = xp.out(xp.sum(g2, 0))
+    if len(needs) > 2:
+        return grad_x, grad_weight, grad_bias
+    return grad_x, grad_weight
 
 
 def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
@@ -177,8 +218,13 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
             raise RuntimeError("mat2 must be a matrix, got 1-D tensor")
         return out + bias
     if bias is None:
-        return _Linear.apply(input, weight)
-    return _LinearBias.apply(input, weight, bias)
+        node = (_Linear if input.ndim == 2 else
+                _LinearSqueeze if input.ndim == 1 else _LinearUnsafeView)
+        return node.apply(input, weight)
+    node = (_LinearBias if input.ndim == 2 else
+            _LinearView if input.ndim == 1 or input._arr.flags.c_contiguous else
+            _LinearAdd)
+    return node.apply(bias, input, weight)
 
 
 # ---------------------------------------------------------------------------
@@ -631,6 +677,7 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
             f"found {_TORCH_TYPE_NAMES.get(np.dtype(weight.dtype))} (cross_entropy: "
             f"weight is {weight.dtype}, input is {input.dtype})")
     nll = _CrossEntropy.apply(input, target, weight, int(ignore_index), reduction)
+    nll = named(nll, _nll_node_name(input.ndim, reduction))
     if label_smoothing == 0.0:
         return nll
     return _smoothed(input, target, weight, int(ignore_index), reduction,
@@ -683,6 +730,16 @@ def _smoothed(input, target, weight, ignore_index, reduction, eps, nll):
     return nll * (1.0 - eps) + smooth.sum() * (eps / c / denom if denom else math.nan)
 
 
+def _nll_node_name(ndim, reduction):
+    """torch's name of the loss's node: spatial inputs (N, C, d1, ...) go
+    through its 2-D kernel, and an unreduced 3-D one is viewed back."""
+    if ndim <= 2:
+        return "NllLossBackward0"
+    if ndim != 4 and reduction == "none":
+        return "ViewBackward0"
+    return "NllLoss2DBackward0"
+
+
 def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,
              size_average: bool | None = None, ignore_index: int = -100,
              reduce: bool | None = None, reduction: str = "mean") -> Tensor:
@@ -709,8 +766,10 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,
     wrow = np.squeeze(w, axis).astype(input._arr.dtype)
     loss = picked * _constant(wrow)
     if reduction == "mean":
-        return loss.sum() / float(wrow.sum())
-    return _reduce(loss, reduction)
+        loss = loss.sum() / float(wrow.sum())
+    else:
+        loss = _reduce(loss, reduction)
+    return named(loss, _nll_node_name(input.ndim, reduction))
 
 
 # Convolution, pooling and normalisation live in their own modules; re-exported.

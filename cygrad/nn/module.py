@@ -35,9 +35,30 @@ if TYPE_CHECKING:
 
 __all__ = ["Module"]
 
-_IncompatibleKeys = collections.namedtuple(
-    "IncompatibleKeys", ["missing_keys", "unexpected_keys"]
-)
+def _predates(state_dict, key):
+    """A norm layer's ``num_batches_tracked`` absent from a state dict of
+    before the buffer (no version 2 in its ``_metadata``, as a plain dict):
+    torch keeps the module's count and does not call the key missing."""
+    mod_name, _, name = key.rpartition(".")
+    if name != "num_batches_tracked":
+        return False
+    meta = getattr(state_dict, "_metadata", None)
+    version = None if meta is None else meta.get(mod_name, {}).get("version")
+    return version is None or version < 2
+
+
+class _IncompatibleKeys(
+        collections.namedtuple("_IncompatibleKeys", ["missing_keys", "unexpected_keys"])):
+    """What ``load_state_dict`` returns; prints as torch's when all matched."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        if not self.missing_keys and not self.unexpected_keys:
+            return "<All keys matched successfully>"
+        return super().__repr__()
+
+    __str__ = __repr__
 
 
 # Hook tables of every module: id -> hook (and the ids registered with_kwargs).
@@ -56,6 +77,9 @@ class Module:
     """
 
     training: bool
+    # the layout version of the module's state (torch's ``_version``), kept
+    # in ``state_dict()._metadata`` so that loading can tell old checkpoints
+    _version: int = 1
 
     def __init__(self) -> None:
         object.__setattr__(self, "training", True)
@@ -492,8 +516,13 @@ class Module:
         ``keep_vars``), as in torch; ``cygrad.save`` writes them.
         """
         out = collections.OrderedDict() if destination is None else destination
+        if destination is None:
+            out._metadata = collections.OrderedDict()  # type: ignore[attr-defined]
+        meta = getattr(out, "_metadata", None)
         for mod_name, mod in self.named_modules(prefix=prefix.rstrip(".")):
             dotted = f"{mod_name}." if mod_name else ""
+            if meta is not None:
+                meta[mod_name] = {"version": type(mod)._version}
             for name, p in mod._parameters.items():
                 if p is not None:
                     out[dotted + name] = p if keep_vars or is_lazy(p) else p.detach()
@@ -518,7 +547,8 @@ class Module:
 
         Returns
         -------
-        IncompatibleKeys(missing_keys, unexpected_keys)
+        _IncompatibleKeys(missing_keys, unexpected_keys), printed
+        ``<All keys matched successfully>`` when both are empty
 
         Raises
         ------
@@ -531,7 +561,8 @@ class Module:
                 f"Expected state_dict to be dict-like, got {type(state_dict)}."
             )
         own = self.state_dict(keep_vars=True)
-        missing = [k for k in own if k not in state_dict]
+        missing = [k for k in own if k not in state_dict
+                   and not _predates(state_dict, k)]
         unexpected = [k for k in state_dict if k not in own]
         errors = []
         if strict:

@@ -21,7 +21,6 @@ Singular or non-positive-definite inputs raise ``LinAlgError`` (a
 RuntimeError, as torch's) with torch's phrases.
 """
 
-import collections
 import math
 
 import numpy as np
@@ -30,7 +29,7 @@ from cygrad import dtypes as _dt
 from cygrad._kernels.engine import _wrap
 from cygrad.autograd.function import Function
 from cygrad.ops.linalg import _check_tensors, matmul, vector_norm
-from cygrad.ops.registry import OPS, _ns, _NumpyNS, op, xp_helper
+from cygrad.ops.registry import OPS, _ns, _NumpyNS, op, return_type, xp_helper
 
 __all__ = [
     "LinAlgError", "cholesky", "det", "eigh", "eigvalsh", "inv", "matrix_norm",
@@ -43,12 +42,10 @@ class LinAlgError(RuntimeError):
     definite): torch's ``torch.linalg.LinAlgError``, a RuntimeError."""
 
 
-_SVD = collections.namedtuple("torch_return_types_linalg_svd", ["U", "S", "Vh"])
-_QR = collections.namedtuple("torch_return_types_linalg_qr", ["Q", "R"])
-_EIGH = collections.namedtuple("torch_return_types_linalg_eigh",
-                               ["eigenvalues", "eigenvectors"])
-_SLOGDET = collections.namedtuple("torch_return_types_linalg_slogdet",
-                                  ["sign", "logabsdet"])
+_SVD = return_type("linalg_svd", ["U", "S", "Vh"])
+_QR = return_type("linalg_qr", ["Q", "R"])
+_EIGH = return_type("linalg_eigh", ["eigenvalues", "eigenvectors"])
+_SLOGDET = return_type("linalg_slogdet", ["sign", "logabsdet"])
 
 
 def _T(xp, x):
@@ -718,7 +715,7 @@ def pinverse(input, rcond=1e-15):
     return pinv(input, rtol=rcond)
 
 
-_SVD_OLD = collections.namedtuple("torch_return_types_svd", ["U", "S", "V"])
+_SVD_OLD = return_type("svd", ["U", "S", "V"])
 
 
 @op("svd", methods=("svd",), kind="linalg")

@@ -5,7 +5,6 @@ rad2deg/deg2rad, hardshrink, nextafter, frexp, and torch's comparison
 aliases (not_equal, greater, ...) with the in-place compares (eq_, lt_, ...).
 """
 
-import collections
 import math
 
 import numpy as np
@@ -18,7 +17,7 @@ from cygrad.creation import get_default_dtype
 from cygrad.ops import elementwise as _ew
 from cygrad.ops.inplace import _inplace_apply, _shaped_inplace
 from cygrad.ops.out import _torch_name
-from cygrad.ops.registry import op
+from cygrad.ops.registry import op, return_type
 from cygrad.ops.select import clamp, where
 
 
@@ -332,7 +331,7 @@ def nextafter(input, other):
     return _wrap(np.nextafter(a._arr, b._arr))
 
 
-frexp_result = collections.namedtuple("frexp", ["mantissa", "exponent"])
+frexp_result = return_type("frexp", ["mantissa", "exponent"])
 
 
 @op("frexp", methods=("frexp",), kind="compare")

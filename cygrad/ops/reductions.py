@@ -27,6 +27,7 @@ from cygrad.ops.registry import (
     named,
     np_aliases,
     op,
+    return_type,
     xp_helper,
 )
 from cygrad.ops.select import where
@@ -565,7 +566,8 @@ class _MinAll(_ExtremeAll):
     _node_name = "MinBackward1"
 
 
-_MinMax = __import__("collections").namedtuple("return_types", ["values", "indices"])
+_MinMax = {"max": return_type("max", ["values", "indices"]),
+           "min": return_type("min", ["values", "indices"])}
 
 
 def _extreme(input, dim, keepdim, is_min, name):
@@ -582,8 +584,9 @@ def _extreme(input, dim, keepdim, is_min, name):
             return _wrap(np.asarray(arr.min() if is_min else arr.max()))
         return (_MinAll if is_min else _ExtremeAll).apply(input, is_min)
     d = _canon_dim(dim, arr.ndim)
+    result = _MinMax["min" if is_min else "max"]
     if arr.ndim == 0:
-        return _MinMax(input.clone(), _wrap(np.zeros((), np.int64)))
+        return result(input.clone(), _wrap(np.zeros((), np.int64)))
     if arr.shape[d] == 0:
         raise IndexError(
             f"{name}(): Expected reduction dim {dim} to have non-zero size.")
@@ -593,10 +596,10 @@ def _extreme(input, dim, keepdim, is_min, name):
         vals = np.take_along_axis(arr, idx, axis=d)
         if not keepdim:
             idx, vals = np.squeeze(idx, d), np.squeeze(vals, d)
-        return _MinMax(_wrap(vals), _wrap(idx.astype(np.int64)))
+        return result(_wrap(vals), _wrap(idx.astype(np.int64)))
     values, indices = (_MinDim if is_min else _ExtremeDim).apply(
         input, d, bool(keepdim), is_min)
-    return _MinMax(values, indices)
+    return result(values, indices)
 
 
 @op("max", methods=("max",), primitive=True, kind="reduce")

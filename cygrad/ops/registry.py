@@ -7,6 +7,7 @@ NumPy arrays on the fast path (grad mode off), Tensors under
 ``create_graph=True`` (so the backward is itself recorded).
 """
 
+import collections
 import math
 import weakref as _weakref
 
@@ -52,6 +53,19 @@ def op(name, methods=(), primitive=False, domain=None, kind="other", aliases=(),
             setattr(Tensor, m, fn)
         return fn
     return deco
+
+
+def return_type(name, fields):
+    """The named tuple an op returns (``values, indices = x.max(1)``), printed
+    as torch prints its ``torch.return_types.<name>``: one field per line."""
+    def __repr__(self):
+        body = ",\n".join(f"{f}={v!r}" for f, v in zip(self._fields, self))
+        return f"torch.return_types.{name}(\n{body})"
+
+    cls = type(name, (collections.namedtuple(name, fields),),
+               {"__slots__": (), "__repr__": __repr__})
+    cls.__module__ = "torch.return_types"
+    return cls
 
 
 # --- array namespaces for backward formulas ---------------------------------------

@@ -8,7 +8,6 @@ kthvalue, median and mode are a gather of the input at the returned
 indices, so their gradient is g put back at those indices.
 """
 
-import collections
 
 import numpy as np
 
@@ -17,17 +16,14 @@ from cygrad._kernels import select as _S
 from cygrad._kernels.engine import TensorBase, _wrap, is_grad_enabled
 from cygrad._tensor import _canon_dim
 from cygrad.ops.reductions import _TakeAlong
-from cygrad.ops.registry import np_aliases, op
+from cygrad.ops.registry import np_aliases, op, return_type
 
-_Sort = collections.namedtuple("sort", ["values", "indices"])
-_Topk = collections.namedtuple("topk", ["values", "indices"])
-_Kth = collections.namedtuple("kthvalue", ["values", "indices"])
-_Median = collections.namedtuple("median", ["values", "indices"])
-_Mode = collections.namedtuple("mode", ["values", "indices"])
-_Hist = collections.namedtuple("histogram", ["hist", "bin_edges"])
-for _t in (_Sort, _Topk, _Kth, _Median, _Mode, _Hist):
-    _t.__module__ = "torch.return_types"
-del _t
+_Sort = return_type("sort", ["values", "indices"])
+_Topk = return_type("topk", ["values", "indices"])
+_Kth = return_type("kthvalue", ["values", "indices"])
+_Median = return_type("median", ["values", "indices"])
+_Mode = return_type("mode", ["values", "indices"])
+_Hist = return_type("histogram", ["hist", "bin_edges"])
 
 
 class _SortValues(_TakeAlong):

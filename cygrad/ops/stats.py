@@ -8,7 +8,6 @@ extremes) are gathered with ``take_along_dim``, so their gradient goes to
 the element chosen, as torch's does.
 """
 
-import collections
 import warnings
 
 import numpy as np
@@ -21,7 +20,7 @@ from cygrad.ops.inplace import _inplace_apply, _shaped_inplace
 from cygrad.ops.mathextra import _tensor_arg
 from cygrad.ops.out import _torch_name
 from cygrad.ops.reductions import _TakeAlong, amax, amin
-from cygrad.ops.registry import op
+from cygrad.ops.registry import op, return_type
 from cygrad.ops.select import where
 
 _values_indices = {}
@@ -30,8 +29,7 @@ _values_indices = {}
 def _pair(name):
     cls = _values_indices.get(name)
     if cls is None:
-        cls = _values_indices[name] = collections.namedtuple(name, ["values",
-                                                                     "indices"])
+        cls = _values_indices[name] = return_type(name, ["values", "indices"])
     return cls
 
 
@@ -321,7 +319,7 @@ def logcumsumexp(input, dim):
     return LogCumSumExp.apply(x, _canon_dim(dim, x._arr.ndim))
 
 
-aminmax_result = collections.namedtuple("aminmax", ["min", "max"])
+aminmax_result = return_type("aminmax", ["min", "max"])
 
 
 @op("aminmax", methods=("aminmax",), kind="reduce")

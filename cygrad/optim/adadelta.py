@@ -68,8 +68,8 @@ class Adadelta(Optimizer):
             "eps": eps,
             "weight_decay": weight_decay,
             "maximize": maximize,
-            "foreach": foreach,
             "capturable": capturable,
+            "foreach": foreach,
             "differentiable": differentiable,
         }
         super().__init__(params, defaults)

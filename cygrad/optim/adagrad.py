@@ -69,11 +69,11 @@ class Adagrad(Optimizer):
         defaults = {
             "lr": lr,
             "lr_decay": lr_decay,
+            "eps": eps,
             "weight_decay": weight_decay,
             "initial_accumulator_value": initial_accumulator_value,
-            "eps": eps,
-            "maximize": maximize,
             "foreach": foreach,
+            "maximize": maximize,
             "differentiable": differentiable,
             "fused": fused,
         }

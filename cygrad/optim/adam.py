@@ -80,11 +80,11 @@ class Adam(Optimizer):
             "weight_decay": weight_decay,
             "amsgrad": amsgrad,
             "maximize": maximize,
-            "decoupled_weight_decay": decoupled_weight_decay,
             "foreach": foreach,
             "capturable": capturable,
             "differentiable": differentiable,
             "fused": fused,
+            "decoupled_weight_decay": decoupled_weight_decay,
         }
         super().__init__(params, defaults)
 

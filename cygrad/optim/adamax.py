@@ -68,8 +68,8 @@ class Adamax(Optimizer):
             "betas": tuple(betas),
             "eps": eps,
             "weight_decay": weight_decay,
-            "maximize": maximize,
             "foreach": foreach,
+            "maximize": maximize,
             "differentiable": differentiable,
             "capturable": capturable,
         }

@@ -75,8 +75,8 @@ class ASGD(Optimizer):
             "alpha": alpha,
             "t0": t0,
             "weight_decay": weight_decay,
-            "maximize": maximize,
             "foreach": foreach,
+            "maximize": maximize,
             "differentiable": differentiable,
             "capturable": capturable,
         }

@@ -80,10 +80,10 @@ class RAdam(Optimizer):
             "betas": tuple(betas),
             "eps": eps,
             "weight_decay": weight_decay,
-            "decoupled_weight_decay": decoupled_weight_decay,
             "maximize": maximize,
             "foreach": foreach,
             "capturable": capturable,
+            "decoupled_weight_decay": decoupled_weight_decay,
             "differentiable": differentiable,
         }
         super().__init__(params, defaults)

@@ -74,14 +74,14 @@ class RMSprop(Optimizer):
         check_torch_only_options(capturable, differentiable)
         defaults = {
             "lr": lr,
+            "momentum": momentum,
             "alpha": alpha,
             "eps": eps,
-            "weight_decay": weight_decay,
-            "momentum": momentum,
             "centered": centered,
-            "maximize": maximize,
-            "foreach": foreach,
+            "weight_decay": weight_decay,
             "capturable": capturable,
+            "foreach": foreach,
+            "maximize": maximize,
             "differentiable": differentiable,
         }
         super().__init__(params, defaults)

@@ -66,8 +66,8 @@ class Rprop(Optimizer):
             "lr": lr,
             "etas": tuple(etas),
             "step_sizes": tuple(step_sizes),
-            "maximize": maximize,
             "foreach": foreach,
+            "maximize": maximize,
             "differentiable": differentiable,
             "capturable": capturable,
         }

@@ -73,8 +73,8 @@ class SGD(Optimizer):
             "nesterov": nesterov,
             "maximize": maximize,
             "foreach": foreach,
-            "fused": fused,
             "differentiable": differentiable,
+            "fused": fused,
         }
         super().__init__(params, defaults)
 

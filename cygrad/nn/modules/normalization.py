@@ -40,6 +40,8 @@ class _NormBase(Module):
     ``num_features``, the affine parameters, the running statistics and
     their resets."""
 
+    _version = 2    # the state has num_batches_tracked
+
     def __init__(self, num_features: int, eps: float = 1e-5,
                  momentum: float | None = 0.1, affine: bool = True,
                  track_running_stats: bool = True, device: Device | None = None,
