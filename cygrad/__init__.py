@@ -62,6 +62,8 @@ from cygrad import utils  # noqa: F401
 from cygrad import distributed, multiprocessing  # noqa: F401  (no MPI until used)
 from cygrad import backends, cuda  # noqa: F401
 from cygrad import distributions  # noqa: F401
+from cygrad import func  # noqa: F401
+from cygrad.func import vmap  # noqa: F401
 from cygrad import accelerator, onnx  # noqa: F401
 from cygrad import amp, compiler, jit, profiler, version  # noqa: F401
 from cygrad.amp import autocast  # noqa: F401

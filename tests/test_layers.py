@@ -29,7 +29,8 @@ LAYERS = [
     (4, ["cygrad.nn", "cygrad.optim", "cygrad.utils", "cygrad.distributed",
          "cygrad.multiprocessing", "cygrad.serialization", "cygrad.cuda",
          "cygrad.backends", "cygrad.distributions", "cygrad.accelerator",
-         "cygrad.onnx", "cygrad.amp", "cygrad.compiler", "cygrad.version"]),
+         "cygrad.onnx", "cygrad.amp", "cygrad.compiler", "cygrad.version",
+         "cygrad.func"]),
     # The faces: the package, and cygrad.autograd's, whose core names load
     # eagerly and the others on first use.  The demo is a program.
     (5, ["cygrad", "cygrad.__init__", "cygrad.autograd.__init__", "cygrad.demo",
