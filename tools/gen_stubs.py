@@ -210,6 +210,8 @@ _NOT_TENSOR = {
     "qr": "tuple[Tensor, Tensor]", "linalg_eigh": "tuple[Tensor, Tensor]",
     "linalg_svd": "tuple[Tensor, Tensor, Tensor]",
     "svd": "tuple[Tensor, Tensor, Tensor]", "histogram": "tuple[Tensor, Tensor]",
+    "triangular_solve": "tuple[Tensor, Tensor]",
+    "lu_unpack": "tuple[Tensor, Tensor, Tensor]", "lu": "tuple[Tensor, ...]",
     # A Tensor or a named tuple (values, indices), as dim is given or not.
     "max": "Any", "min": "Any", "median": "Any", "sort": "Any", "msort": "Any",
     "topk": "Any", "kthvalue": "Any", "mode": "Any",
