@@ -22,6 +22,7 @@ from cygrad import dtypes as _dt
 from cygrad._kernels import engine as _engine
 from cygrad._kernels.engine import TensorBase
 from cygrad._device import CPU, check_device
+from cygrad._memory_format import is_format as _is_format
 from cygrad._printing import PRINT_OPTS
 from cygrad.creation import _shape_arg, _to_array
 
@@ -265,8 +266,10 @@ class Tensor(_TypedBase):
     def element_size(self) -> builtins.int:
         return self._arr.itemsize
 
-    def is_contiguous(self) -> builtins.bool:
-        return self._arr.flags.c_contiguous
+    def is_contiguous(self, memory_format: Any = None) -> builtins.bool:
+        if memory_format is None:
+            return self._arr.flags.c_contiguous
+        return _is_format(self._arr, memory_format)
 
     def is_floating_point(self) -> builtins.bool:
         return self._arr.dtype.kind == "f"

@@ -414,3 +414,4 @@ ELSEWHERE.update(dict.fromkeys(BREADTH_NAMES, "test_api_breadth.py"))
 # triangular solves and LU, checked against torch in test_linalg_more.py
 ELSEWHERE.update(dict.fromkeys(["triangular_solve", "lu_unpack", "lu", "lu_solve"],
                                "test_linalg_more.py"))
+ELSEWHERE["gradient"] = "test_misc_names.py"

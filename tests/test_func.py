@@ -72,7 +72,7 @@ def raises_like(fn, *arrays):
     assert str(errs[0]).replace("cygrad", "torch") == str(errs[1]), errs
 
 
-# --- grad, grad_and_value ---------------------------------------------------------------
+# --- grad, grad_and_value -------------------------------------------------------------
 
 def f3(m, x):
     return (x.sin() * x ** 2).sum()
@@ -149,7 +149,7 @@ def test_grad_closure_inside_grad():
         lambda y: (x * y).sum())(x)).sum())(x), arr(3))
 
 
-# --- vjp, jvp ---------------------------------------------------------------------------
+# --- vjp, jvp -------------------------------------------------------------------------
 
 def test_vjp_matches_torch():
     def fn(m, x, y, v):
@@ -204,7 +204,7 @@ def test_linearize_and_functionalize():
     same(lambda m, x: m.func.functionalize(f)(x), arr(3))
 
 
-# --- jacrev, jacfwd, hessian ----------------------------------------------------------------
+# --- jacrev, jacfwd, hessian ----------------------------------------------------------
 
 @pytest.mark.parametrize("jac", ["jacrev", "jacfwd"])
 def test_jacobians(jac):
@@ -227,7 +227,8 @@ def test_hessians(compose):
         F = m.func
         if compose == "hessian":
             return F.hessian(f)(x)
-        outer, inner = {"rev-rev": (F.jacrev, F.jacrev), "fwd-fwd": (F.jacfwd, F.jacfwd),
+        outer, inner = {"rev-rev": (F.jacrev, F.jacrev),
+                        "fwd-fwd": (F.jacfwd, F.jacfwd),
                         "rev-fwd": (F.jacrev, F.jacfwd)}[compose]
         return outer(inner(f))(x)
     same(h, arr(4))
@@ -247,7 +248,7 @@ def test_jacobian_errors(call):
     raises_like(call, arr(3))
 
 
-# --- vmap -------------------------------------------------------------------------------
+# --- vmap -----------------------------------------------------------------------------
 
 def test_vmap_dims():
     same(lambda m, x, y: m.func.vmap(lambda a, b: a @ b, in_dims=(0, None))(x, y),
@@ -335,7 +336,7 @@ def test_vmap_any_dims(shape, data):
                              out_dims=out_dim)(x), a)
 
 
-# --- functional_call, stack_module_state ----------------------------------------------------
+# --- functional_call, stack_module_state ----------------------------------------------
 
 def net(m, seed=0):
     m.manual_seed(seed)
@@ -450,7 +451,7 @@ def test_stack_module_state_errors(models):
     raises_like(fn, arr(1))
 
 
-# --- the tutorials ------------------------------------------------------------------------
+# --- the tutorials --------------------------------------------------------------------
 
 def per_sample_grads(m, data, targets):
     model = net(m)

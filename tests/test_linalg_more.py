@@ -83,7 +83,7 @@ def well(*shape):
     return rand(*shape) + 3 * n ** 0.5 * np.eye(n)
 
 
-# --- solve_triangular, triangular_solve -------------------------------------------------------
+# --- solve_triangular, triangular_solve -----------------------------------------------
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 @pytest.mark.parametrize("upper", [True, False])
@@ -135,7 +135,7 @@ def test_triangular_solve_deprecated(upper, transpose, unit):
     same(lambda m, b, a: b.triangular_solve(a, upper=False), rand(2, 3, 2), well(3, 3))
 
 
-# --- LU ---------------------------------------------------------------------------------------
+# --- LU -------------------------------------------------------------------------------
 
 SHAPES = [(3, 3), (2, 4, 4), (5, 3), (3, 5), (2, 1, 4, 2)]
 
@@ -194,7 +194,7 @@ def test_torch_lu_and_lu_solve_deprecated():
          rand(3, 3), grad=False)
 
 
-# --- lstsq, matrix_rank, cond -------------------------------------------------------------------
+# --- lstsq, matrix_rank, cond ---------------------------------------------------------
 
 @pytest.mark.parametrize("driver", [None, "gels", "gelsy", "gelsd", "gelss"])
 @pytest.mark.parametrize("shape", [(5, 3), (3, 3), (2, 6, 4)], ids=str)
@@ -259,7 +259,7 @@ def test_cond(p):
         raises_like(lambda m, a: m.linalg.cond(a, p), rand(2, 3))
 
 
-# --- the _ex forms ----------------------------------------------------------------------------
+# --- the _ex forms --------------------------------------------------------------------
 
 def test_inv_ex_solve_ex_cholesky_ex():
     same(lambda m, a: tuple(m.linalg.inv_ex(a)), well(2, 3, 3))
@@ -287,7 +287,7 @@ def test_linalg_errors_are_linalg_errors():
     assert issubclass(cygrad.linalg.LinAlgError, RuntimeError)
 
 
-# --- vander, diagonal, tensorinv, tensorsolve, householder_product, matrix_exp -----------------
+# --- vander, diagonal, tensorinv, tensorsolve, householder_product, matrix_exp --------
 
 def test_vander_and_diagonal():
     same(lambda m, x: m.linalg.vander(x), rand(4))
@@ -339,7 +339,7 @@ def test_matrix_exp():
     same(lambda m, a: m.linalg.matrix_exp(a), rand(3, 3), dtype=np.float32)
 
 
-# --- hypothesis over shapes ---------------------------------------------------------------------
+# --- hypothesis over shapes -----------------------------------------------------------
 
 @settings(max_examples=20, deadline=None)
 @given(batch=st.lists(st.integers(1, 2), max_size=2), m=st.integers(1, 5),

@@ -23,7 +23,8 @@ from __future__ import annotations
 import contextlib
 import functools
 import threading
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -111,7 +112,7 @@ def _grads(outputs, inputs, cotangents, keep):
     return [_zeros_like(x) if g is None else g for g, x in zip(gs, inputs)]
 
 
-# --- argnums -----------------------------------------------------------------------------
+# --- argnums --------------------------------------------------------------------------
 
 def _check_argnums(argnums, nargs):
     """The normalized argnums (an int or a tuple of ints)."""
@@ -162,7 +163,7 @@ def _split_aux(out, has_aux, api):
     return out
 
 
-# --- grad --------------------------------------------------------------------------------
+# --- grad -----------------------------------------------------------------------------
 
 def grad_and_value(func: Callable[..., Any], argnums: Any = 0,
                    has_aux: bool = False) -> Callable[..., Any]:
@@ -232,7 +233,7 @@ def grad(func: Callable[..., Any], argnums: Any = 0,
     return wrapper
 
 
-# --- vjp / jvp ---------------------------------------------------------------------------
+# --- vjp / jvp ------------------------------------------------------------------------
 
 def _output_leaves(out, api):
     leaves, spec = _pytree.flatten(out)
@@ -380,7 +381,7 @@ def functionalize(func: Callable[..., Any], *, remove: str = "mutations") -> Cal
     return wrapper
 
 
-# --- Jacobians ---------------------------------------------------------------------------
+# --- Jacobians ------------------------------------------------------------------------
 
 def _jacobian(func, argnums, has_aux, forward, api):
     @functools.wraps(func)

@@ -18,7 +18,8 @@ elements always run one at a time.
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from cygrad._kernels.engine import TensorBase
 from cygrad.autograd.grad_mode import no_grad

@@ -109,8 +109,8 @@ def lstsq(A, B, rcond=None, *, driver=None):
         raise RuntimeError(f"{fname}: input must have at least 2 dimensions.")
     if a.dtype != b.dtype:
         raise RuntimeError(f"{fname}: Expected input and other to have the same "
-                           f"dtype, but got input's dtype {_short(a.dtype)} and other's "
-                           f"dtype {_short(b.dtype)}")
+                           f"dtype, but got input's dtype {_short(a.dtype)} and "
+                           f"other's dtype {_short(b.dtype)}")
     if a.dtype.kind != "f":
         raise RuntimeError(f"{fname}: Expected input and other to be floating point "
                            "tensors")

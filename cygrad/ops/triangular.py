@@ -55,7 +55,7 @@ def _mT(t):
     return t.transpose(-2, -1)
 
 
-# --- substitution on arrays ------------------------------------------------------------------
+# --- substitution on arrays -----------------------------------------------------------
 
 def _np_upper_solve(u, b, unit):
     """X with triu(u) X = b; u (..., n, n) and b (..., n, k) broadcast."""
@@ -194,7 +194,7 @@ def triangular_solve(input, A, upper=True, transpose=False, unitriangular=False)
     return _TRI_SOLVE(X, A.expand(batch + A._arr.shape[-2:]).clone())
 
 
-# --- LU --------------------------------------------------------------------------------------
+# --- LU -------------------------------------------------------------------------------
 
 def _np_lu(a):
     """(packed LU, 0-based pivot rows (int), info) of each matrix of ``a``."""
@@ -249,7 +249,7 @@ def _np_perm_matrix(perm, dtype):
 
 def _unpack(LU, k):
     """(L, U) tensors from a packed LU tensor (differentiable)."""
-    m, n = LU._arr.shape[-2:]
+    m = LU._arr.shape[-2]
     eye = _wrap(np.eye(m, k, dtype=LU._arr.dtype))
     L = LU[..., :, :k].tril(-1) + eye
     U = LU[..., :k, :].triu()
@@ -324,7 +324,6 @@ def _factor(fname, A, pivot):
 def _lu_info(LU):
     """The info of the factorization that produced ``LU`` (0: no zero pivot,
     else the 1-based index of the first zero on U's diagonal)."""
-    m, n = LU._arr.shape[-2:]
     d = np.diagonal(LU._arr, axis1=-2, axis2=-1)
     zero = d == 0
     first = np.where(zero.any(-1), zero.argmax(-1) + 1, 0)
