@@ -20,7 +20,7 @@ default is ``preserve_format``).
 import numpy as np
 
 __all__ = ["as_format", "channels_last", "channels_last_3d", "contiguous_format",
-           "empty_as", "is_format", "memory_format", "preserve_format", "suggest"]
+           "empty_as", "empty_in", "is_format", "memory_format", "preserve_format", "suggest"]
 
 
 class memory_format:
@@ -114,6 +114,21 @@ def suggest(arr):
         if tuple(sorted(range(rank), key=lambda d: (-arr.strides[d], d))) == order:
             return fmt
     return contiguous_format
+
+
+def empty_in(shape, fmt, dtype):
+    """An uninitialized array of ``shape`` in a channels-last or the
+    row-major format (``empty(..., memory_format=)``)."""
+    _check(fmt)
+    if fmt is preserve_format:
+        raise RuntimeError("unsupported memory format Preserve")
+    if fmt in _ORDER:
+        rank, order = _ORDER[fmt]
+        if len(shape) != rank:
+            raise RuntimeError(f"required rank {rank} tensor to use {fmt.name} "
+                               "format")
+        return np.empty([shape[d] for d in order], dtype).transpose(np.argsort(order))
+    return np.empty(shape, dtype)
 
 
 def is_format(arr, fmt):

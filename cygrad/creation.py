@@ -247,8 +247,11 @@ def ones(*size: Shape, dtype: DType | None = None, device: Device | None = None,
 
 @_on_cpu
 def empty(*size: Shape, dtype: DType | None = None, device: Device | None = None,
-          requires_grad: bool = False) -> Tensor:
-    return _make(np.empty(_shape_arg(size), _dtype_or_default(dtype)), requires_grad)
+          requires_grad: bool = False, memory_format: Any = None) -> Tensor:
+    shape, d = _shape_arg(size), _dtype_or_default(dtype)
+    if memory_format is None:
+        return _make(np.empty(shape, d), requires_grad)
+    return _make(_mf.empty_in(shape, memory_format, d), requires_grad)
 
 
 @_on_cpu

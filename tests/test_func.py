@@ -484,3 +484,28 @@ def test_transforms_gradcheck():
     assert gradcheck(lambda x: cygrad.func.grad(lambda y: (y.sin() * y).sum())(x), (x,))
     assert gradcheck(lambda x: cygrad.func.jacrev(lambda y: y.exp() * y[0])(x), (x,))
     assert gradcheck(lambda x: cygrad.vmap(lambda y: y.tanh() * 3)(x), (x,))
+
+
+def test_replace_all_batch_norm_modules_and_vmap():
+    x = arr(4, 5, 3)
+
+    def fn(m, x):
+        m.manual_seed(0)
+        model = m.nn.Sequential(m.nn.Linear(3, 3), m.nn.BatchNorm1d(3)).double()
+        model.load_state_dict({k: m.tensor(np.full(tuple(v.shape), 0.3))
+                               if v.is_floating_point() else v
+                               for k, v in model.state_dict().items()})
+        assert m.func.replace_all_batch_norm_modules_(model) is model
+        assert model[1].running_mean is None and not model[1].track_running_stats
+        assert list(dict(model.named_buffers())) == []
+        return m.vmap(model)(x)
+    same(fn, x)
+
+
+def test_nn_utils_stateless_functional_call():
+    model = net(cygrad)
+    x = cygrad.tensor(arr(2, 3))
+    with pytest.warns(FutureWarning, match="torch.nn.utils.stateless.functional_call"
+                      "` is deprecated"):
+        out = cygrad.nn.utils.stateless.functional_call(model, {}, (x,))
+    np.testing.assert_allclose(out.detach().numpy(), model(x).detach().numpy())

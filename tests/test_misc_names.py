@@ -335,3 +335,19 @@ def test_make_tensor_requires_grad_and_device():
     with pytest.raises(TypeError):
         make_tensor(3, dtype=cygrad.float32)
     assert not math.isnan(make_tensor(1, dtype=cygrad.float32, device="cpu").item())
+
+
+def test_empty_memory_format():
+    for shape, name in [((2, 3, 4, 5), "channels_last"),
+                        ((2, 3, 4, 5, 6), "channels_last_3d"),
+                        ((2, 3), "contiguous_format")]:
+        strides = [m.empty(*shape, memory_format=getattr(m, name)).stride()
+                   for m in (cygrad, torch)]
+        assert strides[0] == strides[1]
+    for name in ("channels_last", "preserve_format"):
+        msgs = []
+        for m in (cygrad, torch):
+            with pytest.raises(RuntimeError) as info:
+                m.empty(2, 3, memory_format=getattr(m, name))
+            msgs.append(str(info.value))
+        assert msgs[0] == msgs[1]

@@ -21,8 +21,13 @@ from ._autodiff import (
     linearize,
     vjp,
 )
-from ._stateless import functional_call, stack_module_state
+from ._stateless import (
+    functional_call,
+    replace_all_batch_norm_modules_,
+    stack_module_state,
+)
 from ._vmap import vmap
 
 __all__ = ["functional_call", "functionalize", "grad", "grad_and_value", "hessian",
-           "jacfwd", "jacrev", "jvp", "linearize", "stack_module_state", "vjp", "vmap"]
+           "jacfwd", "jacrev", "jvp", "linearize", "replace_all_batch_norm_modules_",
+           "stack_module_state", "vjp", "vmap"]

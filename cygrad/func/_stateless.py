@@ -15,9 +15,11 @@ import contextlib
 from typing import Any
 
 from cygrad._kernels.engine import TensorBase
+from cygrad.nn.modules.normalization import _BatchNorm
 from cygrad.ops.shape import stack
 
-__all__ = ["functional_call", "stack_module_state"]
+__all__ = ["functional_call", "replace_all_batch_norm_modules_",
+           "stack_module_state"]
 
 _MISSING = object()     # an attribute the module did not have before the call
 
@@ -180,3 +182,17 @@ def stack_module_state(models: Any) -> tuple[dict[str, Any], dict[str, Any]]:
         return out
 
     return stacked("named_parameters", True), stacked("named_buffers", False)
+
+
+def replace_all_batch_norm_modules_(root: Any) -> Any:
+    """Make every batch norm in ``root`` normalize by its batch's statistics
+    always: running statistics None and ``track_running_stats`` False (what
+    ``vmap`` over a model with batch norms needs).  In place; returns
+    ``root``."""
+    for module in root.modules():
+        if isinstance(module, _BatchNorm):
+            module.running_mean = None
+            module.running_var = None
+            module.num_batches_tracked = None
+            module.track_running_stats = False
+    return root
