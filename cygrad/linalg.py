@@ -4,11 +4,11 @@ The functions live in ``cygrad/ops/linalg.py`` (products, ``vector_norm``),
 ``cygrad/ops/decomp.py`` (decompositions, matrix norms),
 ``cygrad/ops/triangular.py`` (triangular solves, LU) and
 ``cygrad/ops/linalg_tail.py`` (lstsq, matrix_rank, cond, the ``_ex`` forms,
-...); this module gives them torch.linalg's spelling.
+...) and ``cygrad/ops/ldl.py`` (LDL^T with Bunch-Kaufman pivoting); this
+module gives them torch.linalg's spelling.
 
-Not here: ``eig``, ``eigvals`` (complex results; cygrad has no complex
-dtype) and ``ldl_factor``/``ldl_factor_ex``/``ldl_solve`` (Bunch-Kaufman
-pivoting is not written yet).
+Not here: ``eig`` and ``eigvals`` (complex results; cygrad has no complex
+dtype).
 """
 
 from cygrad.ops.decomp import (
@@ -32,6 +32,7 @@ from cygrad.ops.decomp import (
 )
 from cygrad.ops.linalg import cross as _cross
 from cygrad.ops.linalg import matmul, vector_norm
+from cygrad.ops.ldl import ldl_factor, ldl_factor_ex, ldl_solve
 from cygrad.ops.linalg_extra import matrix_exp
 from cygrad.ops.linalg_tail import (
     cholesky_ex,
@@ -56,7 +57,8 @@ from cygrad.ops.triangular import (
 
 __all__ = [
     "LinAlgError", "cholesky", "cholesky_ex", "cond", "cross", "det", "diagonal",
-    "eigh", "eigvalsh", "householder_product", "inv", "inv_ex", "lstsq", "lu",
+    "eigh", "eigvalsh", "householder_product", "inv", "inv_ex", "ldl_factor",
+    "ldl_factor_ex", "ldl_solve", "lstsq", "lu",
     "lu_factor", "lu_factor_ex", "lu_solve", "matmul", "matrix_exp", "matrix_norm",
     "matrix_power", "matrix_rank", "multi_dot", "norm", "pinv", "qr", "slogdet",
     "solve", "solve_ex", "solve_triangular", "svd", "svdvals", "tensorinv",

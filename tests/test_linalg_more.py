@@ -357,3 +357,52 @@ def test_solve_triangular_any_shape(n, k, upper, left):
     a = rng.standard_normal((n, n)) + 3 * n * np.eye(n)
     b = rng.standard_normal((n, k) if left else (k, n))
     same(lambda m, x, y: m.linalg.solve_triangular(x, y, upper=upper, left=left), a, b)
+
+
+# --- ldl_factor, ldl_solve ----------------------------------------------------------
+
+def _sym(rng, shape, small_diag):
+    a = rng.standard_normal(shape)
+    a = a + np.swapaxes(a, -1, -2)
+    if small_diag:          # forces 2x2 pivots and interchanges
+        n = shape[-1]
+        a[..., np.arange(n), np.arange(n)] *= 1e-2
+    return a
+
+
+@settings(max_examples=30, deadline=None)
+@given(batch=st.lists(st.integers(1, 2), max_size=2), n=st.integers(1, 9),
+       small_diag=st.booleans(), seed=st.integers(0, 1000))
+def test_ldl_factor_and_solve(batch, n, small_diag, seed):
+    rng = np.random.default_rng(seed)
+    a = _sym(rng, tuple(batch) + (n, n), small_diag)
+    b = rng.standard_normal(tuple(batch) + (n, 2))
+    same(lambda m, x: tuple(m.linalg.ldl_factor_ex(x)), a, grad=False)
+
+    def solve(m, x, y):
+        LD, piv = m.linalg.ldl_factor(x)
+        return m.linalg.ldl_solve(LD, piv, y)
+    same(solve, a, b, grad=False)
+    if n < 4:
+        same(solve, a, b, grad=False, dtype=np.float32)
+
+
+def test_ldl_broadcast_info_and_errors():
+    rng = np.random.default_rng(3)
+    a, b = _sym(rng, (4, 4), True), rng.standard_normal((3, 4, 1))
+
+    def solve(m, x, y):
+        return m.linalg.ldl_solve(*m.linalg.ldl_factor(x), y)
+    same(solve, a, b, grad=False)
+    same(lambda m, x: tuple(m.linalg.ldl_factor_ex(x)), np.zeros((2, 2)), grad=False)
+    raises_like(lambda m, x: m.linalg.ldl_factor(x), rand(3, 2))
+    raises_like(lambda m, x, y: solve(m, x, y[..., :3, :]), a, b)
+    # torch's own message for a singular D is an internal assert; cygrad's
+    # is a LinAlgError that says what failed
+    with pytest.raises(cygrad.linalg.LinAlgError, match="D is singular"):
+        cygrad.linalg.ldl_factor(cygrad.zeros(2, 2))
+    for m in (cygrad, torch):
+        x = m.tensor(a, requires_grad=True)
+        with pytest.raises(RuntimeError, match="derivative for aten::linalg_ldl_"
+                           "factor_ex is not implemented"):
+            m.linalg.ldl_factor(x).LD.sum().backward()

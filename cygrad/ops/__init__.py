@@ -19,7 +19,7 @@ aliases...), ``special`` (the gamma and Bessel families, ndtr, xlogy),
 as_strided...), ``stats`` (nansum, quantile, cummax, cov...),
 ``linalg_extra`` (inner, addr, matrix_exp, cholesky_solve...), ``triangular``
 (triangular solves and LU), ``linalg_tail`` (lstsq, matrix_rank,
-cond, the ``_ex`` forms...), ``numdiff`` (torch.gradient), ``misc``
+cond, the ``_ex`` forms...), ``ldl`` (LDL^T), ``numdiff`` (torch.gradient), ``misc``
 (small Tensor methods and torch functions) and ``window`` (hann_window...).
 """
 
@@ -50,6 +50,7 @@ from cygrad.ops import (  # the long tail, after the ops they compose
     stats,
     triangular,
     linalg_tail,
+    ldl,
     numdiff,
     window,
 )
@@ -86,7 +87,7 @@ __all__ = [
 FAMILIES = (registry, select, elementwise, linalg, indexing, shape, pieces, reductions,
             cumulative, sorting, inplace, decomp, scatter, masking, closeness,
             storage, mathextra, special, arrange, stats, linalg_extra, misc, window,
-            triangular, linalg_tail, numdiff)
+            triangular, linalg_tail, ldl, numdiff)
 
 # Every registered op (and alias) as ``cygrad.ops.<name>``.
 for _spec in OPS.values():
