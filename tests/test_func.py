@@ -509,3 +509,10 @@ def test_nn_utils_stateless_functional_call():
                       "` is deprecated"):
         out = cygrad.nn.utils.stateless.functional_call(model, {}, (x,))
     np.testing.assert_allclose(out.detach().numpy(), model(x).detach().numpy())
+
+
+def test_grad_of_integer_input_raises_like_torch():
+    for m in (cygrad, torch):
+        with pytest.raises(RuntimeError, match="only Tensors of floating point dtype "
+                           "can require gradients"):
+            m.func.grad(lambda x: x.sum())(m.tensor([1, 2]))

@@ -82,7 +82,7 @@ def _track(leaves, keep):
             out.append(x.view_as(x))
         else:
             t = _engine._alias(x)
-            t._requires_grad = True
+            t.requires_grad_(True)      # torch's error for an integer tensor
             out.append(t)
     return out
 
