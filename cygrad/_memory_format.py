@@ -20,7 +20,8 @@ default is ``preserve_format``).
 import numpy as np
 
 __all__ = ["as_format", "channels_last", "channels_last_3d", "contiguous_format",
-           "empty_as", "empty_in", "is_format", "memory_format", "preserve_format", "suggest"]
+           "empty_as", "empty_in", "is_format", "memory_format", "preserve_format",
+           "suggest"]
 
 
 class memory_format:
@@ -90,8 +91,31 @@ def as_format(arr, fmt, copy=True):
             np.ascontiguousarray(arr)
     if not copy and is_format(arr, fmt):
         return arr
-    inverse = np.argsort(order)
-    return np.ascontiguousarray(np.transpose(arr, order)).transpose(inverse)
+    out = _blank(arr.shape, order, arr.dtype)
+    out[...] = arr
+    return out
+
+
+def _strides(shape, order):
+    """Element strides of a dense layout whose dims, outermost first, are
+    ``order`` (products of the sizes, as torch forms them, so empty tensors
+    get torch's strides too)."""
+    strides = [0] * len(shape)
+    step = 1
+    for d in reversed(order):
+        strides[d] = step
+        step *= shape[d]
+    return strides
+
+
+def _blank(shape, order, dtype):
+    """An uninitialized array of ``shape`` laid out in ``order``."""
+    shape = tuple(shape)
+    if 0 in shape:          # NumPy gives empty arrays arbitrary strides
+        itemsize = np.dtype(dtype).itemsize
+        return np.lib.stride_tricks.as_strided(
+            np.empty(0, dtype), shape, [st * itemsize for st in _strides(shape, order)])
+    return np.empty([shape[d] for d in order], dtype).transpose(np.argsort(order))
 
 
 def empty_as(arr, fmt, dtype):
@@ -100,8 +124,7 @@ def empty_as(arr, fmt, dtype):
     order = _order(arr, fmt)
     if order is None:
         return np.empty(arr.shape, dtype)
-    shape = tuple(arr.shape[d] for d in order)
-    return np.empty(shape, dtype).transpose(np.argsort(order))
+    return _blank(arr.shape, order, dtype)
 
 
 def suggest(arr):
@@ -127,7 +150,7 @@ def empty_in(shape, fmt, dtype):
         if len(shape) != rank:
             raise RuntimeError(f"required rank {rank} tensor to use {fmt.name} "
                                "format")
-        return np.empty([shape[d] for d in order], dtype).transpose(np.argsort(order))
+        return _blank(shape, order, dtype)
     return np.empty(shape, dtype)
 
 
@@ -136,5 +159,10 @@ def is_format(arr, fmt):
     _check(fmt)
     if fmt in _ORDER:
         rank, order = _ORDER[fmt]
-        return arr.ndim == rank and np.transpose(arr, order).flags.c_contiguous
+        if arr.ndim != rank:
+            return False
+        if arr.size == 0:
+            own = [st // arr.itemsize for st in arr.strides]
+            return own == _strides(arr.shape, order)
+        return bool(np.transpose(arr, order).flags.c_contiguous)
     return bool(arr.flags.c_contiguous)

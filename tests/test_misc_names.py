@@ -351,3 +351,18 @@ def test_empty_memory_format():
                 m.empty(2, 3, memory_format=getattr(m, name))
             msgs.append(str(info.value))
         assert msgs[0] == msgs[1]
+
+
+@pytest.mark.parametrize("shape", [(2, 1, 4, 5), (1, 3, 4, 5), (2, 3, 1, 1),
+                                   (0, 3, 4, 5), (2, 3, 0, 5)], ids=str)
+def test_channels_last_edge_shapes(shape):
+    a = np.zeros(shape)
+    res = []
+    for m in (cygrad, torch):
+        x, fmt = m.tensor(a), m.channels_last
+        res.append((x.is_contiguous(memory_format=fmt),
+                    x.contiguous(memory_format=fmt).stride(),
+                    x.transpose(1, 2).is_contiguous(memory_format=fmt),
+                    m.empty_like(x, memory_format=fmt).stride(),
+                    m.empty(*shape, memory_format=fmt).stride()))
+    assert res[0] == res[1]
