@@ -17,10 +17,13 @@ from cygrad.dtypes import (  # noqa: F401
 )
 from cygrad.dtypes import bfloat16  # noqa: F401  (named, and refused at creation)
 from cygrad._tensor import Size, Tensor, is_tensor  # noqa: F401
+from cygrad._memory_format import (  # noqa: F401
+    channels_last, channels_last_3d, contiguous_format, memory_format, preserve_format,
+)
 from cygrad._device import device, get_default_device, set_default_device  # noqa: F401
 from cygrad._legacy import (  # noqa: F401
     BoolTensor, ByteTensor, CharTensor, DoubleTensor, FloatTensor, HalfTensor,
-    IntTensor, LongTensor, ShortTensor,
+    IntTensor, LongTensor, ShortTensor, set_default_tensor_type,
 )
 from cygrad import ops as _ops
 from cygrad.ops import OPS
@@ -52,6 +55,9 @@ from cygrad.autograd.grad_mode import (  # noqa: F401
     enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled,
 )
 from cygrad.autograd.grad_mode import is_inference_mode_enabled  # noqa: F401
+from cygrad.autograd.anomaly import (  # noqa: F401
+    is_anomaly_check_nan_enabled, is_anomaly_enabled, set_anomaly_enabled,
+)
 from cygrad import autograd  # noqa: F401
 from cygrad.autograd import backward as _backward, diagnostics as _diagnostics
 from cygrad.autograd import functional as _functional  # noqa: F401
@@ -60,8 +66,10 @@ from cygrad import viz  # noqa: F401
 from cygrad import nn, optim  # noqa: F401
 from cygrad import utils  # noqa: F401
 from cygrad import distributed, multiprocessing  # noqa: F401  (no MPI until used)
-from cygrad import backends, cuda  # noqa: F401
+from cygrad import backends, cpu, cuda  # noqa: F401
 from cygrad import distributions  # noqa: F401
+from cygrad import func  # noqa: F401
+from cygrad.func import vmap  # noqa: F401
 from cygrad import accelerator, onnx  # noqa: F401
 from cygrad import amp, compiler, jit, profiler, version  # noqa: F401
 from cygrad.amp import autocast  # noqa: F401
@@ -105,7 +113,8 @@ from cygrad.ops.misc import (  # noqa: F401  (range shadows the builtin here)
     asarray, frombuffer, get_num_interop_threads, is_same_size, range, scalar_tensor,
     set_num_interop_threads, typename,
 )
-from cygrad.ops.misc import get_device, is_signed  # noqa: F401
+from cygrad.ops.misc import get_device, is_inference, is_signed  # noqa: F401
+from cygrad.ops.inplace_functions import functions as _inplace_functions
 from cygrad.ops.misc import (  # noqa: F401
     conj, conj_physical, imag, layout, real, resolve_conj, resolve_neg, strided,
 )
@@ -117,6 +126,11 @@ from cygrad.storage import (  # noqa: F401
     TypedStorage, UntypedStorage,
 )
 newaxis = None
+# torch.exp_(x) and the other function forms of in-place methods (those
+# defined above, such as relu_, stay)
+for _name, _fn in _inplace_functions().items():
+    globals().setdefault(_name, _fn)
+del _name, _fn
 
 __version__ = "0.1.0"
 

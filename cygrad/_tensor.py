@@ -22,6 +22,7 @@ from cygrad import dtypes as _dt
 from cygrad._kernels import engine as _engine
 from cygrad._kernels.engine import TensorBase
 from cygrad._device import CPU, check_device
+from cygrad._memory_format import is_format as _is_format
 from cygrad._printing import tensor_repr
 from cygrad.creation import _shape_arg, _to_array, get_default_dtype
 
@@ -265,16 +266,19 @@ class Tensor(_TypedBase):
     def element_size(self) -> builtins.int:
         return self._arr.itemsize
 
-    def is_contiguous(self) -> builtins.bool:
-        return self._arr.flags.c_contiguous
+    def is_contiguous(self, memory_format: Any = None) -> builtins.bool:
+        if memory_format is None:
+            return self._arr.flags.c_contiguous
+        return _is_format(self._arr, memory_format)
 
     def is_floating_point(self) -> builtins.bool:
         return self._arr.dtype.kind == "f"
 
     def stride(self, dim: builtins.int | None = None) -> Any:
-        if self._arr.size == 0:
+        if self._arr.size == 0 and not any(self._arr.strides):
             # NumPy gives an empty array zero strides; torch the contiguous
-            # ones, each size counted as at least 1
+            # ones, each size counted as at least 1 (an empty array made with
+            # a layout, e.g. channels_last, keeps the strides it was given)
             acc, rev = 1, []
             for s in reversed(self._arr.shape):
                 rev.append(acc)

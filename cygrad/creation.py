@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from cygrad import _memory_format as _mf
 from cygrad import dtypes as _dt
 from cygrad._device import CPU, check_device
 from cygrad._kernels.engine import TensorBase, _mark_inplace, _wrap, is_grad_enabled
@@ -313,8 +314,11 @@ def ones(*size: Shape, dtype: DType | None = None, device: Device | None = None,
 @_on_cpu
 @_with_out
 def empty(*size: Shape, dtype: DType | None = None, device: Device | None = None,
-          requires_grad: bool = False) -> Tensor:
-    return _make(np.empty(_shape_arg(size), _dtype_or_default(dtype)), requires_grad)
+          requires_grad: bool = False, memory_format: Any = None) -> Tensor:
+    shape, d = _shape_arg(size), _dtype_or_default(dtype)
+    if memory_format is None:
+        return _make(np.empty(shape, d), requires_grad)
+    return _make(_mf.empty_in(shape, memory_format, d), requires_grad)
 
 
 @_on_cpu
@@ -331,28 +335,49 @@ def _like_dtype(t, dtype):
     return t._arr.dtype if dtype is None else _dt.to_numpy(dtype)
 
 
+def _like(t, dtype, memory_format, fill):
+    """An array shaped like ``t`` (laid out in ``memory_format`` when given),
+    filled by ``fill(arr)``."""
+    d = _like_dtype(t, dtype)
+    if memory_format is None:
+        arr = np.empty(t._arr.shape, d)
+    else:
+        arr = _mf.empty_as(t._arr, memory_format, d)
+    fill(arr)
+    return arr
+
+
+def _fill_with(value):
+    def fill(arr):
+        arr[...] = value
+    return fill
+
+
 @_on_cpu
 def zeros_like(t: Tensor, dtype: DType | None = None, device: Device | None = None,
-               requires_grad: bool = False) -> Tensor:
-    return _make(np.zeros(t._arr.shape, _like_dtype(t, dtype)), requires_grad)
+               requires_grad: bool = False, memory_format: Any = None) -> Tensor:
+    if memory_format is None:
+        return _make(np.zeros(t._arr.shape, _like_dtype(t, dtype)), requires_grad)
+    return _make(_like(t, dtype, memory_format, _fill_with(0)), requires_grad)
 
 
 @_on_cpu
 def ones_like(t: Tensor, dtype: DType | None = None, device: Device | None = None,
-              requires_grad: bool = False) -> Tensor:
-    return _make(np.ones(t._arr.shape, _like_dtype(t, dtype)), requires_grad)
+              requires_grad: bool = False, memory_format: Any = None) -> Tensor:
+    return _make(_like(t, dtype, memory_format, _fill_with(1)), requires_grad)
 
 
 @_on_cpu
 def empty_like(t: Tensor, dtype: DType | None = None, device: Device | None = None,
-               requires_grad: bool = False) -> Tensor:
-    return _make(np.empty(t._arr.shape, _like_dtype(t, dtype)), requires_grad)
+               requires_grad: bool = False, memory_format: Any = None) -> Tensor:
+    return _make(_like(t, dtype, memory_format, lambda arr: None), requires_grad)
 
 
 @_on_cpu
 def full_like(t: Tensor, fill_value: Number, dtype: DType | None = None,
-              device: Device | None = None, requires_grad: bool = False) -> Tensor:
-    return _make(np.full(t._arr.shape, fill_value, _like_dtype(t, dtype)),
+              device: Device | None = None, requires_grad: bool = False,
+              memory_format: Any = None) -> Tensor:
+    return _make(_like(t, dtype, memory_format, _fill_with(fill_value)),
                  requires_grad)
 
 
@@ -472,16 +497,26 @@ def randn(*size: Shape, dtype: DType | None = None, generator: Generator | None 
 
 
 def rand_like(t: Tensor, dtype: DType | None = None, generator: Generator | None = None,
-              requires_grad: bool = False) -> Tensor:
-    return rand(*t._arr.shape, dtype=_like_dtype(t, dtype), generator=generator,
-                requires_grad=requires_grad)
+              requires_grad: bool = False, memory_format: Any = None) -> Tensor:
+    out = rand(*t._arr.shape, dtype=_like_dtype(t, dtype), generator=generator)
+    return _laid_out(out, t, memory_format, requires_grad)
 
 
 def randn_like(t: Tensor, dtype: DType | None = None,
                generator: Generator | None = None,
-               requires_grad: bool = False) -> Tensor:
-    return randn(*t._arr.shape, dtype=_like_dtype(t, dtype), generator=generator,
-                 requires_grad=requires_grad)
+               requires_grad: bool = False, memory_format: Any = None) -> Tensor:
+    out = randn(*t._arr.shape, dtype=_like_dtype(t, dtype), generator=generator)
+    return _laid_out(out, t, memory_format, requires_grad)
+
+
+def _laid_out(out, like, memory_format, requires_grad):
+    """The values of the fresh tensor ``out`` laid out in ``memory_format``
+    (``preserve_format``: as ``like`` is)."""
+    if memory_format is None:
+        return _make(out._arr, requires_grad)
+    arr = _mf.empty_as(like._arr, memory_format, out._arr.dtype)
+    arr[...] = out._arr
+    return _make(arr, requires_grad)
 
 
 @_on_cpu

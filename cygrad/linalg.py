@@ -1,8 +1,14 @@
 """``cygrad.linalg``: torch.linalg's names (decompositions, solves, norms).
 
-The functions live in ``cygrad/ops/linalg.py`` (products, ``vector_norm``)
-and ``cygrad/ops/decomp.py`` (decompositions, matrix norms); this module
-gives them torch.linalg's spelling.
+The functions live in ``cygrad/ops/linalg.py`` (products, ``vector_norm``),
+``cygrad/ops/decomp.py`` (decompositions, matrix norms),
+``cygrad/ops/triangular.py`` (triangular solves, LU) and
+``cygrad/ops/linalg_tail.py`` (lstsq, matrix_rank, cond, the ``_ex`` forms,
+...) and ``cygrad/ops/ldl.py`` (LDL^T with Bunch-Kaufman pivoting); this
+module gives them torch.linalg's spelling.
+
+Not here: ``eig`` and ``eigvals`` (complex results; cygrad has no complex
+dtype).
 """
 
 from cygrad.ops.decomp import (
@@ -26,11 +32,37 @@ from cygrad.ops.decomp import (
 )
 from cygrad.ops.linalg import cross as _cross
 from cygrad.ops.linalg import matmul, vector_norm
+from cygrad.ops.ldl import ldl_factor, ldl_factor_ex, ldl_solve
+from cygrad.ops.linalg_extra import matrix_exp
+from cygrad.ops.linalg_tail import (
+    cholesky_ex,
+    cond,
+    diagonal,
+    householder_product,
+    inv_ex,
+    lstsq,
+    matrix_rank,
+    solve_ex,
+    tensorinv,
+    tensorsolve,
+    vander,
+)
+from cygrad.ops.triangular import (
+    lu,
+    lu_factor,
+    lu_factor_ex,
+    lu_solve,
+    solve_triangular,
+)
 
 __all__ = [
-    "LinAlgError", "cholesky", "cross", "det", "eigh", "eigvalsh", "inv", "matmul",
-    "matrix_norm", "matrix_power", "multi_dot", "norm", "pinv", "qr", "slogdet",
-    "solve", "svd", "svdvals", "vecdot", "vector_norm",
+    "LinAlgError", "cholesky", "cholesky_ex", "cond", "cross", "det", "diagonal",
+    "eigh", "eigvalsh", "householder_product", "inv", "inv_ex", "ldl_factor",
+    "ldl_factor_ex", "ldl_solve", "lstsq", "lu",
+    "lu_factor", "lu_factor_ex", "lu_solve", "matmul", "matrix_exp", "matrix_norm",
+    "matrix_power", "matrix_rank", "multi_dot", "norm", "pinv", "qr", "slogdet",
+    "solve", "solve_ex", "solve_triangular", "svd", "svdvals", "tensorinv",
+    "tensorsolve", "vander", "vecdot", "vector_norm",
 ]
 
 

@@ -18,6 +18,8 @@ Tensors, NumPy arrays, Python numbers, and sequences and mappings of them
 (compared item by item) are accepted; a failure raises AssertionError that
 names the mismatched elements and the greatest absolute and relative
 differences, as torch's.
+
+``make_tensor`` draws test tensors of a dtype and range (torch's defaults).
 """
 
 import collections.abc
@@ -26,11 +28,14 @@ import warnings
 
 import numpy as np
 
+from cygrad import _memory_format as _mf
+from cygrad import creation as _random
 from cygrad import dtypes as _dt
-from cygrad._kernels.engine import TensorBase
+from cygrad._device import check_device
+from cygrad._kernels.engine import TensorBase, _wrap
 from cygrad.creation import as_tensor
 
-__all__ = ["assert_allclose", "assert_close"]
+__all__ = ["assert_allclose", "assert_close", "make_tensor"]
 
 _TOLS = {
     np.dtype(np.float16): (1e-3, 1e-5),
@@ -288,3 +293,80 @@ def assert_allclose(actual, expected, rtol=None, atol=None, equal_nan=True, msg=
         d = np.result_type(actual._arr, expected._arr)
         rtol, atol = _OLD_TOLS.get(d, (0.0, 0.0))
     _run(actual, expected, rtol, atol, equal_nan, False, msg or None, _OLD_TOLS)
+
+
+# --- make_tensor ----------------------------------------------------------------------
+
+def _bounds(dtype, low, high):
+    """[low, high) for the dtype: torch's defaults (-9 and 9 or 10), clamped
+    to the dtype's range."""
+    if dtype.kind == "f":
+        lo, hi = (-9 if low is None else low), (9 if high is None else high)
+        info = np.finfo(dtype)
+    else:
+        lo, hi = (-9 if low is None else low), (10 if high is None else high)
+        info = np.iinfo(dtype)
+    if any(isinstance(v, float) and np.isnan(v) for v in (lo, hi)):
+        raise ValueError(f"`low` and `high` cannot be NaN, but got low={lo} and "
+                         f"high={hi}")
+    lo, hi = max(lo, info.min), min(hi, info.max)
+    if dtype.kind == "f" and lo == hi:
+        warnings.warn("Passing `low==high` to `torch.testing.make_tensor` for "
+                      "floating or complex types is deprecated since 2.1 and will be "
+                      "removed in 2.3. Use `torch.full(...)` instead.", FutureWarning,
+                      stacklevel=3)
+    elif lo >= hi:
+        raise ValueError(f"`low` must be less than `high`, but got {lo} >= {hi}")
+    return lo, hi
+
+
+def make_tensor(*shape, dtype, device, low=None, high=None, requires_grad=False,
+                noncontiguous=False, exclude_zero=False, memory_format=None):
+    """A tensor of random values for tests, as torch.testing.make_tensor.
+
+    Parameters
+    ----------
+    *shape : ints, or one sequence of ints
+    dtype, device : the tensor's dtype; the device must be the CPU
+    low, high : floats, optional
+        Values are drawn uniformly from [low, high) (integers: [low, high));
+        defaults -9 and 9 (floats) or 10 (integers), clamped to the dtype.
+    requires_grad : bool
+        Floating dtypes only.
+    noncontiguous : bool
+        Same values, in a strided (non-contiguous) view.
+    exclude_zero : bool
+        Zeros become 1 (integers) or the dtype's smallest normal number.
+    memory_format : cygrad memory format, optional
+
+    The numbers come from cygrad's default generator, so they differ from
+    torch's for the same seed.
+    """
+    from_shape = shape[0] if len(shape) == 1 and not isinstance(
+        shape[0], numbers.Integral) else shape
+    size = tuple(int(s) for s in from_shape)
+    check_device(device)
+    d = _dt.to_numpy(dtype)
+    if requires_grad and d.kind != "f":
+        raise ValueError("`requires_grad=True` is not supported for boolean and "
+                         f"integral dtypes, but got dtype={_dtype_name(d)}")
+    rng = _random.default_generator._rng
+    if d == np.bool_:
+        arr = rng.integers(0, 2, size).astype(np.bool_)
+    elif d.kind == "f":
+        lo, hi = _bounds(d, low, high)
+        arr = rng.uniform(lo, hi, size).astype(d)
+    else:
+        lo, hi = _bounds(d, low, high)
+        arr = rng.integers(int(np.ceil(lo)), int(np.ceil(hi)), size).astype(d)
+    if exclude_zero and d != np.bool_:
+        arr[arr == 0] = 1 if d.kind != "f" else np.finfo(d).tiny
+    if noncontiguous and arr.size > 1:
+        wide = np.repeat(arr, 2, axis=-1)
+        arr = wide[..., ::2]
+    elif memory_format is not None:
+        arr = _mf.as_format(arr, memory_format, copy=False)
+    t = _wrap(arr)
+    if requires_grad:
+        t.requires_grad_(True)
+    return t

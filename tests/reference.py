@@ -411,3 +411,7 @@ for _name, _cases in _math_cases().items():
 ELSEWHERE = {"allclose": "test_closeness.py", "equal": "test_closeness.py"}
 # the long tail of torch's API, checked against torch in test_api_breadth.py
 ELSEWHERE.update(dict.fromkeys(BREADTH_NAMES, "test_api_breadth.py"))
+# triangular solves and LU, checked against torch in test_linalg_more.py
+ELSEWHERE.update(dict.fromkeys(["triangular_solve", "lu_unpack", "lu", "lu_solve"],
+                               "test_linalg_more.py"))
+ELSEWHERE["gradient"] = "test_misc_names.py"

@@ -23,13 +23,15 @@ LAYERS = [
     (1, ["cygrad.dtypes", "cygrad.autograd.function", "cygrad.autograd.grad_mode",
          "cygrad.autograd.anomaly"]),
     (2, ["cygrad._tensor", "cygrad._copying", "cygrad._device", "cygrad._legacy",
-         "cygrad.creation", "cygrad.ops", "cygrad._printing", "cygrad._typeinfo",
-         "cygrad._config", "cygrad.random", "cygrad.linalg", "cygrad.storage"]),
+         "cygrad.creation", "cygrad.ops", "cygrad._memory_format",
+         "cygrad._printing", "cygrad._typeinfo", "cygrad._config", "cygrad.random",
+         "cygrad.linalg", "cygrad.storage"]),
     (3, ["cygrad.autograd", "cygrad.viz"]),
     (4, ["cygrad.nn", "cygrad.optim", "cygrad.utils", "cygrad.distributed",
          "cygrad.multiprocessing", "cygrad.serialization", "cygrad.cuda",
          "cygrad.backends", "cygrad.distributions", "cygrad.accelerator",
-         "cygrad.onnx", "cygrad.amp", "cygrad.compiler", "cygrad.version"]),
+         "cygrad.onnx", "cygrad.amp", "cygrad.compiler", "cygrad.version",
+         "cygrad.func", "cygrad.cpu"]),
     # The faces: the package, and cygrad.autograd's, whose core names load
     # eagerly and the others on first use.  The demo is a program.
     (5, ["cygrad", "cygrad.__init__", "cygrad.autograd.__init__", "cygrad.demo",

@@ -210,6 +210,8 @@ _NOT_TENSOR = {
     "qr": "tuple[Tensor, Tensor]", "linalg_eigh": "tuple[Tensor, Tensor]",
     "linalg_svd": "tuple[Tensor, Tensor, Tensor]",
     "svd": "tuple[Tensor, Tensor, Tensor]", "histogram": "tuple[Tensor, Tensor]",
+    "triangular_solve": "tuple[Tensor, Tensor]",
+    "lu_unpack": "tuple[Tensor, Tensor, Tensor]", "lu": "tuple[Tensor, ...]",
     # A Tensor or a named tuple (values, indices), as dim is given or not.
     "max": "Any", "min": "Any", "median": "Any", "sort": "Any", "msort": "Any",
     "topk": "Any", "kthvalue": "Any", "mode": "Any",
@@ -298,7 +300,8 @@ def attached_methods():
 
 
 def attached_functions():
-    """The names ``cygrad/__init__.py`` installs in a loop: name -> (fn, spec)."""
+    """The names ``cygrad/__init__.py`` installs in loops (the registry's ops,
+    the in-place function forms): name -> (fn, spec)."""
     import cygrad
     from cygrad.ops import OPS
     static = _defined_in_source(ROOT / "cygrad" / "__init__.py")
@@ -310,6 +313,11 @@ def attached_functions():
                 found[name] = (fn, spec)
     for name in ("mm", "t", "sum_to_shape", "logical_not"):
         if name not in static and name not in found:
+            found[name] = (getattr(cygrad, name), None)
+    # torch.exp_(x) and the other function forms of in-place methods
+    from cygrad.ops.inplace_functions import functions
+    for name in functions():
+        if name not in static and name not in found and hasattr(cygrad, name):
             found[name] = (getattr(cygrad, name), None)
     return dict(sorted(found.items()))
 

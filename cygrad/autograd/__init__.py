@@ -14,7 +14,13 @@ import typing as _typing
 
 from cygrad._kernels.engine import is_grad_enabled
 
-from .anomaly import detect_anomaly, is_anomaly_enabled, set_detect_anomaly
+from .anomaly import (
+    detect_anomaly,
+    is_anomaly_check_nan_enabled,
+    is_anomaly_enabled,
+    set_anomaly_enabled,
+    set_detect_anomaly,
+)
 from .function import Function, FunctionCtx, once_differentiable
 from .grad_mode import enable_grad, inference_mode, no_grad, set_grad_enabled
 

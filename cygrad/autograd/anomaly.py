@@ -13,12 +13,38 @@ import warnings
 
 from cygrad._kernels import engine as _engine
 
-__all__ = ["detect_anomaly", "is_anomaly_enabled", "set_detect_anomaly"]
+__all__ = ["detect_anomaly", "is_anomaly_check_nan_enabled", "is_anomaly_enabled",
+           "set_anomaly_enabled", "set_detect_anomaly"]
+
+# set_anomaly_enabled(True, check_nan=False): anomaly mode is on but has
+# nothing to check (the engine's check is the NaN one), so only this flag
+# records it, for is_anomaly_enabled.
+_on_without_nan = False
+_raised_level = None      # the debug level set_anomaly_enabled replaced
 
 
 def is_anomaly_enabled():
     """True while anomaly detection is on."""
+    return _engine.is_anomaly_enabled() or _on_without_nan
+
+
+def is_anomaly_check_nan_enabled():
+    """True while anomaly detection checks backward results for NaN."""
     return _engine.is_anomaly_enabled()
+
+
+def set_anomaly_enabled(enabled, check_nan=True):
+    """torch's global switch of anomaly mode (``set_detect_anomaly`` without
+    the scope); the forward line of a failing op is recorded while it is on."""
+    global _on_without_nan, _raised_level
+    on = bool(enabled) and bool(check_nan)
+    _engine._set_anomaly(on)
+    _on_without_nan = bool(enabled) and not check_nan
+    if on and _raised_level is None and _engine._get_debug_level() <= 0:
+        _raised_level = _engine._set_debug_level(1)
+    elif not on and _raised_level is not None:
+        _engine._set_debug_level(_raised_level)
+        _raised_level = None
 
 
 class detect_anomaly:

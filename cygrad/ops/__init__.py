@@ -17,7 +17,9 @@ of torch's long tail: ``mathextra`` (frac, copysign, fmax, comparison
 aliases...), ``special`` (the gamma and Bessel families, ndtr, xlogy),
 ``arrange`` (tensor_split, rot90, diff, atleast_*, the scatters,
 as_strided...), ``stats`` (nansum, quantile, cummax, cov...),
-``linalg_extra`` (inner, addr, matrix_exp, cholesky_solve...), ``misc``
+``linalg_extra`` (inner, addr, matrix_exp, cholesky_solve...), ``triangular``
+(triangular solves and LU), ``linalg_tail`` (lstsq, matrix_rank,
+cond, the ``_ex`` forms...), ``ldl`` (LDL^T), ``numdiff`` (torch.gradient), ``misc``
 (small Tensor methods and torch functions) and ``window`` (hann_window...).
 """
 
@@ -46,6 +48,10 @@ from cygrad.ops import (  # the long tail, after the ops they compose
     misc,
     special,
     stats,
+    triangular,
+    linalg_tail,
+    ldl,
+    numdiff,
     window,
 )
 from cygrad.ops.elementwise import _graph_rules, compare, logical_not
@@ -80,7 +86,8 @@ __all__ = [
 # Importing each family attaches its Tensor methods.
 FAMILIES = (registry, select, elementwise, linalg, indexing, shape, pieces, reductions,
             cumulative, sorting, inplace, decomp, scatter, masking, closeness,
-            storage, mathextra, special, arrange, stats, linalg_extra, misc, window)
+            storage, mathextra, special, arrange, stats, linalg_extra, misc, window,
+            triangular, linalg_tail, ldl, numdiff)
 
 # Every registered op (and alias) as ``cygrad.ops.<name>``.
 for _spec in OPS.values():

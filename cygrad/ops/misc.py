@@ -46,6 +46,12 @@ def is_same_size(input, other):
     return tuple(input._arr.shape) == tuple(other._arr.shape)
 
 
+def is_inference(input):
+    """Whether the tensor was made in inference mode
+    (``input.is_inference()``)."""
+    return input.is_inference()
+
+
 def is_signed(input):
     """Whether the tensor's dtype is signed (floats and int8..int64)."""
     return input._arr.dtype.kind in "fi"

@@ -4,6 +4,7 @@ flip, roll, cat and stack."""
 
 import numpy as np
 
+from cygrad import _memory_format as _mf
 from cygrad import dtypes as _dt
 from cygrad._device import check_device, device
 from cygrad._kernels import engine as _engine
@@ -67,11 +68,20 @@ def parse_to(args, kwargs, name="to"):
 
 def to(self, *args, **kwargs):
     """A copy in another dtype (differentiable), or the tensor itself when
-    nothing changes; see ``parse_to`` for the arguments."""
+    nothing changes; see ``parse_to`` for the arguments.  ``memory_format``
+    lays the result out in that format (``cygrad._memory_format``)."""
+    fmt = kwargs.get("memory_format")
     dtype, copy = parse_to(args, kwargs)
+    alias = (dtype is None or dtype == self._arr.dtype) and not copy
+    if alias and fmt is not None and _mf.suggest(self._arr) is fmt:
+        fmt = None          # already in that format, as torch judges it
     if dtype is None or dtype == self._arr.dtype:
-        return self.clone() if copy else self
-    return cast(self, dtype)
+        out = self.clone(memory_format=fmt) if copy else self
+    else:
+        out = cast(self, dtype)
+    if fmt is None or fmt is _mf.preserve_format:
+        return out
+    return contiguous(out, memory_format=fmt)
 
 
 Tensor.to = to
@@ -93,18 +103,44 @@ class Clone(Function):
         return g
 
 
+class Relayout(Function):
+    """out = a copy of x laid out in a memory format; grad = g."""
+
+    _node_name = "CloneBackward0"
+
+    @staticmethod
+    def forward(ctx, x, fmt):
+        return _wrap(_mf.as_format(x._arr, fmt))
+
+    @staticmethod
+    def backward(ctx, g):
+        return g, None
+
+
 @op("clone", methods=("clone",), primitive=True, kind="shape")
 def clone(input, memory_format=None):
-    """A copy with its own storage; the gradient flows through unchanged."""
-    return Clone.apply(input)
+    """A copy with its own storage; the gradient flows through unchanged.
+    Row-major unless ``memory_format`` says otherwise (``preserve_format``
+    keeps a dense tensor's stride order)."""
+    if memory_format is None or memory_format is _mf.contiguous_format:
+        return Clone.apply(input)
+    return Relayout.apply(input, memory_format)
 
 
 @op("contiguous", methods=("contiguous",), kind="shape")
 def contiguous(input, memory_format=None):
-    """``input`` itself when C-contiguous, else a contiguous copy (grad = g)."""
-    if input._arr.flags.c_contiguous:
+    """``input`` itself when already laid out in ``memory_format`` (default
+    row-major), else such a copy (grad = g)."""
+    if memory_format in (None, _mf.contiguous_format, _mf.preserve_format):
+        if input._arr.flags.c_contiguous:
+            return input
+        if memory_format is None or memory_format is _mf.contiguous_format:
+            return Clone.apply(input)
+        raise RuntimeError("preserve memory format is unsupported by the "
+                           "contiguous operator")
+    if _mf.is_format(input._arr, memory_format):
         return input
-    return Clone.apply(input)
+    return Relayout.apply(input, memory_format)
 
 
 def _infer_shape(shape, n):

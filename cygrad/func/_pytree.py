@@ -1,0 +1,121 @@
+"""The nested containers the transforms of ``cygrad.func`` walk: tuples
+(namedtuples too), lists and dicts are nodes, anything else is a leaf.
+
+``flatten(tree)`` gives the leaves in order and a spec that ``unflatten``
+turns back into the same structure; ``broadcast_prefix`` spreads a prefix
+tree (such as vmap's ``in_dims``, where one int stands for a whole subtree)
+over a full tree.  ``None`` is a leaf here, as in_dims' "not batched".
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["LEAF", "broadcast_prefix", "flatten", "spec_pprint", "spec_repr",
+           "unflatten"]
+
+LEAF = None     # the spec of a leaf
+
+
+def _is_namedtuple(x):
+    return isinstance(x, tuple) and hasattr(type(x), "_fields")
+
+
+def _children(node):
+    """(node kind, context, children) or None for a leaf."""
+    if isinstance(node, dict):
+        keys = list(node)
+        return dict, keys, [node[k] for k in keys]
+    if _is_namedtuple(node):
+        return type(node), None, list(node)
+    if isinstance(node, (tuple, list)):
+        return type(node), None, list(node)
+    return None
+
+
+def flatten(tree: Any) -> tuple[list[Any], Any]:
+    """(leaves, spec) of ``tree``."""
+    leaves: list[Any] = []
+
+    def walk(node):
+        parts = _children(node)
+        if parts is None:
+            leaves.append(node)
+            return LEAF
+        kind, context, kids = parts
+        return (kind, context, [walk(k) for k in kids])
+
+    spec = walk(tree)
+    return leaves, spec
+
+
+def unflatten(leaves: Any, spec: Any) -> Any:
+    """The tree of ``spec`` with ``leaves`` (in order) at its leaves."""
+    it = iter(leaves)
+
+    def build(s):
+        if s is LEAF:
+            return next(it)
+        kind, context, kids = s
+        values = [build(k) for k in kids]
+        if kind is dict:
+            return dict(zip(context, values))
+        if issubclass(kind, tuple) and kind is not tuple:
+            return kind(*values)              # a namedtuple
+        return kind(values)
+
+    return build(spec)
+
+
+def spec_repr(spec: Any, depth: int = 0) -> str:
+    """torch's way of printing a structure:
+    ``TreeSpec(tuple, None, [*,\n  *])``, one child a line after the first."""
+    if spec is LEAF:
+        return "*"
+    kind, context, kids = spec
+    sep = ",\n" + "  " * (depth + 1)
+    return (f"TreeSpec({kind.__name__}, {context!r}, ["
+            + sep.join(spec_repr(k, depth + 1) for k in kids) + "])")
+
+
+def spec_pprint(spec: Any) -> str:
+    """The structure with ``*`` at the leaves: ``(*, [*, *])``."""
+    if spec is LEAF:
+        return "*"
+    kind, context, kids = spec
+    parts = [spec_pprint(k) for k in kids]
+    if kind is dict:
+        return "{" + ", ".join(f"{c!r}: {p}" for c, p in zip(context, parts)) + "}"
+    if issubclass(kind, list):
+        return "[" + ", ".join(parts) + "]"
+    if len(parts) == 1:
+        return "(" + parts[0] + ",)"
+    return "(" + ", ".join(parts) + ")"
+
+
+def broadcast_prefix(prefix: Any, tree: Any, is_leaf_prefix=None) -> list[Any] | None:
+    """The prefix's value for each leaf of ``tree`` (a leaf of the prefix
+    covers its whole subtree), or None when the structures do not match."""
+    out: list[Any] = []
+
+    def walk(p, t):
+        pk = _children(p)
+        if pk is None:
+            out.extend([p] * len(flatten(t)[0]))
+            return True
+        tk = _children(t)
+        if tk is None:
+            return False
+        (pkind, pctx, pkids), (tkind, tctx, tkids) = pk, tk
+        if (pkind is dict) != (tkind is dict) or len(pkids) != len(tkids):
+            return False
+        if pkind is dict:
+            if set(pctx) != set(tctx):
+                return False
+            pmap = dict(zip(pctx, pkids))
+            return all(walk(pmap[k], v) for k, v in zip(tctx, tkids))
+        if isinstance(p, list) != isinstance(t, list):
+            return False
+        return all(walk(a, b) for a, b in zip(pkids, tkids))
+
+    return out if walk(prefix, tree) else None
