@@ -3,7 +3,7 @@
 between two members of one family) follow from the log normaliser ``F``
 through autograd."""
 
-from cygrad.autograd import grad as _grad
+from cygrad.autograd.backprop import grad as _grad
 from cygrad.distributions.distribution import Distribution
 
 __all__ = ["ExponentialFamily"]
