@@ -111,15 +111,13 @@ class Distribution:
             if k in ("_batch_shape", "_event_shape", "_validate_args"):
                 continue
             if isinstance(getattr(cls, k, None), lazy_property) and \
-                    k not in self.arg_constraints:
+                    k not in self._expand_params():
                 continue
             new.__dict__[k] = v
-        for name, constraint in self.arg_constraints.items():
+        for name, event_dim in self._expand_params().items():
             v = self.__dict__.get(name)
             if not isinstance(v, TensorBase):
                 continue
-            event_dim = 0 if constraints.is_dependent(constraint) else \
-                constraint.event_dim
             trailing = tuple(v.shape[v.ndim - event_dim:]) if event_dim else ()
             new.__dict__[name] = v.expand(tuple(batch_shape) + trailing)
         Distribution.__init__(new, batch_shape, self.event_shape,
@@ -127,6 +125,13 @@ class Distribution:
         new._validate_args = self._validate_args
         new._expanded_from(self)
         return new
+
+    def _expand_params(self):
+        """{attribute: its number of event dimensions} of the tensors
+        ``expand`` expands: by default the parameters of ``arg_constraints``
+        with their constraints' ``event_dim``."""
+        return {name: 0 if constraints.is_dependent(c) else c.event_dim
+                for name, c in self.arg_constraints.items()}
 
     def _expanded_from(self, other):
         """Hook for subclasses: fix attributes after the base ``expand``."""

@@ -2,6 +2,8 @@
 
 import math
 
+import numpy as np
+
 from cygrad.distributions import constraints
 from cygrad.distributions.binomial import Binomial
 from cygrad.distributions.categorical import Categorical
@@ -78,7 +80,9 @@ class Multinomial(Distribution):
         support = self._binomial.enumerate_support()
         binomial_probs = self._binomial.log_prob(support).exp()
         weights = (support + 1).lgamma()
-        return (n * self._categorical.entropy() - math.lgamma(n + 1)
+        # torch takes lgamma(n + 1) of a default-dtype (float32) tensor
+        log_factorial_n = float(np.float32(math.lgamma(n + 1)))
+        return (n * self._categorical.entropy() - log_factorial_n
                 + (binomial_probs * weights).sum(0).sum(-1))
 
     def log_prob(self, value):
