@@ -168,3 +168,17 @@ def _tiny(dtype):
 
 def _eps(dtype):
     return finfo(dtype).eps
+
+
+def _softplus(x):
+    """torch's ``softplus`` (beta 1, threshold 20): ``log(1 + exp(x))``, and
+    ``x`` itself above 20; the unused branch never sees a large argument,
+    so no gradient turns NaN."""
+    from cygrad.ops.select import Where
+    soft = x.clamp(max=20).exp().log1p()
+    return Where.apply(x > 20, x, soft)
+
+
+def _log_sigmoid(x):
+    """``log(sigmoid(x)) = min(x, 0) - log1p(exp(-|x|))``."""
+    return x.clamp(max=0) - (-x.abs()).exp().log1p()
