@@ -4,26 +4,88 @@ constraints, transforms and KL divergences, on cygrad's tensors.
 Every distribution follows torch's API (``sample``, ``rsample`` where
 reparameterisable, ``log_prob``, ``cdf``/``icdf``, ``entropy``, the moments,
 ``expand``, ``enumerate_support``, argument validation) and lives in the
-module of torch's name (``cygrad.distributions.normal.Normal``).
+module of torch's name (``cygrad.distributions.normal.Normal``).  Sampled
+values come from cygrad's generator (reproducible with
+``cygrad.manual_seed``, not torch's numbers); everything deterministic is
+torch's.
 """
 
-from cygrad.distributions import constraints, utils  # noqa: F401
+from cygrad.distributions import constraints, transforms, utils  # noqa: F401
 from cygrad.distributions.bernoulli import Bernoulli
+from cygrad.distributions.beta import Beta
 from cygrad.distributions.binomial import Binomial
 from cygrad.distributions.categorical import Categorical
+from cygrad.distributions.cauchy import Cauchy
+from cygrad.distributions.chi2 import Chi2
+from cygrad.distributions.constraint_registry import biject_to, transform_to
+from cygrad.distributions.continuous_bernoulli import ContinuousBernoulli
+from cygrad.distributions.dirichlet import Dirichlet
 from cygrad.distributions.distribution import Distribution
 from cygrad.distributions.exp_family import ExponentialFamily
+from cygrad.distributions.exponential import Exponential
+from cygrad.distributions.gamma import Gamma
+from cygrad.distributions.geometric import Geometric
+from cygrad.distributions.gumbel import Gumbel
+from cygrad.distributions.half_cauchy import HalfCauchy
+from cygrad.distributions.half_normal import HalfNormal
+from cygrad.distributions.independent import Independent
+from cygrad.distributions.inverse_gamma import InverseGamma
+from cygrad.distributions.kl import kl_divergence, register_kl
+from cygrad.distributions.laplace import Laplace
+from cygrad.distributions.log_normal import LogNormal
+from cygrad.distributions.lowrank_multivariate_normal import LowRankMultivariateNormal
+from cygrad.distributions.mixture_same_family import MixtureSameFamily
 from cygrad.distributions.multinomial import Multinomial
+from cygrad.distributions.multivariate_normal import MultivariateNormal
 from cygrad.distributions.normal import Normal
+from cygrad.distributions.one_hot_categorical import (
+    OneHotCategorical,
+    OneHotCategoricalStraightThrough,
+)
+from cygrad.distributions.pareto import Pareto
+from cygrad.distributions.poisson import Poisson
+from cygrad.distributions.studentT import StudentT
+from cygrad.distributions.transformed_distribution import TransformedDistribution
+from cygrad.distributions.transforms import *  # noqa: F403
 from cygrad.distributions.uniform import Uniform
+from cygrad.distributions.weibull import Weibull
 
 __all__ = [
     "Bernoulli",
+    "Beta",
     "Binomial",
     "Categorical",
+    "Cauchy",
+    "Chi2",
+    "ContinuousBernoulli",
+    "Dirichlet",
     "Distribution",
+    "Exponential",
     "ExponentialFamily",
+    "Gamma",
+    "Geometric",
+    "Gumbel",
+    "HalfCauchy",
+    "HalfNormal",
+    "Independent",
+    "InverseGamma",
+    "Laplace",
+    "LogNormal",
+    "LowRankMultivariateNormal",
+    "MixtureSameFamily",
     "Multinomial",
-    "Normal",
+    "MultivariateNormal",
+    "OneHotCategorical",
+    "OneHotCategoricalStraightThrough",
+    "Pareto",
+    "Poisson",
+    "StudentT",
+    "TransformedDistribution",
     "Uniform",
+    "Weibull",
+    "biject_to",
+    "kl_divergence",
+    "register_kl",
+    "transform_to",
 ]
+__all__.extend(transforms.__all__)

@@ -179,16 +179,12 @@ class MixtureSameFamilyConstraint(Constraint):
         return self.base_constraint.event_dim
 
     def check(self, value):
-        unsqueezed = value.unsqueeze(-1 - self.event_dim)
-        result = self.base_constraint.check(unsqueezed)
+        result = self.base_constraint.check(value.unsqueeze(-1 - self.event_dim))
         if value.ndim < self.event_dim:
             raise ValueError(f"Expected value.dim() >= {self.event_dim} but got "
                              f"{value.ndim}")
-        n = result.ndim - value.ndim + self.event_dim
-        if n > 0:
-            result = result.reshape(tuple(result.shape[:result.ndim - n]) + (-1,))
-            result = result.all(-1)
-        return result
+        keep = value.ndim - self.event_dim
+        return result.reshape(tuple(result.shape[:keep]) + (-1,)).all(-1)
 
     def __repr__(self):
         return f"{type(self).__name__}({self.base_constraint!r})"
