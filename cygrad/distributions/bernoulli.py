@@ -6,6 +6,7 @@ from cygrad.creation import arange
 from cygrad.distributions import constraints
 from cygrad.distributions.exp_family import ExponentialFamily
 from cygrad.distributions.utils import (
+    _bce_with_logits,
     _uniform,
     broadcast_all,
     lazy_property,
@@ -14,16 +15,6 @@ from cygrad.distributions.utils import (
 )
 
 __all__ = ["Bernoulli"]
-
-
-def _softplus(x):
-    """log(1 + exp(x)), without overflow."""
-    return (-x.abs()).exp().log1p() + x.clamp(min=0)
-
-
-def _bce_with_logits(logits, target):
-    """torch's ``binary_cross_entropy_with_logits`` without reduction."""
-    return logits.clamp(min=0) - logits * target + (-logits.abs()).exp().log1p()
 
 
 def _one_of(probs, logits):

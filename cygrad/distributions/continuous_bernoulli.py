@@ -5,6 +5,7 @@ import math
 from cygrad.distributions import constraints
 from cygrad.distributions.exp_family import ExponentialFamily
 from cygrad.distributions.utils import (
+    _bce_with_logits,
     _uniform,
     broadcast_all,
     clamp_probs,
@@ -15,10 +16,6 @@ from cygrad.distributions.utils import (
 from cygrad.ops.select import Where
 
 __all__ = ["ContinuousBernoulli"]
-
-
-def _bce_with_logits(logits, target):
-    return logits.clamp(min=0) - logits * target + (-logits.abs()).exp().log1p()
 
 
 class ContinuousBernoulli(ExponentialFamily):

@@ -4,7 +4,7 @@ from cygrad.creation import arange
 from cygrad.distributions import constraints
 from cygrad.distributions._gamma_sampler import standard_gamma
 from cygrad.distributions.exp_family import ExponentialFamily
-from cygrad.ops.special import xlogy
+from cygrad.distributions.utils import _xlogy
 
 __all__ = ["Dirichlet"]
 
@@ -43,7 +43,7 @@ class Dirichlet(ExponentialFamily):
         if self._validate_args:
             self._validate_sample(value)
         c = self.concentration
-        return (xlogy(c - 1.0, value).sum(-1) + c.sum(-1).lgamma()
+        return (_xlogy(c - 1.0, value).sum(-1) + c.sum(-1).lgamma()
                 - c.lgamma().sum(-1))
 
     @property

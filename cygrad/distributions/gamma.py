@@ -4,8 +4,8 @@ from cygrad._typeinfo import finfo
 from cygrad.distributions import constraints
 from cygrad.distributions._gamma_sampler import standard_gamma
 from cygrad.distributions.exp_family import ExponentialFamily
-from cygrad.distributions.utils import broadcast_all
-from cygrad.ops.special import igamma, xlogy
+from cygrad.distributions.utils import _xlogy, broadcast_all
+from cygrad.ops.special import igamma
 
 __all__ = ["Gamma"]
 
@@ -53,7 +53,7 @@ class Gamma(ExponentialFamily):
         if self._validate_args:
             self._validate_sample(value)
         c, r = self.concentration, self.rate
-        return xlogy(c, r) + xlogy(c - 1, value) - r * value - c.lgamma()
+        return _xlogy(c, r) + _xlogy(c - 1, value) - r * value - c.lgamma()
 
     def entropy(self):
         c = self.concentration

@@ -4,6 +4,7 @@ from cygrad._typeinfo import finfo
 from cygrad.distributions import constraints
 from cygrad.distributions.distribution import Distribution
 from cygrad.distributions.utils import (
+    _bce_with_logits,
     _uniform,
     broadcast_all,
     lazy_property,
@@ -12,10 +13,6 @@ from cygrad.distributions.utils import (
 )
 
 __all__ = ["Geometric"]
-
-
-def _bce_with_logits(logits, target):
-    return logits.clamp(min=0) - logits * target + (-logits.abs()).exp().log1p()
 
 
 class Geometric(Distribution):

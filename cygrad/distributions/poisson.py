@@ -2,8 +2,7 @@
 
 from cygrad.distributions import constraints
 from cygrad.distributions.exp_family import ExponentialFamily
-from cygrad.distributions.utils import broadcast_all
-from cygrad.ops.special import xlogy
+from cygrad.distributions.utils import _xlogy, broadcast_all
 from cygrad.random import poisson
 
 __all__ = ["Poisson"]
@@ -39,7 +38,7 @@ class Poisson(ExponentialFamily):
         if self._validate_args:
             self._validate_sample(value)
         rate, value = broadcast_all(self.rate, value)
-        return xlogy(value, rate) - rate - (value + 1).lgamma()
+        return _xlogy(value, rate) - rate - (value + 1).lgamma()
 
     @property
     def _natural_params(self):

@@ -6,9 +6,11 @@ import numpy as np
 
 from cygrad._kernels.engine import TensorBase
 from cygrad._typeinfo import finfo
+from cygrad.autograd.function import Function
 from cygrad.creation import get_default_dtype, tensor
 from cygrad.ops import OPS
 from cygrad.ops.arrange import broadcast_shapes
+from cygrad.ops.special import xlogy as _xlogy_op
 
 __all__ = [
     "broadcast_all",
@@ -179,6 +181,79 @@ def _softplus(x):
     return Where.apply(x > 20, x, soft)
 
 
+class _LogSigmoid(Function):
+    """out = min(x, 0) - log1p(exp(-|x|));  grad_x = g * sigmoid(-x) (smooth
+    at 0, as torch's log_sigmoid)."""
+
+    _node_name = "LogSigmoidBackward0"
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x.clamp(max=0) - (-x.abs()).exp().log1p()
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return grad * (-x).sigmoid()
+
+
 def _log_sigmoid(x):
-    """``log(sigmoid(x)) = min(x, 0) - log1p(exp(-|x|))``."""
-    return x.clamp(max=0) - (-x.abs()).exp().log1p()
+    """``log(sigmoid(x))``."""
+    return _LogSigmoid.apply(x)
+
+
+class _BCEWithLogits(Function):
+    """out = max(x, 0) - x t + log1p(exp(-|x|)) (torch's
+    ``binary_cross_entropy_with_logits``, no reduction);
+    grad_x = g * (sigmoid(x) - t), grad_t = -g * x."""
+
+    _node_name = "BinaryCrossEntropyWithLogitsBackward0"
+
+    @staticmethod
+    def forward(ctx, x, t):
+        ctx.save_for_backward(x, t)
+        return x.clamp(min=0) - x * t + (-x.abs()).exp().log1p()
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, t = ctx.saved_tensors
+        grad_x = grad * (x.sigmoid() - t) if ctx.needs_input_grad[0] else None
+        grad_t = -grad * x if ctx.needs_input_grad[1] else None
+        return grad_x, grad_t
+
+
+def _bce_with_logits(logits, target):
+    """Elementwise binary cross entropy of ``target`` given ``logits``."""
+    return _BCEWithLogits.apply(*broadcast_all(logits, target))
+
+
+class _XLogY(Function):
+    """out = x log(y) (0 where x == 0, NaN where y is NaN);
+    grad_x = g log(y), 0 where x == 0 and y <= 0; grad_y = g x / y.
+
+    torch 2.13's derivative in x: ``cygrad.xlogy`` gives 0 wherever x == 0,
+    which differs from it at x == 0 < y (a Beta or Dirichlet concentration
+    of exactly 1)."""
+
+    _node_name = "XlogyBackward0"
+
+    @staticmethod
+    def forward(ctx, x, y):
+        ctx.save_for_backward(x, y)
+        return _xlogy_op(x, y)
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, y = ctx.saved_tensors
+        grad_x = grad_y = None
+        if ctx.needs_input_grad[0]:
+            grad_x = (grad * y.log()).masked_fill((x == 0) & (y <= 0), 0)
+        if ctx.needs_input_grad[1]:
+            grad_y = grad * x / y
+        return grad_x, grad_y
+
+
+def _xlogy(x, y):
+    """``x * log(y)`` with torch's conventions and gradients."""
+    return _XLogY.apply(*broadcast_all(x, y))
