@@ -317,7 +317,7 @@ class ComposeTransform(Transform):
 
     def log_abs_det_jacobian(self, x, y):
         if not self.parts:
-            return x * 0
+            return x.new_zeros(tuple(x.shape))
         # the intermediate values (free when the parts cache them)
         xs = [x]
         for part in self.parts[:-1]:
