@@ -204,8 +204,9 @@ def _log_sigmoid(x):
 
 
 class _BCEWithLogits(Function):
-    """out = max(x, 0) - x t + log1p(exp(-|x|)) (torch's
-    ``binary_cross_entropy_with_logits``, no reduction);
+    """out = (1 - t) x - log_sigmoid(x) (torch's
+    ``binary_cross_entropy_with_logits``, no reduction, in torch's order of
+    operations, so float32 results round alike);
     grad_x = g * (sigmoid(x) - t), grad_t = -g * x."""
 
     _node_name = "BinaryCrossEntropyWithLogitsBackward0"
@@ -213,7 +214,8 @@ class _BCEWithLogits(Function):
     @staticmethod
     def forward(ctx, x, t):
         ctx.save_for_backward(x, t)
-        return x.clamp(min=0) - x * t + (-x.abs()).exp().log1p()
+        log_sigmoid = x.clamp(max=0) - (-x.abs()).exp().log1p()
+        return (1 - t) * x - log_sigmoid
 
     @staticmethod
     def backward(ctx, grad):
