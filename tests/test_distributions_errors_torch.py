@@ -182,11 +182,12 @@ def test_not_implemented_methods_raise_like_torch():
     for m in (cygrad, torch):
         D = m.distributions
         d = D.Categorical(m.tensor([0.5, 0.5]))
-        for fn in (lambda: d.cdf(m.tensor(0)), lambda: d.icdf(m.tensor(0.5)),
-                   lambda: D.Cauchy(0.0, 1.0).entropy().numpy() and
-                   D.Poisson(m.tensor(1.0)).cdf(m.tensor(1.0))):
-            with pytest.raises(NotImplementedError):
-                fn()
+        with pytest.raises(NotImplementedError):
+            d.cdf(m.tensor(0))
+        with pytest.raises(NotImplementedError):
+            d.icdf(m.tensor(0.5))
+        with pytest.raises(NotImplementedError):
+            D.Poisson(m.tensor(1.0)).cdf(m.tensor(1.0))
         with pytest.raises(NotImplementedError):
             D.Dirichlet(m.tensor([1.0, 1.0])).cdf(m.tensor([0.5, 0.5]))
         with pytest.raises(NotImplementedError):

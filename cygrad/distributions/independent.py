@@ -92,4 +92,5 @@ class Independent(Distribution):
         return self.base_dist.enumerate_support(expand=expand)
 
     def __repr__(self):
-        return f"{type(self).__name__}({self.base_dist}, {self.reinterpreted_batch_ndims})"
+        n = self.reinterpreted_batch_ndims
+        return f"{type(self).__name__}({self.base_dist}, {n})"

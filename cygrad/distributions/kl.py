@@ -13,6 +13,7 @@ are memoised per pair of types (``register_kl`` clears the memo).
 import math
 import warnings
 
+from cygrad.autograd.backprop import grad as _grad
 from cygrad.distributions.bernoulli import Bernoulli
 from cygrad.distributions.beta import Beta
 from cygrad.distributions.binomial import Binomial
@@ -46,7 +47,6 @@ from cygrad.distributions.poisson import Poisson
 from cygrad.distributions.transformed_distribution import TransformedDistribution
 from cygrad.distributions.uniform import Uniform
 from cygrad.distributions.utils import _softplus, _sum_rightmost, euler_constant
-from cygrad.autograd.backprop import grad as _grad
 from cygrad.ops.arrange import broadcast_shapes
 from cygrad.ops.select import Where
 

@@ -130,8 +130,9 @@ class Wishart(ExponentialFamily):
 
     @lazy_property
     def precision_matrix(self):
-        identity = eye(self._event_shape[-1], dtype=self._unbroadcasted_scale_tril.dtype)
-        return self._full(_cholesky_solve(identity, self._unbroadcasted_scale_tril))
+        L = self._unbroadcasted_scale_tril
+        identity = eye(self._event_shape[-1], dtype=L.dtype)
+        return self._full(_cholesky_solve(identity, L))
 
     def _df_matrix(self, t):
         return t.reshape(tuple(self._batch_shape) + (1, 1))
