@@ -11,6 +11,9 @@ value it refuses), cygrad raises the same exception type.
 import numpy as np
 import pytest
 from dist_cases import CASES
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import mutually_broadcastable_shapes
 
 import cygrad
 
@@ -187,3 +190,49 @@ def test_every_torch_distribution_has_a_case():
         if isinstance(obj, type) and issubclass(obj, torch.distributions.Distribution) \
                 and name not in ("Distribution", "ExponentialFamily"):
             assert name in names, name
+
+
+# --- broadcasting, with hypothesis -----------------------------------------------
+
+_BROADCAST = {
+    "Normal": (lambda D, a, b: D.Normal(a, b.abs() + 0.5), lambda v: v),
+    "Gamma": (lambda D, a, b: D.Gamma(a.abs() + 0.3, b.abs() + 0.5),
+              lambda v: v.abs() + 0.1),
+    "Beta": (lambda D, a, b: D.Beta(a.abs() + 0.3, b.abs() + 0.3),
+             lambda v: v.sigmoid()),
+    "StudentT": (lambda D, a, b: D.StudentT(a.abs() + 0.5, b), lambda v: v),
+    "Laplace": (lambda D, a, b: D.Laplace(a, b.abs() + 0.5), lambda v: v),
+    "Binomial": (lambda D, a, b: D.Binomial(a.abs().round() + 3, logits=b),
+                 lambda v: v.abs().round().clamp(max=3)),
+}
+
+
+@settings(max_examples=15, deadline=None)
+@given(name=st.sampled_from(sorted(_BROADCAST)),
+       shapes=mutually_broadcastable_shapes(num_shapes=3, max_dims=3, max_side=3),
+       seed=st.integers(0, 2 ** 16))
+def test_broadcast_parameters_and_values_match_torch(name, shapes, seed):
+    """Parameters of shapes that broadcast together, and a value of a third
+    shape that broadcasts with them: the batch shape, log_prob's shape and
+    values, and the gradients agree with torch."""
+    make, to_value = _BROADCAST[name]
+    rng = np.random.default_rng(seed)
+    arrays = [rng.standard_normal(s) for s in shapes.input_shapes]
+    res = []
+    for m in (cygrad, torch):
+        a, b = (m.tensor(x, dtype=m.float64, requires_grad=True)
+                for x in arrays[:2])
+        d = make(m.distributions, a, b)
+        v = to_value(m.tensor(arrays[2], dtype=m.float64))
+        lp = d.log_prob(v)
+        lp.sum().backward()
+        res.append((tuple(d.batch_shape), lp.detach().numpy(), a.grad.numpy(),
+                    b.grad.numpy() if b.grad is not None else None))
+    (s1, *xs1), (s2, *xs2) = res
+    assert s1 == s2
+    for x1, x2 in zip(xs1, xs2):
+        if x2 is None:
+            assert x1 is None or not np.any(x1)
+        else:
+            assert x1.shape == x2.shape
+            np.testing.assert_allclose(x1, x2, rtol=1e-10, atol=1e-12)
