@@ -96,12 +96,13 @@ class _StandardGamma(Function):
         a = alpha.detach().numpy()
         draws = _rng(None).standard_gamma(a.astype(np.float64))
         x = np.maximum(np.asarray(draws, dtype=a.dtype), np.finfo(a.dtype).tiny)
-        ctx.dxda = standard_gamma_grad(x, a).astype(a.dtype)
+        ctx.draws = (x, a)          # the derivative is computed only if asked
         return _wrap(np.ascontiguousarray(x))
 
     @staticmethod
     def backward(ctx, grad):
-        return grad * _wrap(ctx.dxda)
+        x, a = ctx.draws
+        return grad * _wrap(standard_gamma_grad(x, a).astype(a.dtype))
 
 
 def standard_gamma(alpha):
