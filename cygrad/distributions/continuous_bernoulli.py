@@ -2,6 +2,7 @@
 
 import math
 
+from cygrad.autograd.grad_mode import no_grad
 from cygrad.distributions import constraints
 from cygrad.distributions.exp_family import ExponentialFamily
 from cygrad.distributions.utils import (
@@ -103,7 +104,6 @@ class ContinuousBernoulli(ExponentialFamily):
         return self._param.size()
 
     def sample(self, sample_shape=()):
-        from cygrad.autograd.grad_mode import no_grad
         u = _uniform(self._extended_shape(sample_shape), self.probs.dtype)
         with no_grad():
             return self.icdf(u)

@@ -1,5 +1,6 @@
 """``NegativeBinomial(total_count, probs=None, logits=None)``."""
 
+from cygrad.autograd.grad_mode import no_grad
 from cygrad.distributions import constraints
 from cygrad.distributions.distribution import Distribution
 from cygrad.distributions.gamma import Gamma
@@ -70,7 +71,6 @@ class NegativeBinomial(Distribution):
                      validate_args=False)
 
     def sample(self, sample_shape=()):
-        from cygrad.autograd.grad_mode import no_grad
         with no_grad():
             rate = self._gamma.sample(sample_shape)
             return poisson(rate.contiguous())

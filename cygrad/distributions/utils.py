@@ -7,9 +7,11 @@ import numpy as np
 from cygrad._kernels.engine import TensorBase
 from cygrad._typeinfo import finfo
 from cygrad.autograd.function import Function
-from cygrad.creation import get_default_dtype, tensor
+from cygrad.autograd.grad_mode import enable_grad
+from cygrad.creation import get_default_dtype, rand, randn, tensor
 from cygrad.ops import OPS
 from cygrad.ops.arrange import broadcast_shapes
+from cygrad.ops.select import Where
 from cygrad.ops.special import xlogy as _xlogy_op
 
 __all__ = [
@@ -100,8 +102,7 @@ class lazy_property:
     def __get__(self, instance, obj_type=None):
         if instance is None:
             return _LazyPropertyAndProperty(self.wrapped)
-        from cygrad.autograd.grad_mode import enable_grad
-        with enable_grad():
+        with enable_grad():     # derived parameters keep their graph
             value = self.wrapped(instance)
         setattr(instance, self.wrapped.__name__, value)
         return value
@@ -155,12 +156,10 @@ def _broadcast_shape(*shapes):
 
 
 def _standard_normal(shape, dtype):
-    from cygrad.creation import randn
     return randn(*shape, dtype=dtype)
 
 
 def _uniform(shape, dtype):
-    from cygrad.creation import rand
     return rand(*shape, dtype=dtype)
 
 
@@ -176,7 +175,6 @@ def _softplus(x):
     """torch's ``softplus`` (beta 1, threshold 20): ``log(1 + exp(x))``, and
     ``x`` itself above 20; the unused branch never sees a large argument,
     so no gradient turns NaN."""
-    from cygrad.ops.select import Where
     soft = x.clamp(max=20).exp().log1p()
     return Where.apply(x > 20, x, soft)
 
