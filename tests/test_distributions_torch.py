@@ -236,3 +236,14 @@ def test_broadcast_parameters_and_values_match_torch(name, shapes, seed):
         else:
             assert x1.shape == x2.shape
             np.testing.assert_allclose(x1, x2, rtol=1e-10, atol=1e-12)
+
+
+def test_every_torch_module_path_exists_with_its_names():
+    import importlib
+    import pkgutil
+
+    for info in pkgutil.iter_modules(torch.distributions.__path__):
+        theirs = importlib.import_module(f"torch.distributions.{info.name}")
+        ours = importlib.import_module(f"cygrad.distributions.{info.name}")
+        for name in getattr(theirs, "__all__", []):
+            assert hasattr(ours, name), f"cygrad.distributions.{info.name}.{name}"
