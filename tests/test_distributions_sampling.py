@@ -38,6 +38,17 @@ def test_samples_lie_in_the_support(case):
         assert bool(d.support.check(d.rsample((50,)).detach()).all())
 
 
+@pytest.mark.parametrize("case", CASES, ids=repr)
+def test_sample_with_parameters_that_require_grad(case):
+    d, _ = _build(case, grad=True)
+    s = d.sample((3,))
+    assert not s.requires_grad
+    if d.has_rsample:
+        r = d.rsample((3,))
+        assert r.requires_grad
+        r.sum().backward()
+
+
 def _finite(t):
     try:
         a = t.detach().numpy()

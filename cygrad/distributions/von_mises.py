@@ -102,7 +102,8 @@ class VonMises(Distribution):
         loc = self.loc.detach().numpy().astype(np.float64)
         kappa = self.concentration.detach().numpy().astype(np.float64)
         out = _rejection_sample(loc, kappa, self._proposal_r, shape, _rng(None))
-        return _wrap(np.ascontiguousarray(out.astype(self.loc.numpy().dtype)))
+        dtype = self.loc.detach().numpy().dtype
+        return _wrap(np.ascontiguousarray(out.astype(dtype)))
 
     @property
     def mean(self):
