@@ -23,7 +23,17 @@ def _one_of(probs, logits):
 
 
 class Bernoulli(ExponentialFamily):
-    """1 with probability ``probs`` (or ``sigmoid(logits)``), else 0."""
+    """1 with probability ``probs`` (or ``sigmoid(logits)``), else 0.
+
+    Parameters
+    ----------
+    probs : float or Tensor, optional
+        The probability of 1, in [0, 1].
+    logits : float or Tensor, optional
+        Its log-odds.  Exactly one of ``probs`` and ``logits`` is given; the
+        other is derived on first use.
+    validate_args : bool, optional
+    """
 
     arg_constraints = {"probs": constraints.unit_interval,
                        "logits": constraints.real}

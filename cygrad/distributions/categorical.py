@@ -17,7 +17,18 @@ _broadcast_tensors = OPS["broadcast_tensors"].fn
 
 class Categorical(Distribution):
     """Draws an index in ``0 .. K-1`` with the given (unnormalised) ``probs``
-    or ``logits`` over the last dimension."""
+    or ``logits`` over the last dimension.
+
+    Parameters
+    ----------
+    probs : Tensor, optional
+        Non-negative weights, shape ``batch_shape + (K,)``; normalised to sum
+        to 1.
+    logits : Tensor, optional
+        Unnormalised log-probabilities (normalised by ``logsumexp``).
+        Exactly one of ``probs`` and ``logits`` is given.
+    validate_args : bool, optional
+    """
 
     arg_constraints = {"probs": constraints.simplex,
                        "logits": constraints.independent(constraints.real, 1)}

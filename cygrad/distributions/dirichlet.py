@@ -20,7 +20,14 @@ def sample_dirichlet(concentration):
 
 class Dirichlet(ExponentialFamily):
     """The Dirichlet distribution on the simplex of the last dimension of
-    ``concentration``."""
+    ``concentration``.
+
+    Parameters
+    ----------
+    concentration : Tensor
+        Positive, shape ``batch_shape + (K,)`` (at least one dimension).
+    validate_args : bool, optional
+    """
 
     arg_constraints = {"concentration": constraints.independent(
         constraints.positive, 1)}

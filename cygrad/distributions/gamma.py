@@ -19,7 +19,14 @@ def _clamp_tiny(value):
 
 class Gamma(ExponentialFamily):
     """The gamma distribution of shape ``concentration`` and ``rate`` (inverse
-    scale).  ``rsample`` has torch's implicit reparameterisation gradient."""
+    scale).  ``rsample`` has torch's implicit reparameterisation gradient.
+
+    Parameters
+    ----------
+    concentration, rate : float or Tensor
+        Both > 0, broadcast to the batch shape.
+    validate_args : bool, optional
+    """
 
     arg_constraints = {"concentration": constraints.positive,
                        "rate": constraints.positive}

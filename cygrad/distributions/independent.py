@@ -11,7 +11,15 @@ class Independent(Distribution):
     """``base_distribution`` with its last ``reinterpreted_batch_ndims``
     batch dimensions taken as event dimensions: ``log_prob`` and
     ``entropy`` sum over them (a diagonal Normal as one multivariate
-    distribution, say)."""
+    distribution, say).
+
+    Parameters
+    ----------
+    base_distribution : Distribution
+    reinterpreted_batch_ndims : int
+        At most ``len(base_distribution.batch_shape)``.
+    validate_args : bool, optional
+    """
 
     arg_constraints = {}
 

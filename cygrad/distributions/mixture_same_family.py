@@ -12,7 +12,16 @@ class MixtureSameFamily(Distribution):
     """A mixture whose components are one batched distribution: the last
     batch dimension of ``component_distribution`` indexes the components,
     weighted by the ``Categorical`` ``mixture_distribution``.  (Not
-    reparameterisable: ``sample`` only.)"""
+    reparameterisable: ``sample`` only.)
+
+    Parameters
+    ----------
+    mixture_distribution : Categorical
+        Batch shape ``batch_shape`` (or broadcastable to it), K categories.
+    component_distribution : Distribution
+        Batch shape ``batch_shape + (K,)``.
+    validate_args : bool, optional
+    """
 
     arg_constraints = {}
     has_rsample = False

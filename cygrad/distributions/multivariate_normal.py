@@ -52,7 +52,20 @@ class MultivariateNormal(Distribution):
     """The multivariate normal distribution of mean ``loc`` and one of
     ``covariance_matrix``, ``precision_matrix`` or ``scale_tril`` (the lower
     Cholesky factor of the covariance).  ``rsample`` is
-    ``loc + scale_tril @ eps``."""
+    ``loc + scale_tril @ eps``.
+
+    Parameters
+    ----------
+    loc : Tensor
+        The mean, shape ``batch_shape + (D,)``.
+    covariance_matrix, precision_matrix : Tensor, optional
+        Positive-definite, shape ``batch_shape + (D, D)``.
+    scale_tril : Tensor, optional
+        Lower triangular with a positive diagonal.  Exactly one of the three
+        matrices is given; the others are derived on first use.  Batch
+        dimensions of ``loc`` and the matrix broadcast.
+    validate_args : bool, optional
+    """
 
     arg_constraints = {"loc": constraints.real_vector,
                        "covariance_matrix": constraints.positive_definite,

@@ -11,7 +11,18 @@ __all__ = ["Normal"]
 
 class Normal(ExponentialFamily):
     """The normal distribution N(loc, scale^2); ``rsample`` is
-    ``loc + scale * eps`` (differentiable in both)."""
+    ``loc + scale * eps`` (differentiable in both).
+
+    Parameters
+    ----------
+    loc : float or Tensor
+        The mean.
+    scale : float or Tensor
+        The standard deviation (> 0).  ``loc`` and ``scale`` broadcast to the
+        batch shape.
+    validate_args : bool, optional
+        Check the parameters and the values given to ``log_prob``.
+    """
 
     arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
     support = constraints.real

@@ -11,7 +11,14 @@ __all__ = ["Uniform"]
 
 class Uniform(Distribution):
     """The uniform distribution on ``[low, high)``; ``rsample`` is
-    ``low + u * (high - low)`` (differentiable in both)."""
+    ``low + u * (high - low)`` (differentiable in both).
+
+    Parameters
+    ----------
+    low, high : float or Tensor
+        The ends (``low < high``), broadcast to the batch shape.
+    validate_args : bool, optional
+    """
 
     has_rsample = True
 
