@@ -15,6 +15,7 @@ import pytest
 from dist_cases import CASES
 
 import cygrad
+from cygrad.distributions._dirichlet_sampler import beta_sample_grad
 from cygrad.distributions._gamma_sampler import standard_gamma_grad
 
 D = cygrad.distributions
@@ -212,6 +213,48 @@ def test_gamma_implicit_gradient_close_to_torchs_approximation():
                                             torch.tensor(x)).numpy()
         # torch's series / saddle-point / rational fit is good to ~1e-3
         np.testing.assert_allclose(ours, theirs, rtol=2e-3, atol=1e-6)
+
+
+@pytest.mark.parametrize("a,b", [(0.05, 0.3), (0.5, 1.5), (1.0, 1.0), (2.0, 0.7),
+                                 (3.0, 3.0), (0.2, 40.0), (30.0, 50.0),
+                                 (500.0, 200.0)])
+def test_beta_implicit_gradient_matches_cdf_finite_differences(a, b):
+    sp = pytest.importorskip("scipy.special")
+    x = np.clip(np.random.default_rng(3).beta(a, b, 400), 1e-300, 1 - 1e-16)
+    h = 1e-6 * a
+    dI = (sp.betainc(a + h, b, x) - sp.betainc(a - h, b, x)) / (2 * h)
+    log_pdf = ((a - 1) * np.log(x) + (b - 1) * np.log1p(-x)
+               - (sp.gammaln(a) + sp.gammaln(b) - sp.gammaln(a + b)))
+    pdf = np.exp(log_pdf)
+    ok = pdf > 1e-6
+    np.testing.assert_allclose(beta_sample_grad(x, a, b)[ok], (-dI / pdf)[ok],
+                               rtol=2e-6, atol=1e-12)
+
+
+def test_dirichlet_and_beta_rsample_gradients_are_torchs_formula():
+    """For the draw cygrad made, torch's backward (``_dirichlet_grad``, an
+    approximation of the same derivative) gives the same gradient."""
+    torch = pytest.importorskip("torch")
+    conc = cygrad.tensor([[0.3, 1.0, 2.5], [4.0, 0.8, 1.2]], dtype=cygrad.float64,
+                         requires_grad=True)
+    w = np.array([[1.0, -2.0, 0.5], [0.3, 0.7, -1.0]])
+    x = D.Dirichlet(conc).rsample()
+    (x * cygrad.tensor(w, dtype=cygrad.float64)).sum().backward()
+    X = torch.tensor(x.detach().numpy())
+    c = torch.tensor(conc.detach().numpy())
+    d = torch._dirichlet_grad(X, c, c.sum(-1, keepdim=True).expand_as(c))
+    g = torch.tensor(w)
+    expected = (d * (g - (X * g).sum(-1, keepdim=True))).numpy()
+    np.testing.assert_allclose(conc.grad.numpy(), expected, rtol=2e-3, atol=1e-6)
+    a = cygrad.tensor([0.5, 2.0, 3.0], dtype=cygrad.float64, requires_grad=True)
+    b = cygrad.tensor([1.5, 0.7, 30.0], dtype=cygrad.float64, requires_grad=True)
+    y = D.Beta(a, b).rsample()
+    y.sum().backward()
+    yn = y.detach().numpy()
+    np.testing.assert_allclose(a.grad.numpy(), beta_sample_grad(
+        yn, a.detach().numpy(), b.detach().numpy()), rtol=1e-9)
+    np.testing.assert_allclose(b.grad.numpy(), -beta_sample_grad(
+        1 - yn, b.detach().numpy(), a.detach().numpy()), rtol=1e-9)
 
 
 def _mean_grad(make, params, n=N):

@@ -2,20 +2,11 @@
 
 from cygrad.creation import arange
 from cygrad.distributions import constraints
-from cygrad.distributions._gamma_sampler import standard_gamma
+from cygrad.distributions._dirichlet_sampler import sample_dirichlet
 from cygrad.distributions.exp_family import ExponentialFamily
 from cygrad.distributions.utils import _xlogy
 
 __all__ = ["Dirichlet"]
-
-
-def sample_dirichlet(concentration):
-    """One Dirichlet draw per row of ``concentration`` (last dimension the
-    categories): independent standard gammas divided by their sum.  Each
-    gamma carries its implicit reparameterisation gradient, so the draw is
-    differentiable in ``concentration``."""
-    g = standard_gamma(concentration)
-    return g / g.sum(-1, keepdim=True)
 
 
 class Dirichlet(ExponentialFamily):
