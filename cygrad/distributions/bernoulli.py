@@ -1,54 +1,79 @@
 """``Bernoulli(probs=None, logits=None)``."""
 
-import numpy as np
+import math
 
-from cygrad.creation import rand
-from cygrad.distributions.distribution import Distribution, _as_tensor
+from cygrad.creation import arange
+from cygrad.distributions import constraints
+from cygrad.distributions.exp_family import ExponentialFamily
+from cygrad.distributions.utils import (
+    _bce_with_logits,
+    _uniform,
+    broadcast_all,
+    lazy_property,
+    logits_to_probs,
+    probs_to_logits,
+)
 
 __all__ = ["Bernoulli"]
 
 
-def _softplus(x):
-    return (1 + (-x.abs()).exp()).log() + x.relu()
+def _one_of(probs, logits):
+    if (probs is None) == (logits is None):
+        raise ValueError("Either `probs` or `logits` must be specified, but not both.")
 
 
-class Bernoulli(Distribution):
-    """1 with probability ``probs`` (or ``sigmoid(logits)``), else 0."""
+class Bernoulli(ExponentialFamily):
+    """1 with probability ``probs`` (or ``sigmoid(logits)``), else 0.
 
-    arg_constraints = {"probs": "Interval(lower_bound=0.0, upper_bound=1.0)",
-                       "logits": "Real()"}
+    Parameters
+    ----------
+    probs : float or Tensor, optional
+        The probability of 1, in [0, 1].
+    logits : float or Tensor, optional
+        Its log-odds.  Exactly one of ``probs`` and ``logits`` is given; the
+        other is derived on first use.
+    validate_args : bool, optional
+    """
+
+    arg_constraints = {"probs": constraints.unit_interval,
+                       "logits": constraints.real}
+    support = constraints.boolean
     has_enumerate_support = True
+    _mean_carrier_measure = 0
 
     def __init__(self, probs=None, logits=None, validate_args=None):
-        if (probs is None) == (logits is None):
-            raise ValueError("Either `probs` or `logits` must be specified, but not "
-                             "both.")
-        self._validate_args = True if validate_args is None else bool(validate_args)
+        _one_of(probs, logits)
         if probs is not None:
-            self.probs = _as_tensor(probs)
-            p = self.probs.detach().numpy()
-            self._check_param("probs", self.probs, (p >= 0) & (p <= 1),
-                              "Interval(lower_bound=0.0, upper_bound=1.0)")
-            shape = self.probs.shape
+            (self.probs,) = broadcast_all(probs)
+            self._param = self.probs
         else:
-            self.logits = _as_tensor(logits)
-            shape = self.logits.shape
-        super().__init__(shape, (), validate_args)
+            (self.logits,) = broadcast_all(logits)
+            self._param = self.logits
+        super().__init__(self._param.shape, validate_args=validate_args)
 
-    def __getattr__(self, name):
-        if name == "probs":
-            self.probs = self.logits.sigmoid()
-            return self.probs
-        if name == "logits":
-            eps = np.finfo(self.probs.dtype).eps
-            p = self.probs.clamp(eps, 1 - eps)
-            self.logits = p.log() - (1 - p).log()
-            return self.logits
-        raise AttributeError(name)
+    def _expanded_from(self, other):
+        self._param = self.__dict__.get("probs", self.__dict__.get("logits"))
+
+    @lazy_property
+    def logits(self):
+        return probs_to_logits(self.probs, is_binary=True)
+
+    @lazy_property
+    def probs(self):
+        return logits_to_probs(self.logits, is_binary=True)
+
+    @property
+    def param_shape(self):
+        return self._param.size()
 
     @property
     def mean(self):
         return self.probs
+
+    @property
+    def mode(self):
+        mode = (self.probs >= 0.5).to(self.probs.dtype)
+        return mode.masked_fill(self.probs == 0.5, math.nan)
 
     @property
     def variance(self):
@@ -56,20 +81,28 @@ class Bernoulli(Distribution):
 
     def sample(self, sample_shape=()):
         shape = self._extended_shape(sample_shape)
-        p = self.probs.detach()
-        return (rand(*shape, dtype=p.dtype) < p.expand(shape)).to(p.dtype)
+        p = self.probs.detach().expand(shape)
+        return (_uniform(shape, p.dtype) < p).to(p.dtype)
 
     def log_prob(self, value):
-        v = value.detach().numpy()
-        self._check_value(value, (v == 0) | (v == 1), "Boolean()")
-        x = self.logits
-        return value * x - _softplus(x)
+        if self._validate_args:
+            self._validate_sample(value)
+        logits, value = broadcast_all(self.logits, value)
+        return -_bce_with_logits(logits, value)
 
     def entropy(self):
-        x = self.logits
-        return _softplus(x) - self.probs * x
+        return _bce_with_logits(self.logits, self.probs)
 
-    def __repr__(self):
-        parts = [f"{k}: {self.__dict__[k]}" for k in ("probs", "logits")
-                 if k in self.__dict__]
-        return f"{type(self).__name__}({', '.join(parts)})"
+    def enumerate_support(self, expand=True):
+        values = arange(2, dtype=self._param.dtype)
+        values = values.reshape((-1,) + (1,) * len(self._batch_shape))
+        if expand:
+            values = values.expand((-1,) + tuple(self._batch_shape))
+        return values
+
+    @property
+    def _natural_params(self):
+        return (self.logits,)
+
+    def _log_normalizer(self, x):
+        return x.exp().log1p()

@@ -4,37 +4,46 @@ import math
 
 import numpy as np
 
-from cygrad._kernels.engine import _wrap
+from cygrad.distributions import constraints
+from cygrad.distributions.binomial import Binomial
 from cygrad.distributions.categorical import Categorical
 from cygrad.distributions.distribution import Distribution
-from cygrad.random import multinomial
+from cygrad.distributions.utils import broadcast_all
 
 __all__ = ["Multinomial"]
 
-_lgamma = np.vectorize(math.lgamma, otypes=[np.float64])
-
 
 class Multinomial(Distribution):
-    """Counts of ``total_count`` independent categorical draws."""
+    """Counts of ``total_count`` independent categorical draws over the last
+    dimension of ``probs`` (or ``logits``)."""
 
-    arg_constraints = {}
+    arg_constraints = {"probs": constraints.simplex,
+                       "logits": constraints.independent(constraints.real, 1)}
 
     def __init__(self, total_count=1, probs=None, logits=None, validate_args=None):
         if not isinstance(total_count, int):
             raise NotImplementedError("inhomogeneous total_count is not supported")
         self.total_count = total_count
-        self._categorical = Categorical(probs=probs, logits=logits,
-                                        validate_args=validate_args)
+        self._categorical = Categorical(probs=probs, logits=logits)
+        self._binomial = Binomial(total_count=total_count, probs=self.probs)
         batch = self._categorical.batch_shape
-        super().__init__(batch, (self._categorical._num_events,), validate_args)
+        event = tuple(self._categorical.param_shape[-1:])
+        super().__init__(batch, event, validate_args)
 
-    @property
-    def probs(self):
-        return self._categorical.probs
+    def expand(self, batch_shape, _instance=None):
+        new = self._get_checked_instance(Multinomial, _instance)
+        batch_shape = tuple(batch_shape)
+        new.total_count = self.total_count
+        new._categorical = self._categorical.expand(batch_shape)
+        new._binomial = Binomial(total_count=self.total_count, probs=new.probs,
+                                 validate_args=False)
+        Distribution.__init__(new, batch_shape, self.event_shape, validate_args=False)
+        new._validate_args = self._validate_args
+        return new
 
-    @property
-    def logits(self):
-        return self._categorical.logits
+    @constraints.dependent_property(is_discrete=True, event_dim=1)
+    def support(self):
+        return constraints.multinomial(self.total_count)
 
     @property
     def mean(self):
@@ -44,31 +53,45 @@ class Multinomial(Distribution):
     def variance(self):
         return self.total_count * self.probs * (1 - self.probs)
 
+    @property
+    def logits(self):
+        return self._categorical.logits
+
+    @property
+    def probs(self):
+        return self._categorical.probs
+
+    @property
+    def param_shape(self):
+        return self._categorical.param_shape
+
     def sample(self, sample_shape=()):
-        k = self._categorical._num_events
-        n_samples = int(np.prod(sample_shape, dtype=np.int64)) if len(sample_shape) \
-            else 1
-        p = self.probs.detach().reshape(-1, k)
-        draws = multinomial(p, self.total_count * n_samples, True).numpy()
-        rows = draws.shape[0]
-        draws = draws.reshape(rows, n_samples, self.total_count)
-        counts = np.zeros((rows, n_samples, k), dtype=p.numpy().dtype)
-        for j in range(k):
-            counts[..., j] = (draws == j).sum(-1)
-        counts = np.moveaxis(counts, 1, 0).reshape(
-            tuple(sample_shape) + tuple(self.batch_shape) + (k,))
-        return _wrap(np.ascontiguousarray(counts))
+        sample_shape = tuple(sample_shape)
+        draws = self._categorical.sample((self.total_count,) + sample_shape)
+        # (total_count, *sample, *batch) -> (*sample, *batch, total_count)
+        order = list(range(1, draws.ndim)) + [0]
+        draws = draws.permute(*order)
+        counts = draws.new_zeros(tuple(self._extended_shape(sample_shape)))
+        counts = counts.scatter_add(-1, draws, draws.new_ones(tuple(draws.shape)))
+        return counts.to(self.probs.dtype)
+
+    def entropy(self):
+        n = self.total_count
+        support = self._binomial.enumerate_support()
+        binomial_probs = self._binomial.log_prob(support).exp()
+        weights = (support + 1).lgamma()
+        # torch takes lgamma(n + 1) of a default-dtype (float32) tensor
+        log_factorial_n = float(np.float32(math.lgamma(n + 1)))
+        return (n * self._categorical.entropy() - log_factorial_n
+                + (binomial_probs * weights).sum(0).sum(-1))
 
     def log_prob(self, value):
-        v = value.detach().numpy()
-        self._check_value(value, (v >= 0) & (v == np.round(v)) & np.isclose(
-            v.sum(-1), self.total_count), f"IntegerInterval(lower_bound=0, "
-            f"upper_bound={self.total_count})")
-        logits = self.logits
-        # clamped, so an impossible category counted 0 times adds 0, not NaN
-        logits = logits.clamp(min=float(np.finfo(logits.dtype).min))
-        norm = math.lgamma(self.total_count + 1) - _lgamma(v + 1).sum(-1)
-        return (logits * value).sum(-1) + value.new_tensor(norm)
-
-    def __repr__(self):
-        return f"{type(self).__name__}()"
+        if self._validate_args:
+            self._validate_sample(value)
+        logits, value = broadcast_all(self.logits, value)
+        log_factorial_n = (value.sum(-1) + 1).lgamma()
+        log_factorial_xs = (value + 1).lgamma().sum(-1)
+        # an impossible category (logit -inf) counted 0 times adds 0, not NaN
+        logits = logits.masked_fill((value == 0) & (logits == -math.inf), 0)
+        log_powers = (logits * value).sum(-1)
+        return log_factorial_n - log_factorial_xs + log_powers

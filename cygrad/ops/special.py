@@ -123,7 +123,7 @@ def _np_digamma(x):
     # reflection: psi(x) = psi(1 - x) - pi / tan(pi x)
     frac = x - np.floor(x)
     refl = val - math.pi / np.tan(math.pi * frac)
-    out[:] = np.where(neg, refl, val)
+    out[...] = np.where(neg, refl, val)     # [...]: 0-d arrays too
     out[x == 0] = -np.inf                        # torch: digamma(0) = -inf
     out[(x < 0) & (x == np.floor(x))] = np.nan   # the other poles
     out[np.isposinf(x)] = np.inf
@@ -170,7 +170,7 @@ def _zeta_sum(x, q):
         fa = fa * (x + k)
         b = b / w
         k += 1.0
-    out[:] = s
+    out[...] = s                      # [...]: 0-d arrays too
     out[x == 1] = np.inf
     out[x < 1] = np.nan
     qint = (q <= 0) & (q == np.floor(q))
