@@ -41,6 +41,14 @@ from cygrad._kernels._types cimport real_t
 
 
 cdef extern from "cg_dw.h":
+    void cg_im2col_block_f32(const float* src, Py_ssize_t h, Py_ssize_t w,
+                             Py_ssize_t oh, Py_ssize_t ph, Py_ssize_t row_tap,
+                             Py_ssize_t off, Py_ssize_t lo, Py_ssize_t hi,
+                             float* dst) noexcept nogil
+    void cg_im2col_block_f64(const double* src, Py_ssize_t h, Py_ssize_t w,
+                             Py_ssize_t oh, Py_ssize_t ph, Py_ssize_t row_tap,
+                             Py_ssize_t off, Py_ssize_t lo, Py_ssize_t hi,
+                             double* dst) noexcept nogil
     void cg_dw_fwd1_f32(const float* xp, Py_ssize_t pitch, const float* wk,
                         float bias, Py_ssize_t kh, Py_ssize_t kw, Py_ssize_t dh,
                         Py_ssize_t dw, Py_ssize_t oh, Py_ssize_t ow, float* wide,
@@ -183,6 +191,13 @@ cdef inline void _plane_rows(real_t* src, Py_ssize_t h, Py_ssize_t w,
     outside the plane are zeros), or, adjoint, those rows added back into
     it; the one row loop of _im2col and _vol2col."""
     cdef Py_ssize_t o, ih
+    if not adjoint and sh == 1 and sw == 1 and ow == w:
+        # a stride-1 "same" row: the whole block is one shifted copy
+        if real_t is float:
+            cg_im2col_block_f32(src, h, w, oh, ph, row_tap, off, lo, hi, dst)
+        else:
+            cg_im2col_block_f64(src, h, w, oh, ph, row_tap, off, lo, hi, dst)
+        return
     for o in range(oh):
         ih = o * sh - ph + row_tap
         if ih < 0 or ih >= h:
