@@ -214,8 +214,43 @@ static inline void cg_im2col_block_##S(const T *src, ptrdiff_t h, ptrdiff_t w, \
     if (o1 < oh) memset(dst + o1 * w, 0, (size_t)((oh - o1) * w) * sizeof(T)); \
 }
 
+/* The other im2col blocks (a stride, or ow != w): row by row, the entries
+   [lo, hi) of each row gathered at stride sw from input row o sh - ph +
+   row_tap (rows outside the plane zero), the rest zeroed.  In C rather than
+   conv.pyx's row loop of memcpy/memset calls: a stride-2 block of 16-wide
+   rows (ConvTranspose2d(32, 16, 4, stride=2) backward) spent more in the
+   calls than in the copying. */
+#define CG_IM2COL_ROWS(S, T)                                                   \
+static inline void cg_im2col_rows_##S(const T *src, ptrdiff_t h, ptrdiff_t w,  \
+                                      ptrdiff_t oh, ptrdiff_t ow,              \
+                                      ptrdiff_t sh, ptrdiff_t ph,              \
+                                      ptrdiff_t row_tap, ptrdiff_t off,        \
+                                      ptrdiff_t sw, ptrdiff_t lo,              \
+                                      ptrdiff_t hi, T *dst) {                  \
+    ptrdiff_t o, q, ih;                                                        \
+    for (o = 0; o < oh; o++, dst += ow) {                                      \
+        const T *r;                                                            \
+        ih = o * sh - ph + row_tap;                                            \
+        if (ih < 0 || ih >= h || hi <= lo) {                                   \
+            memset(dst, 0, (size_t)ow * sizeof(T));                            \
+            continue;                                                          \
+        }                                                                      \
+        r = src + ih * w;                                                      \
+        for (q = 0; q < lo; q++) dst[q] = (T)0;                                \
+        if (sw == 1)                                                           \
+            for (q = lo; q < hi; q++) dst[q] = r[q + off];                     \
+        else if (sw == 2)                                                      \
+            for (q = lo; q < hi; q++) dst[q] = r[2 * q + off];                 \
+        else                                                                   \
+            for (q = lo; q < hi; q++) dst[q] = r[q * sw + off];                \
+        for (q = hi; q < ow; q++) dst[q] = (T)0;                               \
+    }                                                                          \
+}
+
 CG_IM2COL_BLOCK(f32, float)
 CG_IM2COL_BLOCK(f64, double)
+CG_IM2COL_ROWS(f32, float)
+CG_IM2COL_ROWS(f64, double)
 
 CG_DW_PLANES(f32, float)
 CG_DW_PLANES(f64, double)
