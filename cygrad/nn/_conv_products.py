@@ -159,6 +159,44 @@ def weight_grad_chunked(lower, g, n, o, k, length):
     return acc.T
 
 
+def forward_weight_chunked(lower, w, g, n, k, length, dtype):
+    """``forward_chunked`` (no bias) and ``weight_grad_chunked`` of the same
+    patch matrices, each chunk lowered once for both products; returns
+    ``(y (N, O, L), w' (O, K))``."""
+    o = w.shape[0]
+    w2 = w.reshape(o, k)
+    nb = chunk_size(n, k, length, np.dtype(dtype).itemsize)
+    g = g.reshape(n, o, length)
+    y = np.empty((n, o, length), dtype=dtype)
+    buf = scratch((k * nb * length,), dtype)
+    tmp = scratch((o * nb * length,), dtype) if nb > 1 else None
+    gt = scratch((o * nb * length,), dtype) if nb > 1 else None
+    part = np.empty((k, o), dtype=dtype)
+    acc = None
+    for s in range(0, n, nb):
+        m = min(nb, n - s)
+        cols = buf[:k * m * length].reshape(k, m * length)
+        lower(s, m, cols.reshape(k, m, length))
+        if m == 1:
+            np.matmul(w2, cols, out=y[s])
+            gs = g[s]
+        else:
+            prod = np.matmul(w2, cols, out=tmp[:o * m * length].reshape(o, m * length))
+            np.copyto(y[s:s + m], prod.reshape(o, m, length).transpose(1, 0, 2))
+            gs = gt[:o * m * length].reshape(o, m, length)
+            np.copyto(gs, g[s:s + m].transpose(1, 0, 2))
+            gs = gs.reshape(o, m * length)
+        if acc is None:
+            acc = np.matmul(cols, gs.T)
+        else:
+            np.matmul(cols, gs.T, out=part)
+            acc += part
+    recycle(buf)
+    recycle(tmp)
+    recycle(gt)
+    return y, acc.T
+
+
 def input_grad_cols(g, w, n, k, length, groups, out):
     """The columns of the input gradient, ``w^T . g``, written into ``out``
     (N, G*K, L) for col2im/col2vol; ``g`` is the contiguous output gradient."""
