@@ -148,8 +148,8 @@ def _cols(x, kh, kw, geo, rows_first=False):
 
 # Patch-matrix layout by size (measured, one thread, float32): for
 # K = C*kh*kw >= 64 (a 16 -> 32 channel 3x3 layer on 14x14 maps, batch 128)
-# one product with the whole batch's (K, N*L) matrix, transposed, as
-# (N*L, K) @ (K, O) (its long side suits BLAS), beats the per-sample
+# products with batch matrices (K, m*L) -- now a chunk of m samples at a
+# time, ``_conv_products.forward_chunked`` -- beat the per-sample
 # (O, K) @ (K, L) stack 1.8x over forward and weight gradient; for small K
 # (1 -> 16 channels, K = 9; 8x8 images) the per-sample stack is 2.5x faster
 # (the transposing copies cost more than BLAS saves).
