@@ -1,6 +1,8 @@
 /* The per-plane loops of the depthwise convolution (conv.pyx), float and
  * double, as CG_SIMD_FN helpers: conv.pyx is compiled for the baseline
- * (SSE2), and these loops are all of a depthwise layer's arithmetic.
+ * (SSE2), and these loops are all of a depthwise layer's arithmetic.  Also
+ * im2col's block copy of a stride-1 "same" convolution (plain C: it only
+ * moves data).
  *
  * Each reads (or, for the input gradient, writes) the input plane through a
  * zero-bordered copy `xp` of row pitch `pitch` (W + 2 pw): every kernel tap
@@ -170,6 +172,85 @@ CG_SIMD_FN(void, cg_dw_weight_##S, (const T *xp, ptrdiff_t pitch, const T *g,  \
         for (q = 0; q < n; q++) dacc[q] += (double)acc[q];                     \
     }                                                                          \
 })
+
+/* im2col's column block of one (channel, tap) from one (h, w) plane at
+   stride 1 when the output rows are as wide as the input's (ow == w: a
+   "same" convolution such as 3x3 with padding 1).  Output entry o w + q
+   then reads the flat input entry o w + q + shift, shift = (row_tap - ph) w
+   + off, so the block is one copy from its first valid entry to its last;
+   the entries that wrapped into a neighbouring row (q outside [lo, hi)) and
+   the rows outside the plane (o outside [o0, o1)) are zeroed after.  Row by
+   row (a memcpy and up to two memsets per 32-float row) im2col took 107 us
+   a 32-channel 32x32 sample on AMD Zen 2, this 47 us.  The copy goes in
+   32-byte moves: glibc's memcpy moves 2 KB and more with `rep movsb`, slower
+   here (53 us), and GCC turns an element loop back into that call.  The copy
+   reads inside the plane only: its first source entry is (o0 + row_tap - ph)
+   w + lo + off >= 0, its last (o1 - 1 + row_tap - ph) w + hi - 1 + off
+   <= h w - 1.  src and dst do not overlap. */
+#define CG_IM2COL_BLOCK(S, T)                                                  \
+static inline void cg_im2col_block_##S(const T *src, ptrdiff_t h, ptrdiff_t w, \
+                                       ptrdiff_t oh, ptrdiff_t ph,             \
+                                       ptrdiff_t row_tap, ptrdiff_t off,       \
+                                       ptrdiff_t lo, ptrdiff_t hi, T *dst) {   \
+    ptrdiff_t o0 = ph - row_tap, o1 = h + ph - row_tap, o, q, a, b;            \
+    const ptrdiff_t step = 32 / (ptrdiff_t)sizeof(T);                          \
+    const T *s;                                                                \
+    if (o0 < 0) o0 = 0;                                                        \
+    if (o1 > oh) o1 = oh;                                                      \
+    if (o1 <= o0 || hi <= lo) {                                                \
+        memset(dst, 0, (size_t)(oh * w) * sizeof(T));                          \
+        return;                                                                \
+    }                                                                          \
+    if (o0 > 0) memset(dst, 0, (size_t)(o0 * w) * sizeof(T));                  \
+    a = o0 * w + lo;                                                           \
+    b = (o1 - 1) * w + hi;                                                     \
+    s = src + (row_tap - ph) * w + off;                                        \
+    for (q = a; q + step <= b; q += step) __builtin_memcpy(dst + q, s + q, 32); \
+    for (; q < b; q++) dst[q] = s[q];                                          \
+    for (q = 0; q < lo; q++)                                                   \
+        for (o = o0; o < o1; o++) dst[o * w + q] = (T)0;                       \
+    for (q = hi; q < w; q++)                                                   \
+        for (o = o0; o < o1; o++) dst[o * w + q] = (T)0;                       \
+    if (o1 < oh) memset(dst + o1 * w, 0, (size_t)((oh - o1) * w) * sizeof(T)); \
+}
+
+/* The other im2col blocks (a stride, or ow != w): row by row, the entries
+   [lo, hi) of each row gathered at stride sw from input row o sh - ph +
+   row_tap (rows outside the plane zero), the rest zeroed.  In C rather than
+   conv.pyx's row loop of memcpy/memset calls: a stride-2 block of 16-wide
+   rows (ConvTranspose2d(32, 16, 4, stride=2) backward) spent more in the
+   calls than in the copying. */
+#define CG_IM2COL_ROWS(S, T)                                                   \
+static inline void cg_im2col_rows_##S(const T *src, ptrdiff_t h, ptrdiff_t w,  \
+                                      ptrdiff_t oh, ptrdiff_t ow,              \
+                                      ptrdiff_t sh, ptrdiff_t ph,              \
+                                      ptrdiff_t row_tap, ptrdiff_t off,        \
+                                      ptrdiff_t sw, ptrdiff_t lo,              \
+                                      ptrdiff_t hi, T *dst) {                  \
+    ptrdiff_t o, q, ih;                                                        \
+    for (o = 0; o < oh; o++, dst += ow) {                                      \
+        const T *r;                                                            \
+        ih = o * sh - ph + row_tap;                                            \
+        if (ih < 0 || ih >= h || hi <= lo) {                                   \
+            memset(dst, 0, (size_t)ow * sizeof(T));                            \
+            continue;                                                          \
+        }                                                                      \
+        r = src + ih * w;                                                      \
+        for (q = 0; q < lo; q++) dst[q] = (T)0;                                \
+        if (sw == 1)                                                           \
+            for (q = lo; q < hi; q++) dst[q] = r[q + off];                     \
+        else if (sw == 2)                                                      \
+            for (q = lo; q < hi; q++) dst[q] = r[2 * q + off];                 \
+        else                                                                   \
+            for (q = lo; q < hi; q++) dst[q] = r[q * sw + off];                \
+        for (q = hi; q < ow; q++) dst[q] = (T)0;                               \
+    }                                                                          \
+}
+
+CG_IM2COL_BLOCK(f32, float)
+CG_IM2COL_BLOCK(f64, double)
+CG_IM2COL_ROWS(f32, float)
+CG_IM2COL_ROWS(f64, double)
 
 CG_DW_PLANES(f32, float)
 CG_DW_PLANES(f64, double)

@@ -133,10 +133,18 @@ CG_SIMD_FN(void, cg_ln_bwd_rows_##S, (const T *g, const T *x, ptrdiff_t r,     \
             sd = rstd[i];                                                      \
             s1 = t1[i - i0];                                                   \
             s2 = (t2[i - i0] - m * s1) * sd;                                   \
-            if (dwr != NULL)                                                   \
+            /* dw and db in one pass: g converted once (the two loops took  \
+               a tenth of the backward more at 64 columns) */                 \
+            if (dwr != NULL && dbr != NULL)                                    \
+                for (k = 0; k < n; k++) {                                      \
+                    double qk = (double)q[k];                                  \
+                    dwr[k] += qk * ((double)p[k] - m) * sd;                    \
+                    dbr[k] += qk;                                              \
+                }                                                              \
+            else if (dwr != NULL)                                              \
                 for (k = 0; k < n; k++)                                        \
                     dwr[k] += (double)q[k] * ((double)p[k] - m) * sd;          \
-            if (dbr != NULL)                                                   \
+            else if (dbr != NULL)                                              \
                 for (k = 0; k < n; k++) dbr[k] += (double)q[k];                \
             s1 = rms ? 0.0 : s1 / n;                                           \
             s2 = s2 / n;                                                       \
@@ -195,9 +203,15 @@ CG_SIMD_FN(void, cg_ln_dwdb_##S, (const T *g, const T *p, ptrdiff_t n, double m,
                                   double sd, double *dw, double *db),          \
            (g, p, n, m, sd, dw, db), {                                         \
     ptrdiff_t k;                                                               \
-    if (dw != NULL)                                                            \
+    if (dw != NULL && db != NULL)                                              \
+        for (k = 0; k < n; k++) {                                              \
+            double gk = (double)g[k];                                          \
+            dw[k] += gk * ((double)p[k] - m) * sd;                             \
+            db[k] += gk;                                                       \
+        }                                                                      \
+    else if (dw != NULL)                                                       \
         for (k = 0; k < n; k++) dw[k] += (double)g[k] * ((double)p[k] - m) * sd; \
-    if (db != NULL)                                                            \
+    else if (db != NULL)                                                       \
         for (k = 0; k < n; k++) db[k] += (double)g[k];                         \
 })                                                                             \
 /* o = g (a w) + p u + v  (w NULL: g a + p u + v) */                           \

@@ -41,6 +41,24 @@ from cygrad._kernels._types cimport real_t
 
 
 cdef extern from "cg_dw.h":
+    void cg_im2col_rows_f32(const float* src, Py_ssize_t h, Py_ssize_t w,
+                            Py_ssize_t oh, Py_ssize_t ow, Py_ssize_t sh,
+                            Py_ssize_t ph, Py_ssize_t row_tap, Py_ssize_t off,
+                            Py_ssize_t sw, Py_ssize_t lo, Py_ssize_t hi,
+                            float* dst) noexcept nogil
+    void cg_im2col_rows_f64(const double* src, Py_ssize_t h, Py_ssize_t w,
+                            Py_ssize_t oh, Py_ssize_t ow, Py_ssize_t sh,
+                            Py_ssize_t ph, Py_ssize_t row_tap, Py_ssize_t off,
+                            Py_ssize_t sw, Py_ssize_t lo, Py_ssize_t hi,
+                            double* dst) noexcept nogil
+    void cg_im2col_block_f32(const float* src, Py_ssize_t h, Py_ssize_t w,
+                             Py_ssize_t oh, Py_ssize_t ph, Py_ssize_t row_tap,
+                             Py_ssize_t off, Py_ssize_t lo, Py_ssize_t hi,
+                             float* dst) noexcept nogil
+    void cg_im2col_block_f64(const double* src, Py_ssize_t h, Py_ssize_t w,
+                             Py_ssize_t oh, Py_ssize_t ph, Py_ssize_t row_tap,
+                             Py_ssize_t off, Py_ssize_t lo, Py_ssize_t hi,
+                             double* dst) noexcept nogil
     void cg_dw_fwd1_f32(const float* xp, Py_ssize_t pitch, const float* wk,
                         float bias, Py_ssize_t kh, Py_ssize_t kw, Py_ssize_t dh,
                         Py_ssize_t dw, Py_ssize_t oh, Py_ssize_t ow, float* wide,
@@ -183,15 +201,25 @@ cdef inline void _plane_rows(real_t* src, Py_ssize_t h, Py_ssize_t w,
     outside the plane are zeros), or, adjoint, those rows added back into
     it; the one row loop of _im2col and _vol2col."""
     cdef Py_ssize_t o, ih
+    if not adjoint and sh == 1 and sw == 1 and ow == w:
+        # a stride-1 "same" row: the whole block is one shifted copy
+        if real_t is float:
+            cg_im2col_block_f32(src, h, w, oh, ph, row_tap, off, lo, hi, dst)
+        else:
+            cg_im2col_block_f64(src, h, w, oh, ph, row_tap, off, lo, hi, dst)
+        return
+    if not adjoint:
+        if real_t is float:
+            cg_im2col_rows_f32(src, h, w, oh, ow, sh, ph, row_tap, off, sw, lo, hi,
+                               dst)
+        else:
+            cg_im2col_rows_f64(src, h, w, oh, ow, sh, ph, row_tap, off, sw, lo, hi,
+                               dst)
+        return
     for o in range(oh):
         ih = o * sh - ph + row_tap
-        if ih < 0 or ih >= h:
-            if not adjoint:
-                _zero(dst, 0, ow)
-        elif adjoint:
+        if 0 <= ih < h:
             _add_row(src + ih * w, off, sw, dst, lo, hi)
-        else:
-            _copy_row(src + ih * w, off, sw, dst, lo, hi, ow)
         dst += ow
 
 
@@ -247,21 +275,6 @@ cdef inline void _add_row(real_t* srow, Py_ssize_t off, Py_ssize_t sw,
     else:
         for q in range(lo, hi):
             srow[q * sw + off] += d[q]
-
-
-cdef inline void _copy_row(const real_t* srow, Py_ssize_t off, Py_ssize_t sw,
-                           real_t* d, Py_ssize_t lo, Py_ssize_t hi,
-                           Py_ssize_t ow) noexcept nogil:
-    # d[q] = srow[q * sw + off] inside [lo, hi), 0 outside (the padding).
-    cdef Py_ssize_t q
-    _zero(d, 0, lo)
-    if sw == 1:
-        if hi > lo:
-            memcpy(d + lo, srow + lo + off, (hi - lo) * sizeof(real_t))
-    else:
-        for q in range(lo, hi):
-            d[q] = srow[q * sw + off]
-    _zero(d, hi, ow)
 
 
 # --------------------------------------------------------------------------

@@ -3,8 +3,10 @@
 
 Each takes the input lowered to columns (``im2col``/``vol2col``) in one of
 two layouts: ``big`` (one batch matrix ``(K, N*L)``, for kernels with many
-taps and one group) or the per-sample stack ``(N, G*K, L)``. ``K`` is the
-taps of one group (``C/G * kernel volume``), ``L`` the output positions.
+taps and one group) or the per-sample stack ``(N, G*K, L)``; the
+``*_chunked`` products lower it themselves, a chunk of samples at a time,
+through a callback.  ``K`` is the taps of one group (``C/G * kernel
+volume``), ``L`` the output positions.
 """
 
 import threading
@@ -74,6 +76,125 @@ def forward(cols, w, b, n, k, length, groups, big):
     if b is not None:
         y += b.reshape(1, o, 1)
     return y
+
+
+# Lowered a chunk of samples at a time: the chunk's patch matrix (at most
+# _CHUNK_BYTES, or one sample) is written by im2col and read by BLAS while
+# it is still in cache, and the buffer is reused for the next chunk, instead
+# of one (K, N*L) matrix for the whole batch (18 MB for Conv2d(32, 32, 3) on
+# 16x32x32x32: written to memory, read back by each product, and kept from
+# the forward to the weight gradient).  Re-lowering the input for the
+# weight gradient costs less than keeping its patch matrix.  Measured on AMD
+# Zen 2 (OpenBLAS Haswell kernels), one thread, that layer at 16x32x32x32,
+# min of 15: forward 8.8 -> 6.0 ms, weight gradient 8.8 -> 5.8 ms.
+_CHUNK_BYTES = 1 << 21
+
+
+def chunk_size(n, k, length, itemsize):
+    """Samples a chunk: as many as fit _CHUNK_BYTES of patch matrix, >= 1."""
+    return max(1, min(n, _CHUNK_BYTES // max(1, k * length * itemsize)))
+
+
+def forward_chunked(lower, w, b, n, k, length, dtype):
+    """``y (N, O, L) = w (O, K) . cols + b`` where ``lower(s, m, out)`` writes
+    the patch matrix of samples ``s .. s+m`` into ``out`` (K, m, L), one
+    chunk at a time.  A chunk's product ``(O, K) @ (K, m*L)`` lands in ``y``
+    directly for one sample, else through the (O, m, L) -> (m, O, L) copy
+    that adds the bias."""
+    o = w.shape[0]
+    w2 = w.reshape(o, k)
+    nb = chunk_size(n, k, length, np.dtype(dtype).itemsize)
+    y = np.empty((n, o, length), dtype=dtype)
+    buf = scratch((k * nb * length,), dtype)
+    tmp = scratch((o * nb * length,), dtype) if nb > 1 else None
+    for s in range(0, n, nb):
+        m = min(nb, n - s)
+        cols = buf[:k * m * length].reshape(k, m * length)
+        lower(s, m, cols.reshape(k, m, length))
+        if m == 1:
+            np.matmul(w2, cols, out=y[s])
+            if b is not None:
+                np.add(y[s], b.reshape(o, 1), out=y[s])
+            continue
+        prod = np.matmul(w2, cols, out=tmp[:o * m * length].reshape(o, m * length))
+        prod = prod.reshape(o, m, length).transpose(1, 0, 2)
+        if b is None:
+            np.copyto(y[s:s + m], prod)
+        else:
+            np.add(prod, b.reshape(1, o, 1), out=y[s:s + m])
+    recycle(buf)
+    recycle(tmp)
+    return y
+
+
+def weight_grad_chunked(lower, g, n, o, k, length):
+    """``w' (O, K) = sum over the batch of g (O, L) . cols^T``, the patch
+    matrices lowered a chunk at a time by ``lower`` (see
+    ``forward_chunked``); ``g`` is the contiguous (N, O, L) output gradient.
+    Each chunk is one product ``cols (K, m*L) @ g^T (m*L, O)`` (1.05-1.1x
+    faster than ``g @ cols^T`` here), the chunks' results added in order."""
+    nb = chunk_size(n, k, length, g.itemsize)
+    g = g.reshape(n, o, length)
+    buf = scratch((k * nb * length,), g.dtype)
+    gt = scratch((o * nb * length,), g.dtype) if nb > 1 else None
+    part = np.empty((k, o), dtype=g.dtype)
+    acc = None
+    for s in range(0, n, nb):
+        m = min(nb, n - s)
+        cols = buf[:k * m * length].reshape(k, m * length)
+        lower(s, m, cols.reshape(k, m, length))
+        if m == 1:
+            gs = g[s]
+        else:
+            gs = gt[:o * m * length].reshape(o, m, length)
+            np.copyto(gs, g[s:s + m].transpose(1, 0, 2))
+            gs = gs.reshape(o, m * length)
+        if acc is None:
+            acc = np.matmul(cols, gs.T)
+        else:
+            np.matmul(cols, gs.T, out=part)
+            acc += part
+    recycle(buf)
+    recycle(gt)
+    return acc.T
+
+
+def forward_weight_chunked(lower, w, g, n, k, length, dtype):
+    """``forward_chunked`` (no bias) and ``weight_grad_chunked`` of the same
+    patch matrices, each chunk lowered once for both products; returns
+    ``(y (N, O, L), w' (O, K))``."""
+    o = w.shape[0]
+    w2 = w.reshape(o, k)
+    nb = chunk_size(n, k, length, np.dtype(dtype).itemsize)
+    g = g.reshape(n, o, length)
+    y = np.empty((n, o, length), dtype=dtype)
+    buf = scratch((k * nb * length,), dtype)
+    tmp = scratch((o * nb * length,), dtype) if nb > 1 else None
+    gt = scratch((o * nb * length,), dtype) if nb > 1 else None
+    part = np.empty((k, o), dtype=dtype)
+    acc = None
+    for s in range(0, n, nb):
+        m = min(nb, n - s)
+        cols = buf[:k * m * length].reshape(k, m * length)
+        lower(s, m, cols.reshape(k, m, length))
+        if m == 1:
+            np.matmul(w2, cols, out=y[s])
+            gs = g[s]
+        else:
+            prod = np.matmul(w2, cols, out=tmp[:o * m * length].reshape(o, m * length))
+            np.copyto(y[s:s + m], prod.reshape(o, m, length).transpose(1, 0, 2))
+            gs = gt[:o * m * length].reshape(o, m, length)
+            np.copyto(gs, g[s:s + m].transpose(1, 0, 2))
+            gs = gs.reshape(o, m * length)
+        if acc is None:
+            acc = np.matmul(cols, gs.T)
+        else:
+            np.matmul(cols, gs.T, out=part)
+            acc += part
+    recycle(buf)
+    recycle(tmp)
+    recycle(gt)
+    return y, acc.T
 
 
 def input_grad_cols(g, w, n, k, length, groups, out):
