@@ -566,3 +566,16 @@ def test_subtraction_refuses_any_bool_operand_as_torch(expr):
             eval(expr, env)
         return str(info.value)
     assert run(cygrad) == run(torch)
+
+
+def test_torch_functional_module():
+    """``import torch.functional as F`` (the models tutorial): torch's
+    functions defined there, the same objects as ``cygrad.<name>``."""
+    import cygrad.functional as CF
+    for name in CF.__all__:
+        assert name in torch.functional.__all__
+        assert getattr(CF, name) is getattr(cygrad, name)
+    x = [[1.0, 2.0], [3.0, 4.0]]
+    np.testing.assert_allclose(
+        CF.einsum("ij,jk->ik", cygrad.tensor(x), cygrad.tensor(x)).numpy(),
+        torch.functional.einsum("ij,jk->ik", torch.tensor(x), torch.tensor(x)).numpy())
