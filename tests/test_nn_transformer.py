@@ -4,7 +4,6 @@ callable, batch_first, bias, masks and padding masks; the stacks copy their
 template layer; generate_square_subsequent_mask; bad input."""
 
 import itertools
-
 import warnings
 
 import numpy as np
