@@ -579,3 +579,19 @@ def test_torch_functional_module():
     np.testing.assert_allclose(
         CF.einsum("ij,jk->ik", cygrad.tensor(x), cygrad.tensor(x)).numpy(),
         torch.functional.einsum("ij,jk->ik", torch.tensor(x), torch.tensor(x)).numpy())
+
+
+def test_float_of_a_tensor_requiring_grad_warns_once_as_torch():
+    """float() and complex() of a tensor that requires grad warn once per
+    process (torch's TORCH_WARN_ONCE); int() and item() never do."""
+    code = ("import warnings, {m} as t\n"
+            "warnings.simplefilter('always')\n"
+            "x = t.tensor(2.5, requires_grad=True)\n"
+            "int(x); x.item(); f'{{x:.1f}}'\n"
+            "with warnings.catch_warnings(record=True) as w:\n"
+            "    warnings.simplefilter('always')\n"
+            "    float(x); float(x * 2); complex(x)\n"
+            "print(len(w), str(w[0].message).split(' (Triggered')[0] if w else '')\n")
+    out = [subprocess.run([sys.executable, "-c", code.format(m=m)], capture_output=True,
+                          text=True, cwd=str(ROOT)).stdout for m in ("cygrad", "torch")]
+    assert out[0] == out[1] and out[0].startswith("1 Converting a tensor with")
