@@ -595,3 +595,13 @@ def test_float_of_a_tensor_requiring_grad_warns_once_as_torch():
     out = [subprocess.run([sys.executable, "-c", code.format(m=m)], capture_output=True,
                           text=True, cwd=str(ROOT)).stdout for m in ("cygrad", "torch")]
     assert out[0] == out[1] and out[0].startswith("1 Converting a tensor with")
+
+
+@pytest.mark.parametrize("name", ["zeros", "ones", "empty", "rand", "randn"])
+def test_factories_take_size_as_a_keyword(name):
+    """``torch.rand(size=(1, 1, 28, 28))`` (d2l's LeNet chapter)."""
+    for m in (cygrad, torch):
+        t = getattr(m, name)(size=(1, 2, 3), dtype=m.float64)
+        assert tuple(t.shape) == (1, 2, 3) and t.dtype == m.float64
+        with pytest.raises(TypeError, match="got multiple values for argument 'size'"):
+            getattr(m, name)(2, size=(3,))
