@@ -107,6 +107,7 @@ if _ty.TYPE_CHECKING:
     from cygrad._typed_ops import *  # noqa: F401,F403
 
 from math import e, inf, nan, pi  # noqa: F401  (torch.inf, torch.pi, ...)
+from cygrad import functional  # noqa: F401  (torch.functional)
 from cygrad import special  # noqa: F401
 from cygrad.ops.arrange import broadcast_shapes, unravel_index  # noqa: F401
 from cygrad.ops.misc import (  # noqa: F401  (range shadows the builtin here)

@@ -317,7 +317,14 @@ class Tensor(_TypedBase):
         return arr.copy() if copy else arr
 
     def __float__(self) -> builtins.float:
+        if self._requires_grad:
+            _warn_scalar_conversion()
         return float(self.item())
+
+    def __complex__(self) -> builtins.complex:
+        if self._requires_grad:
+            _warn_scalar_conversion()
+        return complex(self.item())
 
     def __int__(self) -> builtins.int:
         return int(self.item())
@@ -498,6 +505,19 @@ def _canon_dim(dim, ndim):
             f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], "
             f"but got {dim}) for a tensor with {ndim} dimensions")
     return dim % n
+
+
+_SCALAR_WARNED = []
+
+
+def _warn_scalar_conversion():
+    """torch warns once per process when float() or complex() takes the value
+    of a tensor that requires grad (int() and item() do not warn)."""
+    if not _SCALAR_WARNED:
+        _SCALAR_WARNED.append(True)
+        warnings.warn("Converting a tensor with requires_grad=True to a scalar may "
+                      "lead to unexpected behavior.\nConsider using tensor.detach() "
+                      "first.", UserWarning, stacklevel=3)
 
 
 def _format_tensor(t):

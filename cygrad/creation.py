@@ -157,6 +157,19 @@ def _on_cpu(fn: _F) -> _F:
     return wrapper
 
 
+def _size_keyword(fn: _F) -> _F:
+    """``zeros(size=(2, 3))``: torch names the varargs shape ``size``."""
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        if "size" in kwargs:
+            if args:
+                raise TypeError(f"{fn.__name__}() got multiple values for argument "
+                                "'size'")
+            args = (kwargs.pop("size"),)
+        return fn(*args, **kwargs)
+    return wrapper  # type: ignore[return-value]
+
+
 def _legacy(d):
     """torch's short type name of a dtype (``Float``), as its messages say."""
     return _dt.type_name(d).rpartition(".")[2][:-len("Tensor")]
@@ -297,6 +310,7 @@ def _make(arr, requires_grad):
     return t
 
 
+@_size_keyword
 @_on_cpu
 @_with_out
 def zeros(*size: Shape, dtype: DType | None = None, device: Device | None = None,
@@ -304,6 +318,7 @@ def zeros(*size: Shape, dtype: DType | None = None, device: Device | None = None
     return _make(np.zeros(_shape_arg(size), _dtype_or_default(dtype)), requires_grad)
 
 
+@_size_keyword
 @_on_cpu
 @_with_out
 def ones(*size: Shape, dtype: DType | None = None, device: Device | None = None,
@@ -311,6 +326,7 @@ def ones(*size: Shape, dtype: DType | None = None, device: Device | None = None,
     return _make(np.ones(_shape_arg(size), _dtype_or_default(dtype)), requires_grad)
 
 
+@_size_keyword
 @_on_cpu
 @_with_out
 def empty(*size: Shape, dtype: DType | None = None, device: Device | None = None,
@@ -476,6 +492,7 @@ def _rng(generator):
     return (generator or default_generator)._rng
 
 
+@_size_keyword
 @_on_cpu
 @_with_out
 def rand(*size: Shape, dtype: DType | None = None, generator: Generator | None = None,
@@ -486,6 +503,7 @@ def rand(*size: Shape, dtype: DType | None = None, generator: Generator | None =
     return _make(arr, requires_grad)
 
 
+@_size_keyword
 @_on_cpu
 @_with_out
 def randn(*size: Shape, dtype: DType | None = None, generator: Generator | None = None,

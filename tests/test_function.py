@@ -577,3 +577,29 @@ def test_in_place_tensor_ops_inside_forward_follow_the_mark_dirty_rule():
     with pytest.raises(RuntimeError, match="AddOneUndeclared.forward modified its "
                        "input 0 in place without ctx.mark_dirty"):
         AddOneUndeclared.apply(x * 2)
+
+
+def test_a_users_function_node_prints_with_its_module_as_torch():
+    """``print(y.grad_fn)`` of a custom Function: torch's
+    ``<torch.autograd.function.ExpBackward object at ...>`` (here the module
+    is cygrad's); the tensor's repr says ``grad_fn=<ExpBackward>``."""
+    torch = pytest.importorskip("torch")
+    seen = []
+    for m in (cygrad, torch):
+        class Exp(m.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                return x.exp()
+
+            @staticmethod
+            def backward(ctx, g):
+                return g
+
+        y = Exp.apply(m.ones(1, requires_grad=True))
+        seen.append((repr(y.grad_fn).split(" object")[0].replace("cygrad.", "torch."),
+                     str(y), y.grad_fn.name()))
+    assert seen[0] == seen[1]
+    # cygrad's own Functions print as torch's built-in nodes
+    out = cygrad.nn.functional.linear(cygrad.ones(2, 2, requires_grad=True),
+                                      cygrad.ones(2, 2))
+    assert repr(out.grad_fn).startswith("<MmBackward0 object at")

@@ -705,3 +705,38 @@ def test_gather_scatter_index_ops_match_torch_over_shapes(data, shape):
                 assert a is None or not a.any()
                 continue
             np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-14)
+
+
+ZERO_DIM_CALLS = [
+    lambda m: m.zeros(5).scatter_(0, m.tensor(2), value=1),
+    lambda m: m.zeros(5).scatter(0, m.tensor(2), m.tensor(7.0)),
+    lambda m: m.zeros(5).scatter_(0, m.tensor([2]), m.tensor(7.0)),
+    lambda m: m.zeros(5).scatter_add(0, m.tensor(2), m.tensor(7.0)),
+    lambda m: m.zeros(5).gather(0, m.tensor(2)),
+    lambda m: m.tensor(3.0).scatter_(0, m.tensor([0]), value=1),
+    lambda m: m.tensor(3.0).scatter(0, m.tensor(0), m.tensor(4.0)),
+    lambda m: m.tensor(3.0).scatter(0, m.tensor([0]), m.tensor([5.0]), reduce="add"),
+    lambda m: m.zeros(10).scatter_(0, m.tensor(3), value=1),
+]
+
+
+@pytest.mark.parametrize("call", ZERO_DIM_CALLS)
+def test_zero_dim_self_index_or_src_count_as_one_element(call):
+    """The data tutorial one-hot-encodes with ``zeros(10).scatter_(0,
+    tensor(y), value=1)``: a 0-d index (or self, or src) is one of shape (1,)."""
+    got, want = call(cygrad), call(torch)
+    assert tuple(got.shape) == tuple(want.shape)
+    np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
+@pytest.mark.parametrize("call", [
+    lambda m: m.zeros(2, 3).scatter_(0, m.tensor(1), value=1),
+    lambda m: m.zeros(2, 3).scatter(0, m.tensor([1]), 2.0),
+    lambda m: m.zeros(2, 3).scatter(0, m.tensor([1]), m.ones(1)),
+    lambda m: m.zeros(2, 3).gather(0, m.tensor(1))])
+def test_index_rank_errors_name_self_or_input_as_torch(call):
+    with pytest.raises(RuntimeError) as want:
+        call(torch)
+    with pytest.raises(RuntimeError) as got:
+        call(cygrad)
+    assert str(got.value) == str(want.value)

@@ -611,3 +611,42 @@ def test_subtraction_refuses_any_bool_operand_as_torch(expr):
             eval(expr, env)
         return str(info.value)
     assert run(cygrad) == run(torch)
+
+
+def test_torch_functional_module():
+    """``import torch.functional as F`` (the models tutorial): torch's
+    functions defined there, the same objects as ``cygrad.<name>``."""
+    import cygrad.functional as CF
+    for name in CF.__all__:
+        assert name in torch.functional.__all__
+        assert getattr(CF, name) is getattr(cygrad, name)
+    x = [[1.0, 2.0], [3.0, 4.0]]
+    np.testing.assert_allclose(
+        CF.einsum("ij,jk->ik", cygrad.tensor(x), cygrad.tensor(x)).numpy(),
+        torch.functional.einsum("ij,jk->ik", torch.tensor(x), torch.tensor(x)).numpy())
+
+
+def test_float_of_a_tensor_requiring_grad_warns_once_as_torch():
+    """float() and complex() of a tensor that requires grad warn once per
+    process (torch's TORCH_WARN_ONCE); int() and item() never do."""
+    code = ("import warnings, {m} as t\n"
+            "warnings.simplefilter('always')\n"
+            "x = t.tensor(2.5, requires_grad=True)\n"
+            "int(x); x.item(); f'{{x:.1f}}'\n"
+            "with warnings.catch_warnings(record=True) as w:\n"
+            "    warnings.simplefilter('always')\n"
+            "    float(x); float(x * 2); complex(x)\n"
+            "print(len(w), str(w[0].message).split(' (Triggered')[0] if w else '')\n")
+    out = [subprocess.run([sys.executable, "-c", code.format(m=m)], capture_output=True,
+                          text=True, cwd=str(ROOT)).stdout for m in ("cygrad", "torch")]
+    assert out[0] == out[1] and out[0].startswith("1 Converting a tensor with")
+
+
+@pytest.mark.parametrize("name", ["zeros", "ones", "empty", "rand", "randn"])
+def test_factories_take_size_as_a_keyword(name):
+    """``torch.rand(size=(1, 1, 28, 28))`` (d2l's LeNet chapter)."""
+    for m in (cygrad, torch):
+        t = getattr(m, name)(size=(1, 2, 3), dtype=m.float64)
+        assert tuple(t.shape) == (1, 2, 3) and t.dtype == m.float64
+        with pytest.raises(TypeError):     # the wording differs for rand/randn
+            getattr(m, name)(2, size=(3,))

@@ -4,6 +4,7 @@ callable, batch_first, bias, masks and padding masks; the stacks copy their
 template layer; generate_square_subsequent_mask; bad input."""
 
 import itertools
+import warnings
 
 import numpy as np
 import pytest
@@ -179,3 +180,27 @@ def test_transformer_bad_input_matches_torch():
         assert str(te.value) == str(ce.value)
     with pytest.raises(RuntimeError, match="relu/gelu"):
         nn.TransformerEncoderLayer(8, 2, activation="tanh")
+
+
+@pytest.mark.parametrize("kw", [dict(), dict(batch_first=True),
+                                dict(batch_first=True, norm_first=True),
+                                dict(batch_first=True, nhead=1),
+                                dict(batch_first=True, activation="gelu"),
+                                dict(batch_first=True, bias=False),
+                                dict(batch_first=True, activation=lambda x: x)])
+@pytest.mark.parametrize("nested", [True, False])
+def test_encoder_warns_about_nested_tensors_as_torch(kw, nested):
+    """torch warns at construction why its nested-tensor path is off (the
+    models tutorial's nn.Transformer shows it); cygrad has no such path and
+    gives the same warning and ``use_nested_tensor``."""
+    torch = pytest.importorskip("torch")
+    seen = []
+    for m in (cygrad, torch):
+        args = dict(d_model=8, nhead=2, dim_feedforward=16) | kw
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            enc = m.nn.TransformerEncoder(m.nn.TransformerEncoderLayer(**args), 1,
+                                          enable_nested_tensor=nested)
+        seen.append(([str(x.message) for x in w], enc.use_nested_tensor,
+                     enc.layers[0].activation_relu_or_gelu))
+    assert seen[0] == seen[1]

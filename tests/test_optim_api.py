@@ -163,3 +163,18 @@ def test_param_group_keys_in_torchs_order(name):
     assert list(got.param_groups[0]) == list(want.param_groups[0])
     assert list(got.state_dict()["param_groups"][0]) == list(
         want.state_dict()["param_groups"][0])
+
+
+@pytest.mark.parametrize("name", ["SGD", "Adam", "AdamW", "RMSprop"])
+def test_repr_matches_torch_with_several_groups(name):
+    """``print(optimizer)``: sorted options per group, groups separated by a
+    blank line (nanoGPT prints its two-group AdamW)."""
+    torch = pytest.importorskip("torch")
+    reprs = []
+    for m, o in ((cygrad, optim), (torch, torch.optim)):
+        ps = [m.nn.Parameter(m.ones(1)) for _ in range(3)]
+        opt = getattr(o, name)([{"params": ps[:1], "weight_decay": 0.1},
+                                {"params": ps[1:2]}, {"params": ps[2:], "lr": 0.5}],
+                               lr=0.1)
+        reprs.append(repr(opt))
+    assert reprs[0] == reprs[1]

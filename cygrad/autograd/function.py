@@ -27,8 +27,17 @@ class _FunctionMeta(type):
 
     def __init__(cls, name, bases, attrs):
         super().__init__(name, bases, attrs)
+        node_attrs = {"_forward_cls": cls}
+        if "_node_name" not in attrs and cls.__module__.partition(".")[0] != "cygrad":
+            # a user's Function: its node prints with the module it lives in,
+            # as torch's ``<torch.autograd.function.ExpBackward object at ...>``
+            node_attrs["__repr__"] = _user_node_repr
         node_name = attrs.get("_node_name", name + "Backward")
-        cls._backward_cls = type(node_name, (FunctionNode,), {"_forward_cls": cls})
+        cls._backward_cls = type(node_name, (FunctionNode,), node_attrs)
+
+
+def _user_node_repr(node):
+    return f"<{type(node).__module__}.{node.name()} object at {hex(id(node))}>"
 
 
 class Function(metaclass=_FunctionMeta):

@@ -47,8 +47,11 @@ def _predates(state_dict, key):
     return version is None or version < 2
 
 
-class _IncompatibleKeys(
-        collections.namedtuple("_IncompatibleKeys", ["missing_keys", "unexpected_keys"])):
+_KeysTuple = collections.namedtuple("_IncompatibleKeys",
+                                    ["missing_keys", "unexpected_keys"])
+
+
+class _IncompatibleKeys(_KeysTuple):
     """What ``load_state_dict`` returns; prints as torch's when all matched."""
 
     __slots__ = ()

@@ -100,11 +100,14 @@ def accepting_out(name, fn):
 def public(spec):
     """The function ``cygrad.<spec.name>``: ops written in Python take
     ``out=`` through ``accepting_out``; views and reshapes do not take it (as
-    in torch), and the compiled table functions take it themselves."""
+    in torch), and the compiled table functions take it themselves.  One
+    function per op (``torch.functional.einsum is torch.einsum``)."""
     fn = spec.fn
     if spec.kind in ("shape", "view") or type(fn) is not type(accepting_out):
         return fn
-    return accepting_out(spec.name, fn)
+    if getattr(spec, "_public", None) is None:
+        spec._public = accepting_out(spec.name, fn)
+    return spec._public
 
 
 def engine_out(name, fn, args, out):

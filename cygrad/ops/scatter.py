@@ -72,7 +72,7 @@ def _dim_index(input, dim, index, opname, src=None):
     dim = _canon_dim(dim, x.ndim)
     if idx.ndim != x.ndim and not (idx.size == 0 or (x.ndim == 0 and idx.ndim <= 1)):
         raise RuntimeError("Index tensor must have the same number of dimensions as "
-                           f"{'input' if src is None else 'self'} tensor")
+                           "self tensor")
     xs = x.shape if x.ndim else (1,)
     ishape = idx.shape if idx.ndim else (1,)
     if src is None:
@@ -270,6 +270,9 @@ def gather(input, dim, index, *, sparse_grad=False):
         x1 = reshape(input, 1)
         dim, idx = _gather_checks(x1, dim, index, "gather")
         return reshape(GatherDim.apply(x1, 0, idx.reshape(-1)), index._arr.shape)
+    if isinstance(index, TensorBase) and index._arr.ndim == 0:
+        # a 0-d index counts as one of shape (1,), as torch (the result is 0-d)
+        return reshape(gather(input, dim, reshape(index, 1)), ())
     dim, idx = _gather_checks(input, dim, index, "gather")
     if idx.size == 0:
         return _wrap(np.zeros(idx.shape, input._arr.dtype))
@@ -327,6 +330,14 @@ def take(input, index):
 
 # --- scatter ----------------------------------------------------------------------------
 
+def _zero_dim(*ts):
+    return any(isinstance(t, TensorBase) and t._arr.ndim == 0 for t in ts)
+
+
+def _one_d(t):
+    return reshape(t, 1) if isinstance(t, TensorBase) and t._arr.ndim == 0 else t
+
+
 @op("scatter", methods=("scatter",), kind="gather")
 def scatter(input, dim, index, src=None, value=None, *, reduce=None):
     """out = input with out[i][index[i][j]] = src[i][j] (dim=1) or = value;
@@ -338,6 +349,10 @@ def scatter(input, dim, index, src=None, value=None, *, reduce=None):
                         "or 'value'")
     if src is None:
         src = value
+    if _zero_dim(input, index, src):
+        # torch counts a 0-d self, index or src as one of shape (1,)
+        out = scatter(_one_d(input), dim, _one_d(index), _one_d(src), reduce=reduce)
+        return out if input._arr.ndim else reshape(out, ())
     if reduce is not None:
         if reduce not in ("add", "multiply"):
             raise RuntimeError("reduce argument must be either add or multiply.")
@@ -655,7 +670,7 @@ def scatter_(self, dim, index, src=None, value=None, *, reduce=None):
     """In-place ``scatter`` (``reduce='add'``/``'multiply'`` accepted)."""
     if src is None:
         src = value
-    if reduce is None and _plain(self, src):
+    if reduce is None and _plain(self, src) and not _zero_dim(self, index, src):
         if isinstance(src, TensorBase):
             dim, adv = _dim_index(self, dim, index, "scatter", src._arr)
             val = src._arr[tuple(slice(0, n) for n in index._arr.shape)]

@@ -12,6 +12,7 @@ no effect.
 
 from __future__ import annotations
 
+import warnings
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -26,6 +27,7 @@ from .container import ModuleList
 from ..parameter import Parameter
 from .attention import MultiheadAttention
 from .dropout import Dropout
+from .activation import GELU, ReLU
 from .normalization import LayerNorm
 
 if TYPE_CHECKING:
@@ -113,6 +115,11 @@ class TransformerEncoderLayer(Module):
         self.dropout1 = Dropout(dropout)
         self.dropout2 = Dropout(dropout)
         self.activation = _activation(activation)
+        # torch's record of a fast-path activation: 1 relu, 2 gelu, 0 other
+        act = self.activation
+        self.activation_relu_or_gelu = (
+            1 if act is F.relu or isinstance(act, ReLU) else
+            2 if act is F.gelu or isinstance(act, GELU) else 0)
         self.batch_first = bool(batch_first)
 
     def forward(self, src: Tensor, src_mask: Tensor | None = None,
@@ -215,6 +222,28 @@ class TransformerDecoderLayer(Module):
         return self.dropout3(x)
 
 
+def _why_not_fast(layer):
+    """The first reason torch gives for not using its nested-tensor path."""
+    name = "encoder_layer"
+    if not isinstance(layer, TransformerEncoderLayer):
+        return f"{name} was not TransformerEncoderLayer"
+    attn = layer.self_attn
+    reasons = [
+        (layer.norm_first, f"{name}.norm_first was True"),
+        (not attn.batch_first, f"{name}.self_attn.batch_first was not True(use "
+                               "batch_first for better inference performance)"),
+        (not attn._qkv_same_embed_dim,
+         f"{name}.self_attn._qkv_same_embed_dim was not True"),
+        (attn.in_proj_bias is None, f"{name}.self_attn was passed bias=False"),
+        (not layer.activation_relu_or_gelu,
+         f"{name}.activation_relu_or_gelu was not True"),
+        (layer.norm1.eps != layer.norm2.eps,
+         f"{name}.norm1.eps was not equal to {name}.norm2.eps"),
+        (attn.num_heads % 2 == 1, f"{name}.self_attn.num_heads is odd"),
+    ]
+    return next((text for failed, text in reasons if failed), "")
+
+
 class TransformerEncoder(Module):
     """``num_layers`` copies of ``encoder_layer`` applied in turn, then ``norm``.
 
@@ -228,7 +257,14 @@ class TransformerEncoder(Module):
         self.num_layers = int(num_layers)
         self.norm = norm
         self.enable_nested_tensor = enable_nested_tensor
+        self.use_nested_tensor = enable_nested_tensor
         self.mask_check = mask_check
+        why = _why_not_fast(encoder_layer)
+        if enable_nested_tensor and why:
+            # cygrad has no nested tensors either way; torch's warning stays
+            warnings.warn(f"enable_nested_tensor is True, but self.use_nested_tensor "
+                          f"is False because {why}", stacklevel=2)
+            self.use_nested_tensor = False
 
     def forward(self, src: Tensor, mask: Tensor | None = None,
                 src_key_padding_mask: Tensor | None = None,
