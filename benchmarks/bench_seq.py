@@ -28,6 +28,7 @@ same losses and parameters after a few steps.
 """
 
 import importlib
+import time
 
 import numpy as np
 import pytest
@@ -76,6 +77,40 @@ def char_lstm_step(lib):
         nn.utils.clip_grad_norm_(params, 1.0)
         opt.step()
         return [loss, *params]
+
+    return step
+
+
+def char_lstm_products():
+    """The char-LSTM step's matrix products alone, in NumPy (its BLAS): the
+    input projection of all steps, the recurrent product of each step forward
+    and backward, the head's forward and two gradients, and the weight and
+    input gradients.  What no LSTM implementation on this BLAS can go below
+    (``python -m benchmarks.bench_seq`` prints it beside torch's step)."""
+    rng = np.random.default_rng(0)
+
+    def rand(*shape):
+        return rng.standard_normal(shape).astype(F32)
+
+    gates = 4 * HID
+    h, w_hh, g = rand(BATCH, HID), rand(HID, gates), rand(BATCH, gates)
+    x, w_ih = rand(BATCH * LENGTH, EMB), rand(EMB, gates)
+    out, w_out, g_out = rand(BATCH * LENGTH, HID), rand(HID, VOCAB), \
+        rand(BATCH * LENGTH, VOCAB)
+    g_all = rand(BATCH * LENGTH, gates)
+
+    def step():
+        x @ w_ih
+        for _ in range(LENGTH):
+            h @ w_hh
+        out @ w_out
+        g_out @ w_out.T
+        out.T @ g_out
+        for _ in range(LENGTH):
+            g @ w_hh.T
+        g_all.T @ out
+        g_all.T @ x
+        g_all @ w_ih.T
 
     return step
 
@@ -199,29 +234,37 @@ def test_agree_seq_step(name):
 
 
 def _interleaved(rounds=9):
-    """cygrad and torch in alternation round after round; median ratios."""
-    import time
-
+    """cygrad and torch in alternation round after round; median ratios.
+    Before the char-LSTM row, its floor: the step's products alone in NumPy
+    (``char_lstm_products``) against torch's whole step."""
     print(f"{'case':20s} {'cygrad':>10s} {'torch':>10s} {'ratio':>7s}")
     for name, make in CASES.items():
-        steps = {lib: make(lib) for lib in LIBS}
-        for fn in steps.values():
-            fn()
-            fn()
-        t0 = time.process_time()
-        steps["torch"]()
-        reps = max(1, int(0.05 / max(time.process_time() - t0, 1e-6)))
-        times = {lib: [] for lib in LIBS}
-        for _ in range(rounds):
-            for lib in LIBS:
-                t0 = time.process_time()
-                for _ in range(reps):
-                    steps[lib]()
-                times[lib].append((time.process_time() - t0) / reps)
-        ratios = [a / b for a, b in zip(times["cygrad"], times["torch"], strict=True)]
-        unit, k = ("us", 1e6) if name == "lstm_cell" else ("ms", 1e3)
-        print(f"{name:20s} {np.median(times['cygrad']) * k:8.2f}{unit} "
-              f"{np.median(times['torch']) * k:8.2f}{unit} {np.median(ratios):6.2f}x")
+        if name == "char_lstm":
+            _round_robin("char_lstm products",
+                         {"cygrad": char_lstm_products(), "torch": make("torch")}, rounds)
+        _round_robin(name, {lib: make(lib) for lib in LIBS}, rounds)
+
+
+def _round_robin(name, steps, rounds):
+    """Print the median per-round times and cygrad/torch ratio of ``steps``
+    ({"cygrad": fn, "torch": fn}), timed in process time in alternation."""
+    for fn in steps.values():
+        fn()
+        fn()
+    t0 = time.process_time()
+    steps["torch"]()
+    reps = max(1, int(0.05 / max(time.process_time() - t0, 1e-6)))
+    times = {lib: [] for lib in LIBS}
+    for _ in range(rounds):
+        for lib in LIBS:
+            t0 = time.process_time()
+            for _ in range(reps):
+                steps[lib]()
+            times[lib].append((time.process_time() - t0) / reps)
+    ratios = [a / b for a, b in zip(times["cygrad"], times["torch"], strict=True)]
+    unit, k = ("us", 1e6) if name == "lstm_cell" else ("ms", 1e3)
+    print(f"{name:20s} {np.median(times['cygrad']) * k:8.2f}{unit} "
+          f"{np.median(times['torch']) * k:8.2f}{unit} {np.median(ratios):6.2f}x")
 
 
 if __name__ == "__main__":
