@@ -228,32 +228,6 @@ def _bce_with_logits(logits, target):
     return _BCEWithLogits.apply(*broadcast_all(logits, target))
 
 
-class _XLogY(Function):
-    """out = x log(y) (0 where x == 0, NaN where y is NaN);
-    grad_x = g log(y), 0 where x == 0 and y <= 0; grad_y = g x / y.
-
-    torch 2.13's derivative in x: ``cygrad.xlogy`` gives 0 wherever x == 0,
-    which differs from it at x == 0 < y (a Beta or Dirichlet concentration
-    of exactly 1)."""
-
-    _node_name = "XlogyBackward0"
-
-    @staticmethod
-    def forward(ctx, x, y):
-        ctx.save_for_backward(x, y)
-        return _xlogy_op(x, y)
-
-    @staticmethod
-    def backward(ctx, grad):
-        x, y = ctx.saved_tensors
-        grad_x = grad_y = None
-        if ctx.needs_input_grad[0]:
-            grad_x = (grad * y.log()).masked_fill((x == 0) & (y <= 0), 0)
-        if ctx.needs_input_grad[1]:
-            grad_y = grad * x / y
-        return grad_x, grad_y
-
-
 def _xlogy(x, y):
-    """``x * log(y)`` with torch's conventions and gradients."""
-    return _XLogY.apply(*broadcast_all(x, y))
+    """``x * log(y)`` with torch's conventions and gradients, broadcast."""
+    return _xlogy_op(*broadcast_all(x, y))

@@ -145,7 +145,9 @@ def _chol_factor(fname, L, upper):
         raise RuntimeError(f"{fname}: A must be batches of square matrices, but they "
                            f"are {arr.shape[-2] if arr.ndim > 1 else 1} by "
                            f"{arr.shape[-1] if arr.ndim else 1} matrices")
-    tri = L.triu() if upper else L.tril()
+    # the triangle's values, but every entry of L gets the gradient of
+    # L L^T (or U^T U), as torch's backward gives it
+    tri = L - (L - (L.triu() if upper else L.tril())).detach()
     return tri.transpose(-2, -1).matmul(tri) if upper else \
         tri.matmul(tri.transpose(-2, -1))
 

@@ -38,10 +38,12 @@ def _no_half(x, fname):
 
 
 def _f64(fn):
-    """``fn`` of an array, computed in float64 and rounded to its dtype."""
+    """``fn`` of an array, computed in float64 and rounded to its dtype (a
+    0-d array as a 1-element one: the helpers assign through masks)."""
     def run(a):
         with np.errstate(all="ignore"):
-            return fn(a.astype(np.float64)).astype(a.dtype)
+            out = fn(np.atleast_1d(a.astype(np.float64)))
+        return out.reshape(a.shape).astype(a.dtype)
     return run
 
 
@@ -654,11 +656,13 @@ def erfcx(input):
 # --- xlogy, xlog1py, entr --------------------------------------------------------------
 
 class XLogY(Function):
-    """out = x * log(y), 0 where x == 0 (unless y is nan); grad_x = g *
-    xlogy(x != 0, y), grad_y = g * x / y."""
+    """out = x * log(y), 0 where x == 0 (unless y is nan); grad_x = xlogy(g,
+    y), 0 where x == 0 and y <= 0 (so x = 0 < y still gets log(y), as
+    torch), grad_y = g * x / y."""
 
     _node_name = "XlogyBackward0"
     _log = staticmethod(np.log)
+    _pole = 0.0             # where the logarithm's argument ends its domain
 
     @classmethod
     def _np(cls, a, b):
@@ -674,8 +678,12 @@ class XLogY(Function):
 
     @classmethod
     def _grads(cls, g, a, b):
-        grad_a = g * xlogy((a != 0).to(a.dtype), b)
-        return grad_a, g * a / b
+        grad_a = where((a == 0) & (b <= cls._pole), 0.0, cls._fn(g, b))
+        return grad_a, g * a / cls._log_arg(b)
+
+    @staticmethod
+    def _log_arg(b):
+        return b
 
     @classmethod
     def backward(cls, ctx, g):
@@ -686,28 +694,32 @@ class XLogY(Function):
 
 
 class XLog1PY(XLogY):
-    """out = x * log1p(y), 0 where x == 0 (unless y is nan); grad_x = g *
-    xlog1py(x != 0, y), grad_y = g * x / (1 + y)."""
+    """out = x * log1p(y), 0 where x == 0 (unless y is nan); grad_x =
+    xlog1py(g, y), 0 where x == 0 and y <= -1, grad_y = g * x / (1 + y)."""
 
     _node_name = "SpecialXlog1PyBackward0"
     _log = staticmethod(np.log1p)
+    _pole = -1.0
 
-    @classmethod
-    def _grads(cls, g, a, b):
-        return g * xlog1py((a != 0).to(a.dtype), b), g * a / (1 + b)
+    @staticmethod
+    def _log_arg(b):
+        return 1 + b
 
 
 @op("xlogy", methods=("xlogy",), kind="special")
 def xlogy(input, other):
-    """out = x * log(y), 0 where x == 0 (nan where y is nan); grad_x = g *
-    log(y) where x != 0, grad_y = g * x / y."""
+    """out = x * log(y), 0 where x == 0 (nan where y is nan; gradients:
+    ``XLogY``)."""
     return XLogY.apply(*_binary_operands("xlogy", input, other))
 
 
 def xlog1py(input, other):
-    """out = x * log1p(y), 0 where x == 0; grad_x = g * log1p(y) where x != 0,
-    grad_y = g * x / (1 + y)."""
+    """out = x * log1p(y), 0 where x == 0 (gradients: ``XLog1PY``)."""
     return XLog1PY.apply(*_binary_operands("special_xlog1py", input, other))
+
+
+XLogY._fn = staticmethod(xlogy)
+XLog1PY._fn = staticmethod(xlog1py)
 
 
 def _np_entr(a):
