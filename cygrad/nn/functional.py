@@ -789,3 +789,10 @@ from ._functional_loss import (  # noqa: E402
 
 __all__ += ["ctc_loss", "multilabel_margin_loss", "rrelu", "rrelu_",
             "triplet_margin_with_distance_loss"]
+from ._functional_grid import (  # noqa: E402
+    GRID_SAMPLE_INTERPOLATION_MODES, GRID_SAMPLE_PADDING_MODES, affine_grid,
+    grid_sample,
+)
+from . import _functional_grid  # noqa: E402
+
+__all__ += _functional_grid.__all__
