@@ -2,7 +2,7 @@
 
 import typing as _typing
 
-from . import common_types, functional, init, utils
+from . import attention, common_types, functional, init, utils
 from .module import Module
 from . import modules
 from .modules import *  # noqa: F401,F403  (the names of modules.__all__)
@@ -24,6 +24,7 @@ from .parallel import DataParallel  # noqa: E402
 __all__ = [
     "DataParallel",
     "Module",
+    "attention",
     "Parameter",
     "UninitializedBuffer",
     "UninitializedParameter",
