@@ -699,3 +699,70 @@ __all__ += _functional_grid.__all__
 from ._functional_mha import multi_head_attention_forward  # noqa: E402
 
 __all__ += ["multi_head_attention_forward"]
+
+
+def linear_cross_entropy(input: Tensor, linear_weight: Tensor, target: Tensor, *,
+                         linear_bias: Tensor | None = None,
+                         weight: Tensor | None = None, reduction: str = "mean",
+                         ignore_index: int | None = None,
+                         label_smoothing: float = 0.0, options: object = None,
+                         ) -> Tensor:
+    """``cross_entropy(linear(input, linear_weight, linear_bias), target)``.
+
+    Parameters
+    ----------
+    input : Tensor
+        (N, in_features) or unbatched (in_features,).
+    linear_weight : Tensor
+        (C, *out_features, in_features); ``out_features`` make a K-dimensional
+        loss (logits (N, C, *out_features); batched input only).
+    target : Tensor
+        Class indices (N, *out_features), or probabilities of the logits'
+        shape.
+    linear_bias : Tensor, optional
+        (C, *out_features).
+    weight, reduction, ignore_index, label_smoothing
+        As ``cross_entropy``; ``ignore_index=None`` means -100 and must be None
+        for probability targets.
+    options : LinearCrossEntropyOptions, optional
+        torch's chunking knobs; cygrad computes the logits whole (the same
+        numbers; see ``nn.modules.linear_cross_entropy_options``).
+    """
+    if input.dim() < 1 or input.dim() > 2:
+        raise RuntimeError(
+            f"expected input with dimensionality 1 or 2, got {input.dim()}")
+    if linear_weight.dim() < 2:
+        raise RuntimeError("expected linear_weight with dimensionality at least 2, got "
+                           f"{linear_weight.dim()}")
+    batch = tuple(input.shape[:-1])
+    in_features = input.shape[-1]
+    if in_features != linear_weight.shape[-1]:
+        raise RuntimeError(
+            "expected equal input and linear_weight last dimensions (in_features), "
+            f"got {in_features} and {linear_weight.shape[-1]}, respectively")
+    num_classes = linear_weight.shape[0]
+    out_features = tuple(linear_weight.shape[1:-1])
+    if linear_bias is not None and tuple(linear_bias.shape) != (num_classes,
+                                                                *out_features):
+        raise RuntimeError(f"expected linear_bias shape {(num_classes, *out_features)}, "
+                           f"got {tuple(linear_bias.shape)}")
+    if out_features and not batch:
+        raise RuntimeError(
+            f"K-dimensional loss defined by linear_weight shape "
+            f"{tuple(linear_weight.shape)} requires batched input, (N, {in_features}), "
+            f"got unbatched input with shape {tuple(input.shape)}")
+    logits_shape = (*batch, num_classes, *out_features)
+    if tuple(target.shape) == logits_shape and ignore_index is not None:
+        raise RuntimeError(
+            "ignore_index cannot be specified when target contains probabilities")
+    rows = math.prod(out_features, start=num_classes)
+    w2 = linear_weight.reshape(rows, in_features) if out_features else linear_weight
+    b2 = (linear_bias.reshape(rows) if out_features and linear_bias is not None
+          else linear_bias)
+    logits = linear(input, w2, b2).reshape(logits_shape)
+    return cross_entropy(logits, target, weight=weight, reduction=reduction,
+                         ignore_index=-100 if ignore_index is None else ignore_index,
+                         label_smoothing=label_smoothing)
+
+
+__all__ += ["linear_cross_entropy"]
