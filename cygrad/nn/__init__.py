@@ -2,7 +2,7 @@
 
 import typing as _typing
 
-from . import attention, common_types, functional, init, utils
+from . import attention, common_types, functional, grad, init, utils
 from .module import Module
 from . import modules
 from .modules import *  # noqa: F401,F403  (the names of modules.__all__)
@@ -30,6 +30,7 @@ __all__ = [
     "UninitializedParameter",
     "clip_grad_norm_",
     "functional",
+    "grad",
     "init",
     "parallel",
     "parameter",

@@ -766,3 +766,7 @@ def linear_cross_entropy(input: Tensor, linear_weight: Tensor, target: Tensor, *
 
 
 __all__ += ["linear_cross_entropy"]
+from ._functional_tbc import conv_tbc  # noqa: E402
+from . import grad  # noqa: E402  (torch.nn.functional.grad is torch.nn.grad)
+
+__all__ += ["conv_tbc"]
