@@ -28,6 +28,6 @@ from .init import skip_init  # noqa: E402
 from . import fusion, init  # noqa: E402
 
 __all__ += fusion.__all__ + ["skip_init"]
-from . import stateless  # noqa: E402  (torch.nn.utils.stateless.functional_call)
+from . import prune, stateless  # noqa: E402  (torch's submodules of nn.utils)
 
-__all__ += ["stateless"]
+__all__ += ["prune", "stateless"]
