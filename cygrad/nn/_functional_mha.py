@@ -154,11 +154,6 @@ def _mha(query, key, value, embed_dim_to_check, num_heads, in_proj_weight,
     if bias_k is not None and (static_k is not None or static_v is not None):
         which = "key" if static_k is not None else "value"
         raise AssertionError(f"bias cannot be added to static {which}.")
-    extra = int(bias_k is not None) + int(bool(add_zero_attn))
-    if static_k is None and kpm is not None and tuple(kpm.shape) != (bsz, src_len):
-        raise AssertionError(
-            f"expecting key_padding_mask shape of {(bsz, src_len + extra)}, but got "
-            f"{_size(kpm.shape[:1] + (kpm.shape[1] + extra,))}")
     p = float(dropout_p) if training else 0.0
     if packed:
         out, weights = _packed(x_in, in_proj_weight, in_proj_bias, out_proj_weight,
@@ -189,10 +184,7 @@ def _mha(query, key, value, embed_dim_to_check, num_heads, in_proj_weight,
         mask, kpm = _pad_last(mask), _pad_last(kpm)
     s = int(k.shape[1])
     if kpm is not None:
-        if tuple(kpm.shape) != (bsz, s):
-            raise AssertionError(
-                f"expecting key_padding_mask shape of {(bsz, s)}, but got "
-                f"{_size(kpm.shape)}")
+        _check_kpm(kpm, bsz, s)
         kpm = kpm.reshape(bsz, 1, 1, s).expand(bsz, h, 1, s).reshape(bsz * h, 1, s)
         mask = kpm if mask is None else mask + kpm
     out, weights = attention(q, k, v, mask, p, 1.0 / math.sqrt(hd),
@@ -211,6 +203,15 @@ def _mha(query, key, value, embed_dim_to_check, num_heads, in_proj_weight,
     if not batched:
         weights = weights.squeeze(0)
     return out, weights
+
+
+def _check_kpm(kpm, bsz, src_len):
+    if kpm.shape[0] != bsz:
+        raise AssertionError(
+            f"Expected key_padded_mask.shape[0] to be {bsz}, but got {kpm.shape[0]}")
+    if kpm.shape[1] != src_len:
+        raise AssertionError(f"Expected key_padded_mask.shape[1] to be {src_len}, but "
+                             f"got {kpm.shape[1]}")
 
 
 def _heads(t, static, bsz, h, hd, name):
@@ -243,6 +244,7 @@ def _packed(x, in_proj_weight, in_proj_bias, out_proj_weight, out_proj_bias, h,
     if mask is not None and mask.shape[0] != 1:
         mask = mask.reshape(bsz, h, tgt_len, tgt_len)
     if kpm is not None:
+        _check_kpm(kpm, bsz, tgt_len)
         kpm = kpm.reshape(bsz, 1, 1, tgt_len)
         mask = kpm if mask is None else mask + kpm
     out, weights = attention(q, k, v, mask, p, 1.0 / math.sqrt(hd),
