@@ -40,3 +40,6 @@ __all__ += modules.__all__
 from ._buffer import Buffer  # noqa: E402
 
 __all__ += ["Buffer"]
+from ._factory import factory_kwargs  # noqa: E402
+
+__all__ += ["factory_kwargs"]

@@ -770,3 +770,4 @@ from ._functional_tbc import conv_tbc  # noqa: E402
 from . import grad  # noqa: E402  (torch.nn.functional.grad is torch.nn.grad)
 
 __all__ += ["conv_tbc"]
+from ._functional_helpers import assert_int_or_pair, boolean_dispatch  # noqa: E402,F401

@@ -31,3 +31,8 @@ __all__ += fusion.__all__ + ["skip_init"]
 from . import prune, stateless  # noqa: E402  (torch's submodules of nn.utils)
 
 __all__ += ["prune", "stateless"]
+from .memory_format import (  # noqa: E402
+    convert_conv2d_weight_memory_format, convert_conv3d_weight_memory_format,
+)
+
+__all__ += ["convert_conv2d_weight_memory_format", "convert_conv3d_weight_memory_format"]
