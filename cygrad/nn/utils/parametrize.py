@@ -50,7 +50,10 @@ class ParametrizationList(ModuleList):
             new = original
             for m in reversed(modules):
                 if hasattr(m, "right_inverse"):
-                    new = m.right_inverse(new)
+                    try:
+                        new = m.right_inverse(new)
+                    except NotImplementedError:
+                        pass    # as torch: the original is kept as it is
         self.is_tensor = isinstance(new, Tensor)
         self.ntensors = 1 if self.is_tensor else len(new)
         if self.is_tensor:
