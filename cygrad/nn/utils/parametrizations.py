@@ -1,7 +1,8 @@
 """``weight_norm``, ``spectral_norm`` and ``orthogonal`` (``_orthogonal.py``)
 as parametrizations, with torch's names: ``parametrizations.weight.original0``
-/ ``original1`` (g and v) for weight norm; ``parametrizations.weight.original`` and the power-iteration
-buffers ``parametrizations.weight.0._u`` / ``_v`` for spectral norm."""
+/ ``original1`` (g and v) for weight norm; ``parametrizations.weight.original``
+and the power-iteration buffers ``parametrizations.weight.0._u`` / ``_v`` for
+spectral norm."""
 
 from cygrad import ops
 from cygrad.autograd.grad_mode import no_grad
