@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Literal
 
-from cygrad import dtypes
+from cygrad.dtypes import bfloat16, float16, float32, float64
 
 __all__ = ["LinearCrossEntropyOptions"]
 
@@ -57,7 +57,7 @@ class LinearCrossEntropyOptions:
         if not (size is None or (isinstance(size, int) and size > 0)):
             raise ValueError(
                 f"batch_chunk_size must be positive int or None, got {size!r}")
-        allowed = (dtypes.float16, dtypes.bfloat16, dtypes.float32, dtypes.float64)
+        allowed = (float16, bfloat16, float32, float64)
         if self.acc_dtype is not None and self.acc_dtype not in allowed:
             raise ValueError(
                 "acc_dtype must be one of {None, torch.float16, torch.bfloat16, "
