@@ -386,3 +386,24 @@ def test_dtype_mismatch_and_integer_input():
         F.grid_sample(cygrad.zeros(1, 1, 2, 2, dtype=cygrad.int64),
                       cygrad.zeros(1, 1, 1, 2, dtype=cygrad.int64),
                       align_corners=False)
+
+
+def test_top_level_forms_match_torch():
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(18)
+    x = rng.standard_normal((1, 2, 4, 5))
+    g = _grid(rng, 1, (3, 3), 2, np.float64, -1.3, 1.3)
+    th = rng.standard_normal((1, 2, 3))
+    for name, args in (("grid_sampler", (x, g, 2, 2, False)),
+                       ("grid_sampler_2d", (x, g, 1, 1, True)),
+                       ("affine_grid_generator", (th, [1, 1, 4, 4], False))):
+        outs = []
+        for lib in (torch, cygrad):
+            a = [lib.tensor(v) if isinstance(v, np.ndarray) else v for v in args]
+            outs.append(getattr(lib, name)(*a).numpy())
+        np.testing.assert_allclose(outs[1], outs[0], **TOL[np.float64])
+    x3 = rng.standard_normal((1, 1, 2, 3, 4))
+    g3 = _grid(rng, 1, (2, 2, 2), 3, np.float64)
+    outs = [lib.grid_sampler_3d(lib.tensor(x3), lib.tensor(g3), 0, 0, False).numpy()
+            for lib in (torch, cygrad)]
+    np.testing.assert_allclose(outs[1], outs[0], **TOL[np.float64])
