@@ -1,6 +1,7 @@
-"""``multi_head_attention_forward``: multi-head attention from given weights,
-torch's functional form, and the one implementation ``nn.MultiheadAttention``
-runs (its ``forward`` passes its parameters to ``_mha``).
+"""``_mha``: multi-head attention from given weights, the one implementation
+behind ``F.multi_head_attention_forward`` and ``nn.MultiheadAttention`` (both
+pass their weights, and ``F.linear``, to it: this module cannot import
+``functional``, which imports it).
 
 Projections are ``F.linear`` nodes, the attention itself the single node of
 ``_functional_attention.attention``.  Masks: bool ``True`` means *masked
@@ -11,7 +12,6 @@ out* (it becomes ``-inf``), float masks are added; ``key_padding_mask`` is
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -19,12 +19,8 @@ from cygrad.creation import from_numpy, zeros
 from cygrad.ops.shape import cat
 
 from ._functional_attention import attention
-from ._functional_dense import linear as _linear
 
-if TYPE_CHECKING:
-    from cygrad._tensor import Tensor
-
-__all__ = ["multi_head_attention_forward"]
+__all__: list[str] = []
 
 
 def _size(shape):
@@ -71,7 +67,8 @@ def _shape_check(query, key, value, key_padding_mask, attn_mask, num_heads):
     if attn_mask is not None:
         if attn_mask.dim() not in (2, 3):
             raise AssertionError(
-                f"For {kind} `query`, expected `attn_mask` to be `None`, 2-D or 3-D but "
+                f"For {kind} `query`, expected `attn_mask` to be `None`, 2-D or 3-D "
+                f"but "
                 f"found {attn_mask.dim()}-D tensor instead")
         if not batched and attn_mask.dim() == 3:
             want = (num_heads, query.shape[0], key.shape[0])
@@ -82,14 +79,15 @@ def _shape_check(query, key, value, key_padding_mask, attn_mask, num_heads):
     return batched
 
 
-def _mha(query, key, value, embed_dim_to_check, num_heads, in_proj_weight,
+def _mha(_linear, query, key, value, embed_dim_to_check, num_heads, in_proj_weight,
          in_proj_bias, bias_k, bias_v, add_zero_attn, dropout_p, out_proj_weight,
          out_proj_bias, training=True, key_padding_mask=None, need_weights=True,
          attn_mask=None, use_separate_proj_weight=False, q_proj_weight=None,
          k_proj_weight=None, v_proj_weight=None, static_k=None, static_v=None,
          average_attn_weights=True, is_causal=False, batch_first=False):
-    """``multi_head_attention_forward``, and with ``batch_first`` batched
-    inputs and output are (N, L, E) (the module's option)."""
+    """``F.multi_head_attention_forward`` with ``_linear`` its ``F.linear``;
+    with ``batch_first`` batched inputs and output are (N, L, E) (the
+    module's option)."""
     batched = _shape_check(query, key, value, key_padding_mask, attn_mask, num_heads)
     packed = (batched and batch_first and query is key and key is value
               and not use_separate_proj_weight and bias_k is None and bias_v is None
@@ -156,9 +154,9 @@ def _mha(query, key, value, embed_dim_to_check, num_heads, in_proj_weight,
         raise AssertionError(f"bias cannot be added to static {which}.")
     p = float(dropout_p) if training else 0.0
     if packed:
-        out, weights = _packed(x_in, in_proj_weight, in_proj_bias, out_proj_weight,
-                               out_proj_bias, h, mask, kpm, p, need_weights,
-                               average_attn_weights)
+        out, weights = _packed(_linear, x_in, in_proj_weight, in_proj_bias,
+                               out_proj_weight, out_proj_bias, h, mask, kpm, p,
+                               need_weights, average_attn_weights)
         return out, weights
     if use_separate_proj_weight:
         ws = (q_proj_weight, k_proj_weight, v_proj_weight)
@@ -227,8 +225,8 @@ def _heads(t, static, bsz, h, hd, name):
     return static
 
 
-def _packed(x, in_proj_weight, in_proj_bias, out_proj_weight, out_proj_bias, h,
-            mask, kpm, p, need_weights, average_attn_weights):
+def _packed(_linear, x, in_proj_weight, in_proj_bias, out_proj_weight, out_proj_bias,
+            h, mask, kpm, p, need_weights, average_attn_weights):
     """Batch-first self-attention (query, key and value one tensor, no
     bias_k, no zero attention) in the input's (B, T, E) layout: one
     product with the whole ``in_proj_weight`` (B, T, 3E) split as views
@@ -256,62 +254,4 @@ def _packed(x, in_proj_weight, in_proj_bias, out_proj_weight, out_proj_bias, h,
     if average_attn_weights:
         weights = weights.mean(1)
     return out, weights
-
-
-def multi_head_attention_forward(
-        query: Tensor, key: Tensor, value: Tensor, embed_dim_to_check: int,
-        num_heads: int, in_proj_weight: Tensor | None, in_proj_bias: Tensor | None,
-        bias_k: Tensor | None, bias_v: Tensor | None, add_zero_attn: bool,
-        dropout_p: float, out_proj_weight: Tensor, out_proj_bias: Tensor | None,
-        training: bool = True, key_padding_mask: Tensor | None = None,
-        need_weights: bool = True, attn_mask: Tensor | None = None,
-        use_separate_proj_weight: bool = False, q_proj_weight: Tensor | None = None,
-        k_proj_weight: Tensor | None = None, v_proj_weight: Tensor | None = None,
-        static_k: Tensor | None = None, static_v: Tensor | None = None,
-        average_attn_weights: bool = True, is_causal: bool = False,
-) -> tuple[Tensor, Tensor | None]:
-    """Multi-head attention with the given weights (``nn.MultiheadAttention``'s
-    computation, sequence-first).
-
-    Parameters
-    ----------
-    query, key, value : Tensor
-        (L, N, E), (S, N, kdim), (S, N, vdim); or unbatched (L, E), (S, ...).
-    embed_dim_to_check, num_heads : int
-        E, which must equal the query's last dimension, and the head count
-        (which must divide it).
-    in_proj_weight, in_proj_bias : Tensor or None
-        Packed (3E, E) projection and (3E,) bias; with
-        ``use_separate_proj_weight`` the weights are ``q_proj_weight`` (E, E),
-        ``k_proj_weight`` (E, kdim) and ``v_proj_weight`` (E, vdim) instead.
-    bias_k, bias_v : Tensor or None
-        (1, 1, E) appended to the projected keys/values.
-    add_zero_attn : bool
-        Append a zero key/value per head.
-    dropout_p : float
-        On the attention weights, when ``training``.
-    out_proj_weight, out_proj_bias : Tensor
-        The output projection (E, E) and (E,) or None.
-    key_padding_mask, attn_mask : Tensor, optional
-        (N, S) and (L, S) or (N * num_heads, L, S); bool True masks out,
-        floats are added.
-    static_k, static_v : Tensor, optional
-        (N * num_heads, S, E / num_heads) keys/values used as they are.
-    need_weights, average_attn_weights : bool
-        Also return the weights (N, L, S) averaged over heads, or
-        (N, num_heads, L, S).
-    is_causal : bool
-        A hint that ``attn_mask`` is causal (it must be given).
-
-    Returns
-    -------
-    (Tensor, Tensor or None)
-        The output (L, N, E) and the weights or None.
-    """
-    return _mha(query, key, value, embed_dim_to_check, num_heads, in_proj_weight,
-                in_proj_bias, bias_k, bias_v, add_zero_attn, dropout_p,
-                out_proj_weight, out_proj_bias, training, key_padding_mask,
-                need_weights, attn_mask, use_separate_proj_weight, q_proj_weight,
-                k_proj_weight, v_proj_weight, static_k, static_v,
-                average_attn_weights, is_causal)
 

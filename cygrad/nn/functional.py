@@ -78,7 +78,107 @@ def _constant(arr):
     return from_numpy(np.asarray(arr, order="C"))
 
 
-from ._functional_dense import linear  # noqa: E402  (one node; its own module)
+# ---------------------------------------------------------------------------
+# linear
+
+
+class _Linear(Function):
+    """``out = x @ W.T + b``;  grad_x = g @ W, grad_W = g.T @ x, grad_b = sum(g)."""
+
+    _node_name = "MmBackward0"      # torch's node names for x @ W.T (+ b)
+
+    @staticmethod
+    def forward(ctx, x, weight, bias=None):
+        xa, wa = x._arr, weight._arr
+        if xa.dtype != wa.dtype or (bias is not None and bias._arr.dtype != wa.dtype):
+            raise RuntimeError(
+                f"mat1 and mat2 must have the same dtype, but got {xa.dtype} and "
+                f"{wa.dtype}"
+            )
+        if xa.shape[-1:] != wa.shape[1:]:
+            raise RuntimeError(
+                f"mat1 and mat2 shapes cannot be multiplied "
+                f"({int(np.prod(xa.shape[:-1]))}x{xa.shape[-1] if xa.ndim else 1} "
+                f"and {wa.shape[1]}x{wa.shape[0]})"
+            )
+        if xa.ndim > 2:
+            # one GEMM over the flattened leading dimensions: NumPy's matmul of
+            # a stack runs one small GEMM per matrix (1.8x slower at 16x32x64)
+            out = np.matmul(xa.reshape(-1, xa.shape[-1]), wa.T).reshape(
+                xa.shape[:-1] + (wa.shape[0],))
+        else:
+            out = np.matmul(xa, wa.T)
+        if bias is not None:
+            try:
+                fits = np.broadcast_shapes(out.shape, bias._arr.shape) == out.shape
+            except ValueError:
+                fits = False
+            if not fits:
+                raise RuntimeError(
+                    f"The expanded size of the tensor ({out.shape[-1]}) must match "
+                    f"the existing size ({bias._arr.shape[-1]}): linear's bias of "
+                    f"shape {list(bias._arr.shape)} does not broadcast to the "
+                    f"output's shape {list(out.shape)}")
+            out += bias._arr
+        ctx.save_for_backward(x, weight)
+        return from_numpy(out)
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, weight = ctx.saved_tensors
+        needs = ctx.needs_input_grad
+        xp = _ns()
+        g = xp.val(grad)
+        out_f, in_f = weight.shape
+        g2 = xp.reshape(g, (-1, out_f))
+        grad_x = None
+        if needs[0]:
+            grad_x = xp.matmul(g2, xp.val(weight))
+            if len(g.shape) != 2:
+                grad_x = xp.reshape(grad_x, tuple(g.shape[:-1]) + (in_f,))
+            grad_x = xp.out(grad_x)
+        grad_weight = grad_bias = None
+        if needs[1]:
+            x2 = xp.reshape(xp.val(x), (-1, in_f))
+            grad_weight = xp.out(xp.matmul(xp.swapaxes(g2, 0, 1), x2))
+        if len(needs) > 2 and needs[2]:
+            grad_bias = xp.out(xp.sum(g2, 0))
+        if len(needs) > 2:
+            return grad_x, grad_weight, grad_bias
+        return grad_x, grad_weight
+
+
+class _LinearBias(_Linear):
+    """``_Linear`` with a bias, under torch's node name."""
+
+    _node_name = "AddmmBackward0"
+
+
+def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
+    """``input @ weight.T + bias`` as one autograd node.
+
+    Parameters
+    ----------
+    input : Tensor of shape (*, in_features)
+    weight : Tensor of shape (out_features, in_features)
+    bias : Tensor of shape (out_features,), optional
+
+    Returns
+    -------
+    Tensor of shape (*, out_features), the inputs' dtype (which must agree).
+    A 1-D ``weight`` of shape (in_features,) gives shape (*,) (``input @
+    weight``), as torch; a bias then needs a 1-D input.
+    """
+    if weight.ndim == 1:
+        out = ops.matmul(input, weight)
+        if bias is None:
+            return out
+        if input.ndim != 1:
+            raise RuntimeError("mat2 must be a matrix, got 1-D tensor")
+        return out + bias
+    if bias is None:
+        return _Linear.apply(input, weight)
+    return _LinearBias.apply(input, weight, bias)
 
 
 # ---------------------------------------------------------------------------
@@ -696,7 +796,66 @@ from ._functional_grid import (  # noqa: E402
 from . import _functional_grid  # noqa: E402
 
 __all__ += _functional_grid.__all__
-from ._functional_mha import multi_head_attention_forward  # noqa: E402
+from ._functional_mha import _mha  # noqa: E402
+
+
+def multi_head_attention_forward(
+        query: Tensor, key: Tensor, value: Tensor, embed_dim_to_check: int,
+        num_heads: int, in_proj_weight: Tensor | None, in_proj_bias: Tensor | None,
+        bias_k: Tensor | None, bias_v: Tensor | None, add_zero_attn: bool,
+        dropout_p: float, out_proj_weight: Tensor, out_proj_bias: Tensor | None,
+        training: bool = True, key_padding_mask: Tensor | None = None,
+        need_weights: bool = True, attn_mask: Tensor | None = None,
+        use_separate_proj_weight: bool = False, q_proj_weight: Tensor | None = None,
+        k_proj_weight: Tensor | None = None, v_proj_weight: Tensor | None = None,
+        static_k: Tensor | None = None, static_v: Tensor | None = None,
+        average_attn_weights: bool = True, is_causal: bool = False,
+) -> tuple[Tensor, Tensor | None]:
+    """Multi-head attention with the given weights (``nn.MultiheadAttention``'s
+    computation, sequence-first; both run ``_functional_mha._mha``).
+
+    Parameters
+    ----------
+    query, key, value : Tensor
+        (L, N, E), (S, N, kdim), (S, N, vdim); or unbatched (L, E), (S, ...).
+    embed_dim_to_check, num_heads : int
+        E, which must equal the query's last dimension, and the head count
+        (which must divide it).
+    in_proj_weight, in_proj_bias : Tensor or None
+        Packed (3E, E) projection and (3E,) bias; with
+        ``use_separate_proj_weight`` the weights are ``q_proj_weight`` (E, E),
+        ``k_proj_weight`` (E, kdim) and ``v_proj_weight`` (E, vdim) instead.
+    bias_k, bias_v : Tensor or None
+        (1, 1, E) appended to the projected keys/values.
+    add_zero_attn : bool
+        Append a zero key/value per head.
+    dropout_p : float
+        On the attention weights, when ``training``.
+    out_proj_weight, out_proj_bias : Tensor
+        The output projection (E, E) and (E,) or None.
+    key_padding_mask, attn_mask : Tensor, optional
+        (N, S) and (L, S) or (N * num_heads, L, S); bool True masks out,
+        floats are added.
+    static_k, static_v : Tensor, optional
+        (N * num_heads, S, E / num_heads) keys/values used as they are.
+    need_weights, average_attn_weights : bool
+        Also return the weights (N, L, S) averaged over heads, or
+        (N, num_heads, L, S).
+    is_causal : bool
+        A hint that ``attn_mask`` is causal (it must be given).
+
+    Returns
+    -------
+    (Tensor, Tensor or None)
+        The output (L, N, E) and the weights or None.
+    """
+    return _mha(linear, query, key, value, embed_dim_to_check, num_heads,
+                in_proj_weight, in_proj_bias, bias_k, bias_v, add_zero_attn, dropout_p,
+                out_proj_weight, out_proj_bias, training, key_padding_mask,
+                need_weights, attn_mask, use_separate_proj_weight, q_proj_weight,
+                k_proj_weight, v_proj_weight, static_k, static_v,
+                average_attn_weights, is_causal)
+
 
 __all__ += ["multi_head_attention_forward"]
 
@@ -744,7 +903,8 @@ def linear_cross_entropy(input: Tensor, linear_weight: Tensor, target: Tensor, *
     out_features = tuple(linear_weight.shape[1:-1])
     if linear_bias is not None and tuple(linear_bias.shape) != (num_classes,
                                                                 *out_features):
-        raise RuntimeError(f"expected linear_bias shape {(num_classes, *out_features)}, "
+        raise RuntimeError("expected linear_bias shape "
+                           f"{(num_classes, *out_features)}, "
                            f"got {tuple(linear_bias.shape)}")
     if out_features and not batch:
         raise RuntimeError(

@@ -10,6 +10,7 @@ import numpy as np
 
 from cygrad.creation import empty, get_default_dtype
 
+from .. import functional as F
 from .. import init
 from .._functional_mha import _mha
 from ..module import Module
@@ -120,8 +121,9 @@ class MultiheadAttention(Module):
                 is_causal: bool = False) -> Any:
         separate = not self._qkv_same_embed_dim
         return _mha(
-            query, key, value, self.embed_dim, self.num_heads, self.in_proj_weight,
-            self.in_proj_bias, self.bias_k, self.bias_v, self.add_zero_attn,
+            F.linear, query, key, value, self.embed_dim, self.num_heads,
+            self.in_proj_weight, self.in_proj_bias, self.bias_k, self.bias_v,
+            self.add_zero_attn,
             self.dropout, self.out_proj.weight, self.out_proj.bias,
             training=self.training, key_padding_mask=key_padding_mask,
             need_weights=need_weights, attn_mask=attn_mask,
