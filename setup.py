@@ -65,6 +65,7 @@ MODULES = [
     "elementwise",
     "embed",
     "engine",
+    "grid",
     "interp",
     "loss",
     "norm",

@@ -148,3 +148,6 @@ from cygrad.nn._torch_aliases import (  # noqa: F401
     pixel_unshuffle, poisson_nll_loss, relu_, rms_norm, rrelu, rrelu_, selu_,
     threshold, threshold_, triplet_margin_loss,
 )
+from cygrad.nn._torch_aliases import (  # noqa: F401
+    affine_grid_generator, conv_tbc, grid_sampler, grid_sampler_2d, grid_sampler_3d,
+)

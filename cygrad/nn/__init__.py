@@ -2,7 +2,7 @@
 
 import typing as _typing
 
-from . import common_types, functional, init, utils
+from . import attention, common_types, functional, grad, init, utils
 from .module import Module
 from . import modules
 from .modules import *  # noqa: F401,F403  (the names of modules.__all__)
@@ -24,11 +24,13 @@ from .parallel import DataParallel  # noqa: E402
 __all__ = [
     "DataParallel",
     "Module",
+    "attention",
     "Parameter",
     "UninitializedBuffer",
     "UninitializedParameter",
     "clip_grad_norm_",
     "functional",
+    "grad",
     "init",
     "parallel",
     "parameter",
@@ -38,3 +40,6 @@ __all__ += modules.__all__
 from ._buffer import Buffer  # noqa: E402
 
 __all__ += ["Buffer"]
+from ._factory import factory_kwargs  # noqa: E402
+
+__all__ += ["factory_kwargs"]

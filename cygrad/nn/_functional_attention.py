@@ -35,7 +35,9 @@ from cygrad.autograd.function import Function
 from cygrad.autograd.grad_mode import is_grad_enabled
 from cygrad.creation import from_numpy
 
+from . import _sdp
 from ._functional_dropout import scaled_keep
+from .attention.bias import CausalBias
 
 if TYPE_CHECKING:
     from cygrad._tensor import Tensor
@@ -221,6 +223,19 @@ def attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None,
     return _Attention.apply(q, k, v, mask, float(scale), keep, safe)
 
 
+def _check_batch(a, b):
+    """The broadcast of batch shapes ``a`` and ``b``; torch's matmul error
+    when they do not broadcast."""
+    r = max(len(a), len(b))
+    pa, pb = (1,) * (r - len(a)) + a, (1,) * (r - len(b)) + b
+    for i, (x, y) in enumerate(zip(pa, pb)):
+        if x != y and x != 1 and y != 1:
+            raise RuntimeError(
+                f"The size of tensor a ({x}) must match the size of tensor b ({y}) at "
+                f"non-singleton dimension {i}")
+    return tuple(max(x, y) if min(x, y) != 0 else 0 for x, y in zip(pa, pb))
+
+
 def _dt_name(dt):
     return {"float32": "float", "float64": "double", "int64": "long int",
             "bool": "bool", "int32": "int"}.get(str(dt), str(dt))
@@ -255,7 +270,13 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: float,
     Returns
     -------
     Tensor of shape (..., L, Ev)
+
+    ``attn_mask`` may also be a ``cygrad.nn.attention.bias.CausalBias``; the
+    backends allowed by ``cygrad.nn.attention.sdpa_kernel`` decide whether
+    the call may run, as on torch's CPU build (``cygrad/nn/_sdp.py``).
     """
+    if isinstance(attn_mask, CausalBias):
+        attn_mask, is_causal = attn_mask._sdpa_args(is_causal)
     for t in (query, key, value):
         if t.dim() < 2:
             raise RuntimeError(
@@ -280,6 +301,7 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: float,
         raise RuntimeError(
             f"scaled_dot_product_attention: key {list(key.shape)} and value "
             f"{list(value.shape)} must have the same sequence length (dim -2)")
+    _sdp.check(query, key, value, attn_mask, dropout_p, enable_gqa)
     if enable_gqa and query.dim() >= 3:
         hq, hk = query.shape[-3], key.shape[-3]
         if hq != hk:
@@ -290,6 +312,8 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: float,
                     f"got key {list(key.shape)} and value {list(value.shape)}")
             key = _repeat_heads(key, hq // hk)
             value = _repeat_heads(value, hq // hk)
+    lead = _check_batch(tuple(query.shape[:-2]), tuple(key.shape[:-2]))
+    _check_batch(lead, tuple(value.shape[:-2]))
     lq, sk = query.shape[-2], key.shape[-2]
     mask = None
     if is_causal:

@@ -409,3 +409,36 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
                          _reduction(reduction), zero_infinity)
 
 
+
+
+def conv_tbc(input, weight, bias, pad=0):
+    """``F.conv_tbc`` (the same signature)."""
+    return F.conv_tbc(input, weight, bias, pad)
+
+
+def _grid_mode(value, table):
+    names = {v: k for k, v in table.items()}
+    return names.get(int(value), str(value))
+
+
+def grid_sampler(input, grid, interpolation_mode, padding_mode, align_corners):
+    """``F.grid_sample`` with integer modes (0 bilinear, 1 nearest, 2 bicubic;
+    0 zeros, 1 border, 2 reflection) and a required ``align_corners``."""
+    return F.grid_sample(input, grid,
+                         _grid_mode(interpolation_mode,
+                                    F.GRID_SAMPLE_INTERPOLATION_MODES),
+                         _grid_mode(padding_mode, F.GRID_SAMPLE_PADDING_MODES),
+                         bool(align_corners))
+
+
+grid_sampler_2d = grid_sampler
+grid_sampler_3d = grid_sampler
+
+
+def affine_grid_generator(theta, size, align_corners):
+    """``F.affine_grid`` with a required ``align_corners``."""
+    return F.affine_grid(theta, size, bool(align_corners))
+
+
+__all__ += ["affine_grid_generator", "conv_tbc", "grid_sampler", "grid_sampler_2d",
+            "grid_sampler_3d"]

@@ -848,3 +848,145 @@ from ._functional_loss import (  # noqa: E402
 
 __all__ += ["ctc_loss", "multilabel_margin_loss", "rrelu", "rrelu_",
             "triplet_margin_with_distance_loss"]
+from ._functional_grid import (  # noqa: E402
+    GRID_SAMPLE_INTERPOLATION_MODES, GRID_SAMPLE_PADDING_MODES, affine_grid,
+    grid_sample,
+)
+from . import _functional_grid  # noqa: E402
+
+__all__ += _functional_grid.__all__
+from ._functional_mha import _mha  # noqa: E402
+
+
+def multi_head_attention_forward(
+        query: Tensor, key: Tensor, value: Tensor, embed_dim_to_check: int,
+        num_heads: int, in_proj_weight: Tensor | None, in_proj_bias: Tensor | None,
+        bias_k: Tensor | None, bias_v: Tensor | None, add_zero_attn: bool,
+        dropout_p: float, out_proj_weight: Tensor, out_proj_bias: Tensor | None,
+        training: bool = True, key_padding_mask: Tensor | None = None,
+        need_weights: bool = True, attn_mask: Tensor | None = None,
+        use_separate_proj_weight: bool = False, q_proj_weight: Tensor | None = None,
+        k_proj_weight: Tensor | None = None, v_proj_weight: Tensor | None = None,
+        static_k: Tensor | None = None, static_v: Tensor | None = None,
+        average_attn_weights: bool = True, is_causal: bool = False,
+) -> tuple[Tensor, Tensor | None]:
+    """Multi-head attention with the given weights (``nn.MultiheadAttention``'s
+    computation, sequence-first; both run ``_functional_mha._mha``).
+
+    Parameters
+    ----------
+    query, key, value : Tensor
+        (L, N, E), (S, N, kdim), (S, N, vdim); or unbatched (L, E), (S, ...).
+    embed_dim_to_check, num_heads : int
+        E, which must equal the query's last dimension, and the head count
+        (which must divide it).
+    in_proj_weight, in_proj_bias : Tensor or None
+        Packed (3E, E) projection and (3E,) bias; with
+        ``use_separate_proj_weight`` the weights are ``q_proj_weight`` (E, E),
+        ``k_proj_weight`` (E, kdim) and ``v_proj_weight`` (E, vdim) instead.
+    bias_k, bias_v : Tensor or None
+        (1, 1, E) appended to the projected keys/values.
+    add_zero_attn : bool
+        Append a zero key/value per head.
+    dropout_p : float
+        On the attention weights, when ``training``.
+    out_proj_weight, out_proj_bias : Tensor
+        The output projection (E, E) and (E,) or None.
+    key_padding_mask, attn_mask : Tensor, optional
+        (N, S) and (L, S) or (N * num_heads, L, S); bool True masks out,
+        floats are added.
+    static_k, static_v : Tensor, optional
+        (N * num_heads, S, E / num_heads) keys/values used as they are.
+    need_weights, average_attn_weights : bool
+        Also return the weights (N, L, S) averaged over heads, or
+        (N, num_heads, L, S).
+    is_causal : bool
+        A hint that ``attn_mask`` is causal (it must be given).
+
+    Returns
+    -------
+    (Tensor, Tensor or None)
+        The output (L, N, E) and the weights or None.
+    """
+    return _mha(linear, query, key, value, embed_dim_to_check, num_heads,
+                in_proj_weight, in_proj_bias, bias_k, bias_v, add_zero_attn, dropout_p,
+                out_proj_weight, out_proj_bias, training, key_padding_mask,
+                need_weights, attn_mask, use_separate_proj_weight, q_proj_weight,
+                k_proj_weight, v_proj_weight, static_k, static_v,
+                average_attn_weights, is_causal)
+
+
+__all__ += ["multi_head_attention_forward"]
+
+
+def linear_cross_entropy(input: Tensor, linear_weight: Tensor, target: Tensor, *,
+                         linear_bias: Tensor | None = None,
+                         weight: Tensor | None = None, reduction: str = "mean",
+                         ignore_index: int | None = None,
+                         label_smoothing: float = 0.0, options: object = None,
+                         ) -> Tensor:
+    """``cross_entropy(linear(input, linear_weight, linear_bias), target)``.
+
+    Parameters
+    ----------
+    input : Tensor
+        (N, in_features) or unbatched (in_features,).
+    linear_weight : Tensor
+        (C, *out_features, in_features); ``out_features`` make a K-dimensional
+        loss (logits (N, C, *out_features); batched input only).
+    target : Tensor
+        Class indices (N, *out_features), or probabilities of the logits'
+        shape.
+    linear_bias : Tensor, optional
+        (C, *out_features).
+    weight, reduction, ignore_index, label_smoothing
+        As ``cross_entropy``; ``ignore_index=None`` means -100 and must be None
+        for probability targets.
+    options : LinearCrossEntropyOptions, optional
+        torch's chunking knobs; cygrad computes the logits whole (the same
+        numbers; see ``nn.modules.linear_cross_entropy_options``).
+    """
+    if input.dim() < 1 or input.dim() > 2:
+        raise RuntimeError(
+            f"expected input with dimensionality 1 or 2, got {input.dim()}")
+    if linear_weight.dim() < 2:
+        raise RuntimeError("expected linear_weight with dimensionality at least 2, got "
+                           f"{linear_weight.dim()}")
+    batch = tuple(input.shape[:-1])
+    in_features = input.shape[-1]
+    if in_features != linear_weight.shape[-1]:
+        raise RuntimeError(
+            "expected equal input and linear_weight last dimensions (in_features), "
+            f"got {in_features} and {linear_weight.shape[-1]}, respectively")
+    num_classes = linear_weight.shape[0]
+    out_features = tuple(linear_weight.shape[1:-1])
+    if linear_bias is not None and tuple(linear_bias.shape) != (num_classes,
+                                                                *out_features):
+        raise RuntimeError("expected linear_bias shape "
+                           f"{(num_classes, *out_features)}, "
+                           f"got {tuple(linear_bias.shape)}")
+    if out_features and not batch:
+        raise RuntimeError(
+            f"K-dimensional loss defined by linear_weight shape "
+            f"{tuple(linear_weight.shape)} requires batched input, (N, {in_features}), "
+            f"got unbatched input with shape {tuple(input.shape)}")
+    logits_shape = (*batch, num_classes, *out_features)
+    if tuple(target.shape) == logits_shape and ignore_index is not None:
+        raise RuntimeError(
+            "ignore_index cannot be specified when target contains probabilities")
+    rows = math.prod(out_features, start=num_classes)
+    w2 = linear_weight.reshape(rows, in_features) if out_features else linear_weight
+    b2 = (linear_bias.reshape(rows) if out_features and linear_bias is not None
+          else linear_bias)
+    logits = linear(input, w2, b2).reshape(logits_shape)
+    return cross_entropy(logits, target, weight=weight, reduction=reduction,
+                         ignore_index=-100 if ignore_index is None else ignore_index,
+                         label_smoothing=label_smoothing)
+
+
+__all__ += ["linear_cross_entropy"]
+from ._functional_tbc import conv_tbc  # noqa: E402
+from . import grad  # noqa: E402  (torch.nn.functional.grad is torch.nn.grad)
+
+__all__ += ["conv_tbc"]
+from ._functional_helpers import assert_int_or_pair, boolean_dispatch  # noqa: E402,F401

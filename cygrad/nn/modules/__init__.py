@@ -127,3 +127,10 @@ __all__ += legacy.__all__ + syncbatchnorm.__all__
 # torch's module paths that hold no layer of their own here (scripts import
 # _BatchNorm, _pair, Module ... from them)
 from . import batchnorm, channelshuffle, distance, module, utils  # noqa: E402,F401
+from ..module import Module  # noqa: E402,F401  (torch.nn.modules.Module)
+from .linear_cross_entropy import (  # noqa: E402,F401
+    LinearCrossEntropyLoss, LinearCrossEntropyOptions,
+)
+from . import linear_cross_entropy, linear_cross_entropy_options  # noqa: E402
+
+__all__ += linear_cross_entropy.__all__

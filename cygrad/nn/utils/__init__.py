@@ -26,6 +26,13 @@ from .fusion import (  # noqa: E402
 )
 from .init import skip_init  # noqa: E402
 from . import fusion, init  # noqa: E402
-from . import stateless  # noqa: E402  (torch.nn.utils.stateless.functional_call)
 
 __all__ += fusion.__all__ + ["skip_init"]
+from . import prune, stateless  # noqa: E402  (torch's submodules of nn.utils)
+
+__all__ += ["prune", "stateless"]
+from .memory_format import (  # noqa: E402
+    convert_conv2d_weight_memory_format, convert_conv3d_weight_memory_format,
+)
+
+__all__ += ["convert_conv2d_weight_memory_format", "convert_conv3d_weight_memory_format"]

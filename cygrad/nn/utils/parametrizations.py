@@ -1,7 +1,8 @@
-"""``weight_norm`` and ``spectral_norm`` as parametrizations, with torch's
-names: ``parametrizations.weight.original0`` / ``original1`` (g and v) for
-weight norm; ``parametrizations.weight.original`` and the power-iteration
-buffers ``parametrizations.weight.0._u`` / ``_v`` for spectral norm."""
+"""``weight_norm``, ``spectral_norm`` and ``orthogonal`` (``_orthogonal.py``)
+as parametrizations, with torch's names: ``parametrizations.weight.original0``
+/ ``original1`` (g and v) for weight norm; ``parametrizations.weight.original``
+and the power-iteration buffers ``parametrizations.weight.0._u`` / ``_v`` for
+spectral norm."""
 
 from cygrad import ops
 from cygrad.autograd.grad_mode import no_grad
@@ -10,9 +11,10 @@ from cygrad.creation import randn
 from .._functional_loss import normalize
 from ..module import Module
 from ..modules.conv import ConvTranspose1d, ConvTranspose2d
+from ._orthogonal import orthogonal
 from .parametrize import register_parametrization
 
-__all__ = ["spectral_norm", "weight_norm"]
+__all__ = ["orthogonal", "spectral_norm", "weight_norm"]
 
 
 def _norm_except_dim(v, dim):

@@ -50,7 +50,10 @@ class ParametrizationList(ModuleList):
             new = original
             for m in reversed(modules):
                 if hasattr(m, "right_inverse"):
-                    new = m.right_inverse(new)
+                    try:
+                        new = m.right_inverse(new)
+                    except NotImplementedError:
+                        pass    # as torch: the original is kept as it is
         self.is_tensor = isinstance(new, Tensor)
         self.ntensors = 1 if self.is_tensor else len(new)
         if self.is_tensor:
@@ -211,3 +214,32 @@ def remove_parametrizations(module, tensor_name, leave_parametrized=True):
         object.__setattr__(module, "__class__", type(module)._original_class)
     return module
 
+
+
+def transfer_parametrizations_and_params(from_module, to_module, tensor_name=None):
+    """Give ``to_module`` the parametrizations of ``from_module`` (all of them,
+    or those of ``tensor_name``) with the same original parameters (shared,
+    not copied); a tensor ``to_module`` lacks is first created as a Parameter
+    of ``from_module``'s value.  Returns ``to_module``."""
+    if not is_parametrized(from_module):
+        return to_module
+    names = list(from_module.parametrizations) if tensor_name is None \
+        else [tensor_name]
+    for name in names:
+        source = from_module.parametrizations[name]
+        if not hasattr(to_module, name):
+            setattr(to_module, name, Parameter(getattr(from_module, name)))
+        for parametrization in source:
+            register_parametrization(to_module, name, parametrization)
+        target = to_module.parametrizations[name]
+        if hasattr(source, "original"):
+            target.original = source.original
+        else:
+            i = 0
+            while hasattr(source, f"original{i}"):
+                setattr(target, f"original{i}", getattr(source, f"original{i}"))
+                i += 1
+    return to_module
+
+
+__all__ += ["transfer_parametrizations_and_params"]

@@ -281,3 +281,13 @@ def unpack_sequence(packed_sequences: PackedSequence) -> list[Tensor]:
     """The list of sequences (original order) of a PackedSequence."""
     padded, lengths = pad_packed_sequence(packed_sequences, batch_first=True)
     return unpad_sequence(padded, lengths, batch_first=True)
+
+
+def invert_permutation(permutation: Tensor | None) -> Tensor | None:
+    """The inverse of a permutation tensor (``inv[perm[i]] = i``), or None."""
+    if permutation is None:
+        return None
+    return _invert(permutation)
+
+
+__all__ += ["invert_permutation"]
