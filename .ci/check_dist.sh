@@ -55,11 +55,18 @@ python -m venv "$venv"
 site=$("$venv/bin/python" -c "import sysconfig; print(sysconfig.get_paths()['platlib'])")
 size=$(du -sb "$site/cygrad" | cut -f1)
 echo "installed size: $(( size / 1024 )) kB ($site/cygrad)"
-# A guard against shipping sources or unstripped modules (the 31 MB of
-# before), not issue 21's 4 MB target, which is not met: the stripped
-# modules are 4.6 MB (Cython's utility code shared in _cyutility) and the
-# Python sources with pip's bytecode 4.4 MB.
-limit=${LIMIT_MB:-10}
+# Guards against shipping sources or unstripped modules (the 31 MB of
+# before), not issue 21's 4 MB target, which is not met.  On 2026-12-04 the
+# stripped modules were 5.0 MB (Cython's utility code shared in _cyutility)
+# and the Python half 5.7 MB (2.1 MB of source, 3.6 MB of the bytecode pip
+# writes beside it, which grows with every module of torch's API added), so
+# the modules get their own bound and the whole a looser one.
+modules=$(cat "$site"/cygrad/_kernels/*.so | wc -c)
+echo "compiled modules: $(( modules / 1024 )) kB"
+mod_limit=${MODULES_LIMIT_MB:-7}
+[ "$modules" -le $(( mod_limit * 1024 * 1024 )) ] || {
+    echo "compiled modules above $mod_limit MB"; exit 1; }
+limit=${LIMIT_MB:-14}
 [ "$size" -le $(( limit * 1024 * 1024 )) ] || { echo "installed size above $limit MB"; exit 1; }
 for so in "$site"/cygrad/_kernels/*.so; do
     if nm "$so" 2>/dev/null | grep -q .; then echo "$so is not stripped"; exit 1; fi
