@@ -143,20 +143,31 @@ def weight_grad_chunked(lower, g, n, o, k, length):
         m = min(nb, n - s)
         cols = buf[:k * m * length].reshape(k, m * length)
         lower(s, m, cols.reshape(k, m, length))
-        if m == 1:
-            gs = g[s]
-        else:
-            gs = gt[:o * m * length].reshape(o, m, length)
-            np.copyto(gs, g[s:s + m].transpose(1, 0, 2))
-            gs = gs.reshape(o, m * length)
-        if acc is None:
-            acc = np.matmul(cols, gs.T)
-        else:
-            np.matmul(cols, gs.T, out=part)
-            acc += part
+        acc = _add_product(acc, cols, _samples(g, s, m, gt), part)
     recycle(buf)
     recycle(gt)
     return acc.T
+
+
+def _samples(g, s, m, gt):
+    """Samples ``s .. s+m`` of ``g`` (N, O, L) as one (O, m*L) matrix: a view
+    for one sample, else packed into the scratch ``gt``."""
+    if m == 1:
+        return g[s]
+    _, o, length = g.shape
+    gs = gt[:o * m * length].reshape(o, m, length)
+    np.copyto(gs, g[s:s + m].transpose(1, 0, 2))
+    return gs.reshape(o, m * length)
+
+
+def _add_product(acc, cols, gs, part):
+    """``acc + cols @ gs.T`` in place (the first chunk's product starts
+    ``acc``; ``part`` holds the later ones)."""
+    if acc is None:
+        return np.matmul(cols, gs.T)
+    np.matmul(cols, gs.T, out=part)
+    acc += part
+    return acc
 
 
 def forward_weight_chunked(lower, w, g, n, k, length, dtype):
@@ -179,18 +190,10 @@ def forward_weight_chunked(lower, w, g, n, k, length, dtype):
         lower(s, m, cols.reshape(k, m, length))
         if m == 1:
             np.matmul(w2, cols, out=y[s])
-            gs = g[s]
         else:
             prod = np.matmul(w2, cols, out=tmp[:o * m * length].reshape(o, m * length))
             np.copyto(y[s:s + m], prod.reshape(o, m, length).transpose(1, 0, 2))
-            gs = gt[:o * m * length].reshape(o, m, length)
-            np.copyto(gs, g[s:s + m].transpose(1, 0, 2))
-            gs = gs.reshape(o, m * length)
-        if acc is None:
-            acc = np.matmul(cols, gs.T)
-        else:
-            np.matmul(cols, gs.T, out=part)
-            acc += part
+        acc = _add_product(acc, cols, _samples(g, s, m, gt), part)
     recycle(buf)
     recycle(tmp)
     recycle(gt)
