@@ -7,22 +7,16 @@ from cygrad.distributions import constraints
 from cygrad.distributions.exp_family import ExponentialFamily
 from cygrad.distributions.utils import (
     _bce_with_logits,
+    _one_of,
+    _ProbsOrLogits,
     _uniform,
     broadcast_all,
-    lazy_property,
-    logits_to_probs,
-    probs_to_logits,
 )
 
 __all__ = ["Bernoulli"]
 
 
-def _one_of(probs, logits):
-    if (probs is None) == (logits is None):
-        raise ValueError("Either `probs` or `logits` must be specified, but not both.")
-
-
-class Bernoulli(ExponentialFamily):
+class Bernoulli(_ProbsOrLogits, ExponentialFamily):
     """1 with probability ``probs`` (or ``sigmoid(logits)``), else 0.
 
     Parameters
@@ -51,20 +45,8 @@ class Bernoulli(ExponentialFamily):
             self._param = self.logits
         super().__init__(self._param.shape, validate_args=validate_args)
 
-    def _expanded_from(self, other):
-        self._param = self.__dict__.get("probs", self.__dict__.get("logits"))
 
-    @lazy_property
-    def logits(self):
-        return probs_to_logits(self.probs, is_binary=True)
 
-    @lazy_property
-    def probs(self):
-        return logits_to_probs(self.logits, is_binary=True)
-
-    @property
-    def param_shape(self):
-        return self._param.size()
 
     @property
     def mean(self):

@@ -6,12 +6,7 @@ from cygrad._kernels.engine import _wrap
 from cygrad.creation import _rng, arange
 from cygrad.distributions import constraints
 from cygrad.distributions.distribution import Distribution
-from cygrad.distributions.utils import (
-    broadcast_all,
-    lazy_property,
-    logits_to_probs,
-    probs_to_logits,
-)
+from cygrad.distributions.utils import _one_of, _ProbsOrLogits, broadcast_all
 
 __all__ = ["Binomial"]
 
@@ -21,7 +16,7 @@ def _clamp_by_zero(x):
     return (x.clamp(min=0) + x - x.clamp(max=0)) / 2
 
 
-class Binomial(Distribution):
+class Binomial(_ProbsOrLogits, Distribution):
     """The number of successes in ``total_count`` independent trials of
     success probability ``probs`` (or ``sigmoid(logits)``)."""
 
@@ -31,9 +26,7 @@ class Binomial(Distribution):
     has_enumerate_support = True
 
     def __init__(self, total_count=1, probs=None, logits=None, validate_args=None):
-        if (probs is None) == (logits is None):
-            raise ValueError("Either `probs` or `logits` must be specified, but not "
-                             "both.")
+        _one_of(probs, logits)
         if probs is not None:
             self.total_count, self.probs = broadcast_all(total_count, probs)
             self.total_count = self.total_count.to(self.probs.dtype)
@@ -43,8 +36,6 @@ class Binomial(Distribution):
         self._param = self.probs if probs is not None else self.logits
         super().__init__(self._param.shape, validate_args=validate_args)
 
-    def _expanded_from(self, other):
-        self._param = self.__dict__.get("probs", self.__dict__.get("logits"))
 
     @constraints.dependent_property(is_discrete=True, event_dim=0)
     def support(self):
@@ -63,17 +54,7 @@ class Binomial(Distribution):
     def variance(self):
         return self.total_count * self.probs * (1 - self.probs)
 
-    @lazy_property
-    def logits(self):
-        return probs_to_logits(self.probs, is_binary=True)
 
-    @lazy_property
-    def probs(self):
-        return logits_to_probs(self.logits, is_binary=True)
-
-    @property
-    def param_shape(self):
-        return self._param.size()
 
     def sample(self, sample_shape=()):
         shape = tuple(self._extended_shape(sample_shape))

@@ -6,7 +6,7 @@ from cygrad._typeinfo import finfo
 from cygrad.creation import arange, full
 from cygrad.distributions import constraints
 from cygrad.distributions.distribution import Distribution
-from cygrad.distributions.utils import lazy_property, logits_to_probs, probs_to_logits
+from cygrad.distributions.utils import _one_of, _ProbsOrLogits
 from cygrad.ops import OPS
 from cygrad.random import multinomial
 
@@ -15,7 +15,7 @@ __all__ = ["Categorical"]
 _broadcast_tensors = OPS["broadcast_tensors"].fn
 
 
-class Categorical(Distribution):
+class Categorical(_ProbsOrLogits, Distribution):
     """Draws an index in ``0 .. K-1`` with the given (unnormalised) ``probs``
     or ``logits`` over the last dimension.
 
@@ -33,11 +33,10 @@ class Categorical(Distribution):
     arg_constraints = {"probs": constraints.simplex,
                        "logits": constraints.independent(constraints.real, 1)}
     has_enumerate_support = True
+    _binary = False
 
     def __init__(self, probs=None, logits=None, validate_args=None):
-        if (probs is None) == (logits is None):
-            raise ValueError("Either `probs` or `logits` must be specified, but not "
-                             "both.")
+        _one_of(probs, logits)
         if probs is not None:
             if probs.ndim < 1:
                 raise ValueError("`probs` parameter must be at least one-dimensional.")
@@ -52,24 +51,12 @@ class Categorical(Distribution):
         batch = tuple(self._param.shape[:-1]) if self._param.ndim > 1 else ()
         super().__init__(batch, validate_args=validate_args)
 
-    def _expanded_from(self, other):
-        self._param = self.__dict__.get("probs", self.__dict__.get("logits"))
 
     @constraints.dependent_property(is_discrete=True, event_dim=0)
     def support(self):
         return constraints.integer_interval(0, self._num_events - 1)
 
-    @lazy_property
-    def logits(self):
-        return probs_to_logits(self.probs)
 
-    @lazy_property
-    def probs(self):
-        return logits_to_probs(self.logits)
-
-    @property
-    def param_shape(self):
-        return self._param.size()
 
     @property
     def mean(self):

@@ -6,17 +6,17 @@ from cygrad.distributions.distribution import Distribution
 from cygrad.distributions.gamma import Gamma
 from cygrad.distributions.utils import (
     _log_sigmoid,
+    _one_of,
+    _ProbsOrLogits,
     broadcast_all,
     lazy_property,
-    logits_to_probs,
-    probs_to_logits,
 )
 from cygrad.random import poisson
 
 __all__ = ["NegativeBinomial"]
 
 
-class NegativeBinomial(Distribution):
+class NegativeBinomial(_ProbsOrLogits, Distribution):
     """The number of successes (probability ``probs`` each) before
     ``total_count`` failures; a gamma-Poisson mixture."""
 
@@ -26,9 +26,7 @@ class NegativeBinomial(Distribution):
     support = constraints.nonnegative_integer
 
     def __init__(self, total_count, probs=None, logits=None, validate_args=None):
-        if (probs is None) == (logits is None):
-            raise ValueError("Either `probs` or `logits` must be specified, but not "
-                             "both.")
+        _one_of(probs, logits)
         if probs is not None:
             self.total_count, self.probs = broadcast_all(total_count, probs)
             self.total_count = self.total_count.to(self.probs.dtype)
@@ -38,8 +36,6 @@ class NegativeBinomial(Distribution):
         self._param = self.probs if probs is not None else self.logits
         super().__init__(self._param.shape, validate_args=validate_args)
 
-    def _expanded_from(self, other):
-        self._param = self.__dict__.get("probs", self.__dict__.get("logits"))
 
     @property
     def mean(self):
@@ -53,17 +49,7 @@ class NegativeBinomial(Distribution):
     def variance(self):
         return self.mean / (-self.logits).sigmoid()
 
-    @lazy_property
-    def logits(self):
-        return probs_to_logits(self.probs, is_binary=True)
 
-    @lazy_property
-    def probs(self):
-        return logits_to_probs(self.logits, is_binary=True)
-
-    @property
-    def param_shape(self):
-        return self._param.size()
 
     @lazy_property
     def _gamma(self):

@@ -6,18 +6,17 @@ from cygrad.distributions.distribution import Distribution
 from cygrad.distributions.transformed_distribution import TransformedDistribution
 from cygrad.distributions.transforms import SigmoidTransform
 from cygrad.distributions.utils import (
+    _one_of,
+    _ProbsOrLogits,
     _uniform,
     broadcast_all,
     clamp_probs,
-    lazy_property,
-    logits_to_probs,
-    probs_to_logits,
 )
 
 __all__ = ["LogitRelaxedBernoulli", "RelaxedBernoulli"]
 
 
-class LogitRelaxedBernoulli(Distribution):
+class LogitRelaxedBernoulli(_ProbsOrLogits, Distribution):
     """The logit of a relaxed Bernoulli draw: ``(logit(u) + logits) /
     temperature`` for ``u`` uniform (the binary Concrete distribution in
     logit space)."""
@@ -28,9 +27,7 @@ class LogitRelaxedBernoulli(Distribution):
 
     def __init__(self, temperature, probs=None, logits=None, validate_args=None):
         self.temperature = temperature
-        if (probs is None) == (logits is None):
-            raise ValueError("Either `probs` or `logits` must be specified, but not "
-                             "both.")
+        _one_of(probs, logits)
         if probs is not None:
             (self.probs,) = broadcast_all(probs)
         else:
@@ -41,20 +38,8 @@ class LogitRelaxedBernoulli(Distribution):
     def _expand_params(self):
         return {"probs": 0, "logits": 0}
 
-    def _expanded_from(self, other):
-        self._param = self.__dict__.get("probs", self.__dict__.get("logits"))
 
-    @lazy_property
-    def logits(self):
-        return probs_to_logits(self.probs, is_binary=True)
 
-    @lazy_property
-    def probs(self):
-        return logits_to_probs(self.logits, is_binary=True)
-
-    @property
-    def param_shape(self):
-        return self._param.size()
 
     def rsample(self, sample_shape=()):
         shape = tuple(self._extended_shape(sample_shape))

@@ -231,3 +231,32 @@ def _bce_with_logits(logits, target):
 def _xlogy(x, y):
     """``x * log(y)`` with torch's conventions and gradients, broadcast."""
     return _xlogy_op(*broadcast_all(x, y))
+
+
+def _one_of(probs, logits):
+    """torch's refusal of neither or both of ``probs`` and ``logits``."""
+    if (probs is None) == (logits is None):
+        raise ValueError("Either `probs` or `logits` must be specified, but not both.")
+
+
+class _ProbsOrLogits:
+    """A distribution given by ``probs`` or by ``logits``: the given one is
+    ``_param``, the other is derived on first use (``_binary``: through the
+    sigmoid, else normalised over the last dimension)."""
+
+    _binary = True
+
+    @lazy_property
+    def logits(self):
+        return probs_to_logits(self.probs, is_binary=self._binary)
+
+    @lazy_property
+    def probs(self):
+        return logits_to_probs(self.logits, is_binary=self._binary)
+
+    @property
+    def param_shape(self):
+        return self._param.size()
+
+    def _expanded_from(self, other):
+        self._param = self.__dict__.get("probs", self.__dict__.get("logits"))
