@@ -58,15 +58,20 @@ def _check_float(fname, A):
                            f"(float32 or float64). Got {_dt.name(A._arr.dtype)}")
 
 
-def _check_square(fname, A):
-    _check_tensors(fname, A=A)
+def _check_square_shape(fname, A, name="A"):
+    """``A`` (argument ``name``) is a batch of square matrices."""
     a = A._arr
     if a.ndim < 2:
-        raise RuntimeError(f"{fname}: The input tensor A must have at least 2 "
+        raise RuntimeError(f"{fname}: The input tensor {name} must have at least 2 "
                            f"dimensions.")
     if a.shape[-1] != a.shape[-2]:
-        raise RuntimeError(f"{fname}: A must be batches of square matrices, but they "
-                           f"are {a.shape[-2]} by {a.shape[-1]} matrices")
+        raise RuntimeError(f"{fname}: {name} must be batches of square matrices, but "
+                           f"they are {a.shape[-2]} by {a.shape[-1]} matrices")
+
+
+def _check_square(fname, A):
+    _check_tensors(fname, A=A)
+    _check_square_shape(fname, A)
     _check_float(fname, A)
 
 

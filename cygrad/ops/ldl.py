@@ -25,7 +25,7 @@ import numpy as np
 from cygrad import dtypes as _dt
 from cygrad._kernels.engine import _wrap
 from cygrad.autograd.function import Function
-from cygrad.ops.decomp import LinAlgError, _batch_label
+from cygrad.ops.decomp import LinAlgError, _batch_label, _check_square_shape
 from cygrad.ops.linalg import _check_tensors
 
 __all__ = ["ldl_factor", "ldl_factor_ex", "ldl_solve"]
@@ -166,13 +166,8 @@ class _NoDerivative(Function):
 
 def _check_ldl_input(fname, A):
     _check_tensors(fname, A=A)
+    _check_square_shape(f"torch.{fname}", A)
     a = A._arr
-    if a.ndim < 2:
-        raise RuntimeError(f"torch.{fname}: The input tensor A must have at least 2 "
-                           "dimensions.")
-    if a.shape[-1] != a.shape[-2]:
-        raise RuntimeError(f"torch.{fname}: A must be batches of square matrices, "
-                           f"but they are {a.shape[-2]} by {a.shape[-1]} matrices")
     if a.dtype.kind != "f" or a.dtype == np.float16:
         raise RuntimeError(f"torch.{fname}: Expected a floating point or complex "
                            f"tensor as input. Got {_dt.name(a.dtype)}")
@@ -196,27 +191,27 @@ def ldl_factor_ex(A, *, hermitian=False, check_errors=False):
     same for real matrices."""
     _check_ldl_input("linalg.ldl_factor_ex", A)
     LD, piv, info = _NoDerivative.apply("linalg_ldl_factor_ex", _factor_all, A)
-    if check_errors and info._arr.any():
-        i = int(np.flatnonzero(info._arr.reshape(-1))[0])
-        raise LinAlgError(f"torch.linalg.ldl_factor_ex: {_batch_label(A._arr, i)}"
-                          f"The factorization could not be completed because the "
-                          f"block diagonal matrix D is singular (its "
-                          f"{int(info._arr.reshape(-1)[i])}-th diagonal block is "
-                          "zero).")
+    if check_errors:
+        _raise_if_singular("linalg.ldl_factor_ex", A, info)
     return _LDL_EX(LD, piv, info)
 
 
 def ldl_factor(A, *, hermitian=False):
     """``(LD, pivots)`` of ``ldl_factor_ex``; raises when D is singular."""
     LD, piv, info = ldl_factor_ex(A, hermitian=hermitian)
+    _raise_if_singular("linalg.ldl_factor", A, info)
+    return _LDL(LD, piv)
+
+
+def _raise_if_singular(fname, A, info):
+    """torch's LinAlgError naming the first matrix whose D is singular."""
     if info._arr.any():
         i = int(np.flatnonzero(info._arr.reshape(-1))[0])
-        raise LinAlgError(f"torch.linalg.ldl_factor: {_batch_label(A._arr, i)}"
+        raise LinAlgError(f"torch.{fname}: {_batch_label(A._arr, i)}"
                           f"The factorization could not be completed because the "
                           f"block diagonal matrix D is singular (its "
                           f"{int(info._arr.reshape(-1)[i])}-th diagonal block is "
                           "zero).")
-    return _LDL(LD, piv)
 
 
 def _solve_all(LD, pivots, B):

@@ -32,6 +32,7 @@ import numpy as np
 from cygrad import dtypes as _dt
 from cygrad._kernels.engine import _wrap
 from cygrad.autograd.function import Function
+from cygrad.ops.decomp import _check_square_shape
 from cygrad.ops.linalg import _check_tensors, matmul
 from cygrad.ops.registry import op
 from cygrad.ops.shape import cat
@@ -118,16 +119,6 @@ def _check_float_pair(fname, A, B):
                                f"Got {_dt.name(t._arr.dtype)}")
 
 
-def _check_square(fname, A, name="A"):
-    a = A._arr
-    if a.ndim < 2:
-        raise RuntimeError(f"{fname}: The input tensor {name} must have at least 2 "
-                           "dimensions.")
-    if a.shape[-1] != a.shape[-2]:
-        raise RuntimeError(f"{fname}: {name} must be batches of square matrices, but "
-                           f"they are {a.shape[-2]} by {a.shape[-1]} matrices")
-
-
 def solve_triangular(A, B, *, upper, left=True, unitriangular=False, out=None):
     """X with A X = B (``left=False``: X A = B) for triangular A.
 
@@ -145,7 +136,7 @@ def solve_triangular(A, B, *, upper, left=True, unitriangular=False, out=None):
     """
     fname = "linalg.solve_triangular"
     _check_tensors(fname, A=A, B=B)
-    _check_square(fname, A)
+    _check_square_shape(fname, A)
     if B._arr.ndim < 2:
         raise RuntimeError(f"{fname}: The input tensor B must have at least 2 "
                            "dimensions.")
@@ -398,7 +389,7 @@ def lu_solve(LU, pivots, B, *, left=True, adjoint=False):
     ``left=False``: X A = B).  Differentiable in LU and B."""
     fname = "linalg.lu_solve"
     _check_tensors(fname, LU=LU, pivots=pivots, B=B)
-    _check_square(fname, LU, "LU")
+    _check_square_shape(fname, LU, "LU")
     if B._arr.ndim < 2:
         raise RuntimeError(f"{fname}: The input tensor B must have at least 2 "
                            "dimensions.")
