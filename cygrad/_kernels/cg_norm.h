@@ -15,39 +15,85 @@
 
 /* rows of cg_ln_fwd_rows / cg_ln_bwd_rows a pass */
 #define CG_LN_CHUNK 8
+/* the longest row they take (norm.pyx's _SHORT_ROW) */
+#define CG_LN_SHORT 512
 
-/* out = the sum over q_ < n of E (an expression in the index q_), in 16
-   double lanes added pairwise, then the tail */
-#define CG_LN_SUM16(out, n, E)                                                 \
-    do {                                                                       \
-        double a_[16] = {0};                                                   \
-        ptrdiff_t i_ = 0, q_;                                                  \
-        int k_;                                                                \
-        for (; i_ + 16 <= (n); i_ += 16)                                       \
-            for (k_ = 0; k_ < 16; k_++) {                                      \
-                q_ = i_ + k_;                                                  \
-                a_[k_] += (E);                                                 \
-            }                                                                  \
-        for (k_ = 0; k_ < 8; k_++) a_[k_] += a_[k_ + 8];                       \
-        (out) = ((a_[0] + a_[1]) + (a_[2] + a_[3]))                            \
-                + ((a_[4] + a_[5]) + (a_[6] + a_[7]));                         \
-        for (q_ = i_; q_ < (n); q_++) (out) += (E);                            \
+/* 4 doubles (GCC/clang vector extensions): the row sums' lanes live in
+   registers as four of these.  Plain `double a[16]` lanes (an earlier
+   version) were zeroed with rep stos and spilled every iteration. */
+typedef double cg_ln_v4d __attribute__((vector_size(32)));
+
+/* The 4 values of the local vector type cg_ln_vT (4 of the row's T) at p,
+   as they are, and any 4-vector v converted to double (macros: a function
+   returning a 32-byte vector warns, -Wpsabi, in the baseline copy; and GCC
+   12 lowers __builtin_convertvector from 4 floats to two 2-lane
+   conversions, where this constructor is one vcvtps2pd). */
+#define CG_LN_LDT(p) __extension__({                                          \
+        cg_ln_vT t_;                                                          \
+        memcpy(&t_, (p), sizeof t_);                                          \
+        t_;                                                                   \
+    })
+#define CG_LN_CVT(v) __extension__({                                          \
+        cg_ln_vT c_ = (v);                                                    \
+        (cg_ln_v4d){c_[0], c_[1], c_[2], c_[3]};                              \
+    })
+#define CG_LN_LD(p) CG_LN_CVT(CG_LN_LDT(p))
+
+/* out = the sum over j < n of E, where VE(j) is E for elements j..j+3 as a
+   cg_ln_v4d and SE(j) for element j alone: 16 double lanes (lane k adds
+   elements k, k + 16, ...), lanes k and k + 8 added, then the 8 pairwise,
+   then the tail in order */
+#define CG_LN_SUM16(out, n, VE, SE)                                           \
+    do {                                                                      \
+        cg_ln_v4d a0_ = {0}, a1_ = {0}, a2_ = {0}, a3_ = {0};                 \
+        ptrdiff_t j_ = 0;                                                     \
+        for (; j_ + 16 <= (n); j_ += 16) {                                    \
+            a0_ += VE(j_);                                                    \
+            a1_ += VE(j_ + 4);                                                \
+            a2_ += VE(j_ + 8);                                                \
+            a3_ += VE(j_ + 12);                                               \
+        }                                                                     \
+        CG_LN_TOTAL(out, a0_, a1_, a2_, a3_);                                 \
+        for (; j_ < (n); j_++) (out) += SE(j_);                               \
+    } while (0)
+
+/* out = the total of 16 lanes held in a0..a3 (lanes 0-3, ..., 12-15), in
+   CG_LN_SUM16's order */
+#define CG_LN_TOTAL(out, a0, a1, a2, a3)                                      \
+    do {                                                                      \
+        cg_ln_v4d l_ = (a0) + (a2), h_ = (a1) + (a3);                         \
+        (out) = ((l_[0] + l_[1]) + (l_[2] + l_[3]))                           \
+                + ((h_[0] + h_[1]) + (h_[2] + h_[3]));                        \
+    } while (0)
+
+/* the sums' terms (p, m, q, wr: the row, its mean, its gradient and its
+   weight, locals where they are used) */
+#define CG_LN_VX(j) CG_LN_LD(p + (j))
+#define CG_LN_SX(j) ((double)p[j])
+#define CG_LN_VDEV(j) __extension__({                                         \
+        cg_ln_v4d d_ = CG_LN_LD(p + (j)) - m;                                 \
+        d_ * d_;                                                              \
+    })
+#define CG_LN_SDEV(j) (((double)p[j] - m) * ((double)p[j] - m))
+/* the backward's two sums at elements j..j+3: t = g w (or g), s1 += t and
+   s2 += t p */
+#define CG_LN_GSUMS(j, S1, S2)                                                \
+    do {                                                                      \
+        cg_ln_v4d t_ = wr != NULL                                             \
+            ? CG_LN_CVT(CG_LN_LDT(q + (j)) * CG_LN_LDT(wr + (j)))             \
+            : CG_LN_LD(q + (j));                                              \
+        (S1) += t_;                                                           \
+        (S2) += t_ * CG_LN_LD(p + (j));                                       \
     } while (0)
 
 #define CG_NORM_ROWS(S, T)                                                     \
 /* sum(p) in 16 double lanes added pairwise, for rows shorter than          \
    row_sum's 512-entry blocks (below those it adds serially: 64-wide rows     \
    spent a third of their layer norm in that chain of 64 adds) */            \
-CG_SIMD_FN(double, cg_ln_sum_##S, (const T *p, ptrdiff_t n), (p, n), {        \
-    double acc[16] = {0}, s;                                                   \
-    ptrdiff_t i = 0;                                                           \
-    int k;                                                                     \
-    for (; i + 16 <= n; i += 16)                                               \
-        for (k = 0; k < 16; k++) acc[k] += (double)p[i + k];                   \
-    for (k = 0; k < 8; k++) acc[k] += acc[k + 8];                              \
-    s = ((acc[0] + acc[1]) + (acc[2] + acc[3]))                                \
-        + ((acc[4] + acc[5]) + (acc[6] + acc[7]));                             \
-    for (; i < n; i++) s += p[i];                                              \
+CG_SIMD_FN(double, cg_ln_sum_##S, (const T *p, ptrdiff_t n), (p, n), {         \
+    typedef T cg_ln_vT __attribute__((vector_size(4 * sizeof(T))));            \
+    double s;                                                                  \
+    CG_LN_SUM16(s, n, CG_LN_VX, CG_LN_SX);                                     \
     return s;                                                                  \
 })                                                                             \
 /* Layer norm over r short rows of n (L = 1, 0 < n < 512), the weight and    \
@@ -61,6 +107,7 @@ CG_SIMD_FN(void, cg_ln_fwd_rows_##S, (const T *x, ptrdiff_t r, ptrdiff_t n,    \
                                       const T *w, const T *b, T *y,            \
                                       double *mean, double *rstd),             \
            (x, r, n, groups, eps, rms, w, b, y, mean, rstd), {                \
+    typedef T cg_ln_vT __attribute__((vector_size(4 * sizeof(T))));           \
     ptrdiff_t i0, i1, i, k;                                                    \
     double s, m;                                                               \
     for (i0 = 0; i0 < r; i0 += CG_LN_CHUNK) {                                  \
@@ -71,15 +118,18 @@ CG_SIMD_FN(void, cg_ln_fwd_rows_##S, (const T *x, ptrdiff_t r, ptrdiff_t n,    \
                 mean[i] = 0.0;                                                 \
                 continue;                                                      \
             }                                                                  \
-            CG_LN_SUM16(s, n, (double)p[q_]);                                  \
-            mean[i] = s / n;                                                   \
+            CG_LN_SUM16(s, n, CG_LN_VX, CG_LN_SX);                             \
+            mean[i] = s;                                                       \
         }                                                                      \
+        if (!rms)                                                              \
+            for (i = i0; i < i1; i++) mean[i] /= n;  /* vector divisions */    \
         for (i = i0; i < i1; i++) {                                            \
             const T *p = x + i * n;                                            \
             m = mean[i];                                                       \
-            CG_LN_SUM16(s, n, ((double)p[q_] - m) * ((double)p[q_] - m));      \
-            rstd[i] = 1.0 / sqrt(s / n + eps);                                 \
+            CG_LN_SUM16(s, n, CG_LN_VDEV, CG_LN_SDEV);                         \
+            rstd[i] = s;                                                       \
         }                                                                      \
+        for (i = i0; i < i1; i++) rstd[i] = 1.0 / sqrt(rstd[i] / n + eps);    \
         for (i = i0; i < i1; i++) {                                            \
             const T *p = x + i * n;                                            \
             const T *wr = w != NULL ? w + (i % groups) * n : NULL;             \
@@ -96,29 +146,45 @@ CG_SIMD_FN(void, cg_ln_fwd_rows_##S, (const T *x, ptrdiff_t r, ptrdiff_t n,    \
         }                                                                      \
     }                                                                          \
 })                                                                             \
-/* The backward of cg_ln_fwd_rows (same rows, chunks and sums): per row        \
-   t = g w (or g), s1 = sum(t), s2 = (sum(t p) - m s1) sd for all the chunk's  \
-   rows, then dw += g (p - m) sd, db += g and o = g (sd w) + p u + v with the  \
-   u, v of norm.pyx's row backward (rms: no mean term) */                      \
+/* The backward of cg_ln_fwd_rows (same rows and chunks): per row t = g w      \
+   (or g), s1 = sum(t) and s2 = (sum(t p) - m s1) sd in one pass of 16         \
+   double lanes each, for all the chunk's rows; then per row                   \
+   o = g (sd w) + p u + v with the u, v of norm.pyx's row backward (rms: no    \
+   mean term), and g xhat and g added into per-chunk sums in T (8 rows at      \
+   most), which go into the double dw and db once a chunk: adding every row    \
+   into dw and db in double (two conversions, a load and a store per element   \
+   and array) took a third of the backward at 64 columns. */                   \
 CG_SIMD_FN(void, cg_ln_bwd_rows_##S, (const T *g, const T *x, ptrdiff_t r,     \
                                       ptrdiff_t n, ptrdiff_t groups,           \
                                       const T *w, int rms, const double *mean, \
                                       const double *rstd, double *dw,          \
                                       double *db, T *dx),                      \
-           (g, x, r, n, groups, w, rms, mean, rstd, dw, db, dx), {            \
-    ptrdiff_t i0, i1, i, k;                                                    \
+           (g, x, r, n, groups, w, rms, mean, rstd, dw, db, dx), {             \
+    typedef T cg_ln_vT __attribute__((vector_size(4 * sizeof(T))));           \
+    ptrdiff_t i0, i1, i, k, j;                                                 \
     double s1, s2, m, sd, u, v, t1[CG_LN_CHUNK], t2[CG_LN_CHUNK];              \
-    for (i0 = 0; i0 < r; i0 += CG_LN_CHUNK) {                                  \
-        i1 = i0 + CG_LN_CHUNK < r ? i0 + CG_LN_CHUNK : r;                      \
+    T cw[CG_LN_SHORT], cb[CG_LN_SHORT];                                        \
+    /* the chunk sums are per channel: a chunk of one group's rows only */     \
+    ptrdiff_t chunk = groups == 1 ? CG_LN_CHUNK : 1;                           \
+    for (i0 = 0; i0 < r; i0 += chunk) {                                        \
+        i1 = i0 + chunk < r ? i0 + chunk : r;                                  \
         for (i = i0; i < i1; i++) {                                            \
             const T *p = x + i * n, *q = g + i * n;                            \
             const T *wr = w != NULL ? w + (i % groups) * n : NULL;             \
-            if (wr != NULL) {                                                  \
-                CG_LN_SUM16(s1, n, (double)(q[q_] * wr[q_]));                  \
-                CG_LN_SUM16(s2, n, (double)(q[q_] * wr[q_]) * p[q_]);          \
-            } else {                                                           \
-                CG_LN_SUM16(s1, n, (double)q[q_]);                             \
-                CG_LN_SUM16(s2, n, (double)q[q_] * p[q_]);                     \
+            cg_ln_v4d a10 = {0}, a11 = {0}, a12 = {0}, a13 = {0};              \
+            cg_ln_v4d a20 = {0}, a21 = {0}, a22 = {0}, a23 = {0};              \
+            for (j = 0; j + 16 <= n; j += 16) {                                \
+                CG_LN_GSUMS(j, a10, a20);                                      \
+                CG_LN_GSUMS(j + 4, a11, a21);                                  \
+                CG_LN_GSUMS(j + 8, a12, a22);                                  \
+                CG_LN_GSUMS(j + 12, a13, a23);                                 \
+            }                                                                  \
+            CG_LN_TOTAL(s1, a10, a11, a12, a13);                               \
+            CG_LN_TOTAL(s2, a20, a21, a22, a23);                               \
+            for (k = j; k < n; k++) {                                          \
+                double tk = wr != NULL ? (double)(q[k] * wr[k]) : (double)q[k]; \
+                s1 += tk;                                                      \
+                s2 += tk * p[k];                                               \
             }                                                                  \
             t1[i - i0] = s1;                                                   \
             t2[i - i0] = s2;                                                   \
@@ -126,26 +192,11 @@ CG_SIMD_FN(void, cg_ln_bwd_rows_##S, (const T *g, const T *x, ptrdiff_t r,     \
         for (i = i0; i < i1; i++) {                                            \
             const T *p = x + i * n, *q = g + i * n;                            \
             const T *wr = w != NULL ? w + (i % groups) * n : NULL;             \
-            double *dwr = dw != NULL ? dw + (i % groups) * n : NULL;           \
-            double *dbr = db != NULL ? db + (i % groups) * n : NULL;           \
-            T *o = dx + i * n, sr, ur, vr;                                     \
+            T *o = dx + i * n, sr, ur, vr, mr;                                 \
             m = mean[i];                                                       \
             sd = rstd[i];                                                      \
             s1 = t1[i - i0];                                                   \
             s2 = (t2[i - i0] - m * s1) * sd;                                   \
-            /* dw and db in one pass: g converted once (the two loops took  \
-               a tenth of the backward more at 64 columns) */                 \
-            if (dwr != NULL && dbr != NULL)                                    \
-                for (k = 0; k < n; k++) {                                      \
-                    double qk = (double)q[k];                                  \
-                    dwr[k] += qk * ((double)p[k] - m) * sd;                    \
-                    dbr[k] += qk;                                              \
-                }                                                              \
-            else if (dwr != NULL)                                              \
-                for (k = 0; k < n; k++)                                        \
-                    dwr[k] += (double)q[k] * ((double)p[k] - m) * sd;          \
-            else if (dbr != NULL)                                              \
-                for (k = 0; k < n; k++) dbr[k] += (double)q[k];                \
             s1 = rms ? 0.0 : s1 / n;                                           \
             s2 = s2 / n;                                                       \
             u = -sd * sd * s2;                                                 \
@@ -153,30 +204,39 @@ CG_SIMD_FN(void, cg_ln_bwd_rows_##S, (const T *g, const T *x, ptrdiff_t r,     \
             sr = (T)sd;                                                        \
             ur = (T)u;                                                         \
             vr = (T)v;                                                         \
+            mr = (T)m;                                                         \
             if (wr != NULL)                                                    \
                 for (k = 0; k < n; k++) o[k] = q[k] * (sr * wr[k]) + p[k] * ur + vr; \
             else                                                               \
                 for (k = 0; k < n; k++) o[k] = q[k] * sr + p[k] * ur + vr;     \
+            if (dw != NULL) {                                                  \
+                if (i == i0)                                                   \
+                    for (k = 0; k < n; k++) cw[k] = q[k] * ((p[k] - mr) * sr); \
+                else                                                           \
+                    for (k = 0; k < n; k++) cw[k] += q[k] * ((p[k] - mr) * sr); \
+            }                                                                  \
+            if (db != NULL) {                                                  \
+                if (i == i0)                                                   \
+                    for (k = 0; k < n; k++) cb[k] = q[k];                      \
+                else                                                           \
+                    for (k = 0; k < n; k++) cb[k] += q[k];                     \
+            }                                                                  \
+        }                                                                      \
+        {                                                                      \
+            double *dwr = dw != NULL ? dw + (i0 % groups) * n : NULL;          \
+            double *dbr = db != NULL ? db + (i0 % groups) * n : NULL;          \
+            if (dwr != NULL)                                                   \
+                for (k = 0; k < n; k++) dwr[k] += (double)cw[k];               \
+            if (dbr != NULL)                                                   \
+                for (k = 0; k < n; k++) dbr[k] += (double)cb[k];               \
         }                                                                      \
     }                                                                          \
 })                                                                             \
 /* sum((p - m)^2) */                                                           \
 CG_SIMD_FN(double, cg_sqdev_##S, (const T *p, ptrdiff_t n, double m), (p, n, m), { \
-    double acc[16] = {0}, s, d;                                                \
-    ptrdiff_t i = 0;                                                           \
-    int k;                                                                     \
-    for (; i + 16 <= n; i += 16)                                               \
-        for (k = 0; k < 16; k++) {                                             \
-            d = (double)p[i + k] - m;                                          \
-            acc[k] += d * d;                                                   \
-        }                                                                      \
-    for (k = 0; k < 8; k++) acc[k] += acc[k + 8];                              \
-    s = ((acc[0] + acc[1]) + (acc[2] + acc[3]))                                \
-        + ((acc[4] + acc[5]) + (acc[6] + acc[7]));                             \
-    for (; i < n; i++) {                                                       \
-        d = (double)p[i] - m;                                                  \
-        s += d * d;                                                            \
-    }                                                                          \
+    typedef T cg_ln_vT __attribute__((vector_size(4 * sizeof(T))));            \
+    double s;                                                                  \
+    CG_LN_SUM16(s, n, CG_LN_VDEV, CG_LN_SDEV);                                 \
     return s;                                                                  \
 })                                                                             \
 /* q = (p - m) sd w + b */                                                     \

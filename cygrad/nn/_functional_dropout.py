@@ -51,7 +51,9 @@ def _threshold(p):
 
 def _seed():
     """A 64-bit seed for one mask, from cygrad's generator."""
-    return int(_rng(None).integers(0, 2 ** 64, dtype=np.uint64))
+    # the raw 64-bit draw: the value and the stream's advance of
+    # integers(0, 2**64, dtype=uint64), without its 3 us of argument handling
+    return int(_rng(None).bit_generator.random_raw())
 
 
 def _keep_mask(shape, p, dtype):
