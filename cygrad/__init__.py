@@ -16,6 +16,7 @@ from cygrad.dtypes import (  # noqa: F401
     long, uint8,
 )
 from cygrad.dtypes import bfloat16  # noqa: F401  (named, and refused at creation)
+from cygrad.dtypes import dtype  # noqa: F401  (the type, for annotations and isinstance)
 from cygrad._tensor import Size, Tensor, is_tensor  # noqa: F401
 from cygrad._memory_format import (  # noqa: F401
     channels_last, channels_last_3d, contiguous_format, memory_format, preserve_format,

@@ -36,6 +36,26 @@ class _Refused:
 
 bfloat16 = _Refused("bfloat16")
 
+
+class _DTypeMeta(type):
+    """Makes ``isinstance(x, cygrad.dtype)`` true for every dtype object cygrad
+    names (NumPy dtypes and the refused ones), as scripts check it."""
+
+    def __instancecheck__(cls, obj):
+        return isinstance(obj, (np.dtype, _Refused))
+
+    def __subclasscheck__(cls, sub):
+        return isinstance(sub, type) and issubclass(sub, (np.dtype, _Refused))
+
+
+class dtype(metaclass=_DTypeMeta):  # noqa: N801 - torch's name
+    """The type of cygrad's dtype objects, for annotations and ``isinstance``
+    (``def f(dt: torch.dtype = torch.float32)``).  The objects themselves are
+    NumPy dtypes; like torch's, this type makes none."""
+
+    def __new__(cls, *args, **kwargs):
+        raise TypeError("cannot create 'cygrad.dtype' instances")
+
 _NAMES = {
     float32: "float32", float64: "float64", float16: "float16", int64: "int64",
     int32: "int32", int16: "int16", int8: "int8", uint8: "uint8", bool: "bool",

@@ -264,3 +264,20 @@ def test_bfloat16_is_named_and_refused():
                  lambda: nn.Linear(2, 2).bfloat16()):
         with pytest.raises(TypeError, match="bfloat16.*float32.*float16"):
             make()
+
+
+def test_dtype_is_the_type_of_every_named_dtype():
+    # scripts annotate with it and check isinstance against it, as with torch
+    named = [cygrad.float16, cygrad.float32, cygrad.float64, cygrad.int8, cygrad.int16,
+             cygrad.int32, cygrad.int64, cygrad.uint8, cygrad.bool, cygrad.bfloat16]
+    assert all(isinstance(d, cygrad.dtype) for d in named)
+    assert isinstance(cygrad.ones(2, dtype=cygrad.float64).dtype, cygrad.dtype)
+    assert not isinstance("float32", cygrad.dtype) and not isinstance(np.float32, cygrad.dtype)
+    assert issubclass(type(cygrad.float32), cygrad.dtype)
+
+    def make(shape, dtype: cygrad.dtype = cygrad.float32):
+        return cygrad.zeros(shape, dtype=dtype)
+
+    assert make(3).dtype == cygrad.float32
+    with pytest.raises(TypeError, match="cannot create"):
+        cygrad.dtype()

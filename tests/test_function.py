@@ -603,3 +603,39 @@ def test_a_users_function_node_prints_with_its_module_as_torch():
     out = cygrad.nn.functional.linear(cygrad.ones(2, 2, requires_grad=True),
                                       cygrad.ones(2, 2))
     assert repr(out.grad_fn).startswith("<MmBackward0 object at")
+
+
+def _nested_pass_grads(T, how):
+    """A Function whose backward starts a pass of its own through a leaf
+    (W) that the running pass still owes a gradient to."""
+    W = T.tensor([2.0, -1.0], dtype=T.float64, requires_grad=True)
+    x = T.tensor([1.5, 0.5], dtype=T.float64, requires_grad=True)
+
+    class Inner(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, a):
+            return a * 1.0
+
+        @staticmethod
+        def backward(ctx, g):
+            with T.enable_grad():
+                y = (W * W * 3.0).sum()
+            if how == "backward":
+                y.backward()
+            else:
+                (gw,) = T.autograd.grad(y, (W,))
+                g = g + gw
+            return g
+
+    out = (Inner.apply(x * W) * W).sum() + (x * W).sum()
+    out.backward()
+    return W.grad.numpy(), x.grad.numpy()
+
+
+@pytest.mark.parametrize("how", ["backward", "grad"])
+def test_a_pass_started_inside_backward_keeps_the_running_pass_gradients(how):
+    torch = pytest.importorskip("torch")
+    got = _nested_pass_grads(cygrad, how)
+    want = _nested_pass_grads(torch, how)
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_allclose(g, w, rtol=1e-14)

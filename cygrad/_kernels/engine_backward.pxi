@@ -4,6 +4,26 @@
 # --- the engine ---------------------------------------------------------------------------
 
 cdef long long _run_counter = 0
+# The runs in progress, outermost first: a hook or a Function's backward may
+# start a backward of its own (a checkpoint's recomputation, a gradient
+# penalty), whose graph can share nodes (a parameter's AccumulateGrad) with
+# the run that called it.  A node's scratch (_run, _deps, _buf, _needed) then
+# belongs to the outer run: the inner one saves it when it claims the node
+# and puts it back when it ends, so the outer run's pending gradient and
+# dependency count survive.
+cdef list _active_runs = []
+
+
+cdef inline void _claim(Node node, long long run, list visited,
+                        list saved) except *:
+    """Give ``node`` this run's fresh scratch (saving an outer run's)."""
+    if saved is not None and node._run in _active_runs:
+        saved.append((node, node._run, node._deps, node._buf, node._needed))
+    node._run = run
+    node._deps = 0
+    node._buf = None if node._n_out == 1 else [None] * node._n_out
+    node._needed = False
+    visited.append(node)
 
 
 cdef inline object _add_values(object a, object b, bint graph):
@@ -180,20 +200,46 @@ def _run_backward(tuple roots, tuple root_grads, bint keep_graph, bint create_gr
     accumulated and their gradients are returned (autograd.grad).
     Returns the list of captured gradients (or None per unreached input).
     """
-    global _run_counter, cygrad_grad_mode
+    global _run_counter
     cdef long long run
-    cdef Node node, child
-    cdef TensorBase t
-    cdef list stack, ready, visited, leaf_work
-    cdef Py_ssize_t i, nr, n_next, sp, rp
-    cdef dict capture = None
-    cdef bint graph = create_graph
+    cdef Node node
+    cdef list visited, root_nodes
+    cdef Py_ssize_t i
     cdef int prev_mode = cygrad_grad_mode
+    cdef list saved = [] if _active_runs else None
 
     _run_counter += 1
     run = _run_counter
     visited = []
     root_nodes = []
+    _active_runs.append(run)
+    try:
+        return _run_nodes(roots, root_grads, keep_graph, create_graph, inputs,
+                          accumulate, run, visited, root_nodes, saved, prev_mode)
+    finally:
+        _active_runs.pop()
+        if saved is not None:
+            for i in range(len(saved) - 1, -1, -1):
+                entry = saved[i]
+                node = <Node>entry[0]
+                node._run = entry[1]
+                node._deps = entry[2]
+                node._buf = entry[3]
+                node._needed = entry[4]
+
+
+cdef object _run_nodes(tuple roots, tuple root_grads, bint keep_graph,
+                       bint create_graph, object inputs, bint accumulate,
+                       long long run, list visited, list root_nodes, list saved,
+                       int prev_mode):
+    """The body of ``_run_backward`` for run number ``run``."""
+    global cygrad_grad_mode
+    cdef Node node, child
+    cdef TensorBase t
+    cdef list stack, ready, leaf_work
+    cdef Py_ssize_t i, nr, n_next, sp, rp
+    cdef dict capture = None
+    cdef bint graph = create_graph
     _note_root_gen(roots)
     # Seed: every root's node gets its gradient.
     for i in range(len(roots)):
@@ -204,11 +250,7 @@ def _run_backward(tuple roots, tuple root_grads, bint keep_graph, bint create_gr
                 f"element {i} of tensors does not require grad and does not have a "
                 "grad_fn")
         if node._run != run:
-            node._run = run
-            node._deps = 0
-            node._buf = None if node._n_out == 1 else [None] * node._n_out
-            node._needed = False
-            visited.append(node)
+            _claim(node, run, visited, saved)
             root_nodes.append(node)
         g = root_grads[i]
         if node._n_out == 1:
@@ -229,11 +271,7 @@ def _run_backward(tuple roots, tuple root_grads, bint keep_graph, bint create_gr
             if child is None:
                 continue
             if child._run != run:
-                child._run = run
-                child._deps = 0
-                child._buf = None if child._n_out == 1 else [None] * child._n_out
-                child._needed = False
-                visited.append(child)
+                _claim(child, run, visited, saved)
                 _push(stack, &sp, child)
             child._deps += 1
 
