@@ -6,34 +6,33 @@ dropout draws the same masks) and differentiates that recomputation.
 
 Two variants, chosen by ``use_reentrant`` as in torch:
 
-- ``True`` (``CheckpointFunction``): only tensors passed directly as
-  arguments are inputs, at least one must require grad, the parameters the
-  region uses get their gradients in ``.grad`` during the checkpoint's
-  backward, and ``autograd.grad`` / ``backward(inputs=...)`` are refused
-  (torch's rules and messages).
-- ``False``: the region is a node whose inputs are its argument tensors
-  (nested in tuples, lists and dicts too), the leaves it reads (parameters)
-  and the non-leaf tensors it captures, so ``autograd.grad``,
-  ``backward(inputs=...)`` and ``create_graph=True`` work, to any order, and
-  keyword arguments and non-tensor outputs are allowed.
+- ``True`` (``CheckpointFunction``, torch's design): the forward runs the
+  region under no_grad; the backward replays the generator, runs the
+  region again on the detached arguments with grad on and backpropagates
+  through that in a nested pass, so the parameters get their gradients in
+  ``.grad`` there.  Only tensors passed directly as arguments are inputs,
+  at least one must require grad, and ``autograd.grad`` /
+  ``backward(inputs=...)`` are refused (torch's rules and messages).
+- ``False``: without torch's saved-tensor hooks (cygrad's compiled nodes
+  keep their saved arrays) the region is one node whose inputs are its
+  argument tensors (nested in tuples, lists and dicts too), the leaves it
+  reads (parameters) and the non-leaf tensors it captures.  The forward
+  runs the region with grad on and walks its graph to find those (and to
+  log the tensors its ops save, for the determinism check), then lets the
+  graph go; the backward recomputes on the detached arguments and takes
+  the gradients with ``autograd.grad``.  So ``autograd.grad``,
+  ``backward(inputs=...)`` and ``create_graph=True`` work, to any order,
+  and keyword arguments and non-tensor outputs are allowed.
 
-How, without torch's saved-tensor hooks (cygrad's compiled nodes keep their
-saved arrays): the forward runs the region once with grad on and walks its
-graph to find what it reads from outside (the walk also logs the tensors
-the region's ops save, for the determinism check); then the graph is let
-go, so the activations are freed when the region returns, though the
-region's own peak is not cut.  The backward recomputes on fresh leaves:
-the argument tensors detached, and every outside tensor the region reads
-given a new gradient sink for the time of the recomputation.  The
-recomputed graph thus shares no node with the graph being backpropagated,
-which a nested pass of the engine must not touch (it would reset the
-outer pass's bookkeeping of those nodes).
-
-Captured non-leaf tensors are looked for in closures, defaults, the globals
-the function names, ``functools.partial`` arguments and the attributes of
-objects and modules reachable from them (``_SCAN_DEPTH`` steps).  A region
-that reaches the outer graph some other way raises ``CheckpointError`` at
-backward, asking for the tensor to be passed as an argument.
+Captured non-leaf tensors (both variants) are looked for in closures,
+defaults, the globals the function names, ``functools.partial`` arguments
+and the attributes of objects and modules reachable from them
+(``_SCAN_DEPTH`` steps).  They are inputs of the checkpoint's node, and
+during the recomputation each is a leaf of its own, so that their
+gradients reach their graphs once, through that node.  A non-reentrant
+region that reaches the outer graph some other way raises
+``CheckpointError`` at backward, asking for the tensor to be passed as an
+argument.
 """
 
 from __future__ import annotations
@@ -83,6 +82,10 @@ _debug_override: bool | None = None
 # How far the search for captured tensors follows references from the
 # function (closure -> object -> its module -> submodule -> tensor ...).
 _SCAN_DEPTH = 6
+
+
+# Marks where the captured tensors begin in CheckpointFunction's arguments.
+_CAPTURED = object()
 
 
 class CheckpointError(RuntimeError):
@@ -147,27 +150,24 @@ def _fresh(tensors):
 
 
 @contextlib.contextmanager
-def _sinks(tensors, hooks=True):
-    """While the block runs, each tensor is a leaf with a new gradient sink:
-    ops record edges to that sink, not to the node the tensor really has
-    (see the module doc).  ``hooks=False`` also holds back the tensors'
-    hooks, for passes whose gradients the outer pass delivers again."""
-    kept = []
+def _held(tensors):
+    """For the recomputation: the tensors' hooks are held back (the outer
+    pass delivers their gradients through the checkpoint's node, and runs
+    the hooks then), and each non-leaf one is a leaf of its own, so that the
+    recomputed graph stops there and a nested ``backward`` leaves its
+    gradient in ``._grad``."""
+    kept = [(t, t._grad_fn, t._acc, t._hooks, t._grad) for t in tensors]
     try:
-        for t in tensors:
-            kept.append((t, t._grad_fn, t._acc, t._hooks, t._grad))
-            t._grad_fn = None
-            t._acc = None
-            if not hooks:
-                t._hooks = None
+        for t, fn, _, _, _ in kept:
+            t._hooks = None
+            if fn is not None:
+                t._grad_fn, t._acc, t._grad = None, None, None
         yield
     finally:
-        for t, fn, acc, hooks_, grad_ in reversed(kept):
-            t._grad_fn, t._acc = fn, acc
-            if not hooks:
-                t._hooks = hooks_
+        for t, fn, acc, hooks, grad_ in reversed(kept):
+            t._hooks = hooks
             if fn is not None:
-                t._grad = grad_
+                t._grad_fn, t._acc, t._grad = fn, acc, grad_
 
 
 # --- nested arguments and outputs --------------------------------------------------
@@ -198,19 +198,6 @@ def _unflatten(spec, it):
     if kind is list:
         return items
     return tuple(items) if kind is tuple else kind(*items)
-
-
-def _detach_nested(obj):
-    """``obj`` with every tensor in it detached (the parts of a reentrant
-    region's result that torch's no_grad forward leaves without history)."""
-    if isinstance(obj, TensorBase):
-        return obj.detach()
-    leaves = []
-    spec = _flatten(obj, leaves)
-    if spec is None:
-        return obj
-    return _unflatten(spec, iter(
-        x.detach() if isinstance(x, TensorBase) else x for x in leaves))
 
 
 # --- what a region reads from outside ----------------------------------------------
@@ -321,6 +308,16 @@ def _walk(roots, own, captured):
     return leaves, hit, log, nodes
 
 
+def _rerun(function, rng, context, args, kwargs):
+    """``function`` again, with grad on and the generator at ``rng`` (when
+    not None; the generator is put back afterwards)."""
+    with fork_rng(enabled=rng is not None):
+        if rng is not None:
+            set_rng_state(rng)
+        with enable_grad(), context:
+            return function(*args, **kwargs)
+
+
 class _Region:
     """A checkpointed call: what was called, on what, and what it read."""
 
@@ -336,8 +333,6 @@ class _Region:
         self.check = check
         self.debug = debug
         self.extra = ()       # the leaves, then the captured tensors, it reads
-        self.n_captured = 0
-        self.values = None    # the forward's outputs, until the node takes them
         self.log = None       # the forward's log (see _walk)
         self.nodes = ()       # weak references to the forward's nodes
 
@@ -352,15 +347,10 @@ class _Region:
         """Walk the forward's graph (see the module doc)."""
         leaves, hit, self.log, self.nodes = _walk(roots, own, captured)
         self.extra = tuple(leaves) + tuple(hit)
-        self.n_captured = len(hit)
 
     def rerun(self, args, kwargs):
         """The function again, on ``args``, as it ran in the forward."""
-        with fork_rng(enabled=self.rng is not None):
-            if self.rng is not None:
-                set_rng_state(self.rng)
-            with enable_grad(), self.recompute_ctx:
-                return self.function(*args, **kwargs)
+        return _rerun(self.function, self.rng, self.recompute_ctx, args, kwargs)
 
     def verify(self, roots, own):
         """Check the recomputation's graph against the forward's."""
@@ -443,41 +433,25 @@ class CheckpointFunction(Function):
     """``CheckpointFunction.apply(run_function, preserve_rng_state, *args)``:
     the reentrant checkpoint (see the module doc).
 
-    ``checkpoint()`` passes, after the arguments, the region it has already
-    run and walked and the captured tensors it found (then inputs too, so
-    that their gradients reach their own graphs).
+    ``checkpoint()`` passes, after the arguments, ``_CAPTURED`` and the
+    captured tensors it found, so that their gradients reach their graphs.
     """
 
     _half_native = True      # the region runs in its own dtypes
 
     @staticmethod
     def forward(ctx, run_function, preserve_rng_state, *args):
-        region, n = None, len(args)
-        for i, a in enumerate(args):
-            if isinstance(a, _Region):
-                region, n = a, i
-                break
+        n = next((i for i, a in enumerate(args) if a is _CAPTURED), len(args))
         captured, args = args[n + 1:], args[:n]
         check_backward_validity(args)
+        ctx.run_function = run_function
+        ctx.rng = get_rng_state() if preserve_rng_state else None
         ctx.inputs = [None if isinstance(a, TensorBase) else a for a in args]
         ctx.tensor_indices = [i for i, a in enumerate(args)
                               if isinstance(a, TensorBase)]
-        ctx.has_region = region is not None
+        ctx.n_captured = len(captured)
         ctx.save_for_backward(*(args[i] for i in ctx.tensor_indices), *captured)
-        if region is None:
-            region = _Region(run_function, None, list(args), preserve_rng_state,
-                             contextlib.nullcontext(), False, False)
-            if not any(ctx.needs_input_grad):
-                return run_function(*args)      # no backward will come
-            outputs = _reentrant_forward(region, args, {})
-        else:
-            outputs, region.values = region.values, None
-        ctx.region = region
-        if isinstance(outputs, TensorBase):
-            return outputs.detach()
-        if isinstance(outputs, tuple):
-            return tuple(_detach_nested(o) for o in outputs)
-        return _detach_nested(outputs)
+        return run_function(*args)
 
     @staticmethod
     def backward(ctx, *grads):
@@ -487,19 +461,16 @@ class CheckpointFunction(Function):
                 "with .grad() or passing an `inputs` parameter to .backward(). To "
                 "resolve this error, you can either set use_reentrant=False, or "
                 "call .backward() without passing the `inputs` argument.")
-        region = ctx.region
         saved = ctx.saved_tensors
+        n = len(saved) - ctx.n_captured
         inputs = list(ctx.inputs)
-        for i, t in zip(ctx.tensor_indices, saved):
+        for i, t in zip(ctx.tensor_indices, saved[:n]):
             inputs[i] = t
         detached = detach_variable(tuple(inputs))
-        own = {id(x) for x in detached if isinstance(x, TensorBase)}
-        n_params = len(region.extra) - region.n_captured
-        params, captured = region.extra[:n_params], region.extra[n_params:]
-        # The parameters' gradients go to .grad here, hooks and all, as in
-        # torch; the captured tensors' come back through this node's edges.
-        with _sinks(params), _sinks(captured, hooks=False):
-            outputs = region.rerun(detached, {})
+        captured = saved[n:]
+        with _held(captured):
+            outputs = _rerun(ctx.run_function, ctx.rng, contextlib.nullcontext(),
+                             detached, {})
             if isinstance(outputs, TensorBase):
                 outputs = (outputs,)
             roots, seeds = [], []
@@ -510,28 +481,13 @@ class CheckpointFunction(Function):
             if not roots:
                 raise RuntimeError("none of output has requires_grad=True, this "
                                    "checkpoint() is not necessary")
-            region.verify(roots, own)
             backward(roots, seeds)
             captured_grads = tuple(t._grad for t in captured)
         result = tuple(x.grad if isinstance(x, TensorBase) else None
                        for x in detached)
-        if ctx.has_region:
-            result += (None,) + captured_grads
-        return (None, None) + result
-
-
-def _reentrant_forward(region, args, captured):
-    """Run a reentrant region with grad on, on detached arguments, and walk
-    its graph; returns its outputs."""
-    local = tuple(_detached(a) if isinstance(a, TensorBase) else a for a in args)
-    own = {id(a) for a in local if isinstance(a, TensorBase)}
-    with enable_grad():
-        outputs = region.function(*local)
-    top = (outputs,) if isinstance(outputs, TensorBase) else (
-        outputs if isinstance(outputs, tuple) else ())
-    roots = [o for o in top if isinstance(o, TensorBase) and o.requires_grad]
-    region.learn(roots, own, captured)
-    return outputs
+        if captured:
+            result += (None, *captured_grads)
+        return (None, None, *result)
 
 
 # --- the non-reentrant variant -----------------------------------------------------
@@ -539,7 +495,7 @@ def _reentrant_forward(region, args, captured):
 class _Isolated(Function):
     """``outs = fn(*inputs)``, differentiated by recomputing ``fn`` on fresh
     leaves.  ``fn.n_extra`` trailing inputs are tensors ``fn`` reads itself
-    (they get new sinks instead of being replaced).  Under
+    (``_held`` while it runs, instead of being replaced).  Under
     ``create_graph=True`` the gradient is itself an ``_Isolated`` call (of
     ``_VJP(fn)``), so every order of derivative is available."""
 
@@ -555,7 +511,7 @@ class _Isolated(Function):
             fn.values = None           # computed by the caller already
         else:
             plain, extra = _split(fn, inputs)
-            with _sinks(extra, hooks=False), enable_grad():
+            with _held(extra), enable_grad():
                 values = fn(*_fresh(plain), *extra)
         return tuple(v.detach() for v in values)
 
@@ -570,7 +526,7 @@ class _Isolated(Function):
         plain, extra = _split(fn, inputs)
         fresh = _fresh(plain)
         targets = [t for t in fresh + list(extra) if _needs_grad(t)]
-        with _sinks(extra, hooks=False):
+        with _held(extra):
             outs = fn(*fresh, *extra)
             found = _vjp(outs, grads, targets, create_graph=False)
         by_id = dict(zip(map(id, targets), found))
@@ -775,17 +731,13 @@ def checkpoint(function: Callable[..., Any], *args: Any,
     if context_fn is not noop_context_fn or debug is not False:
         raise ValueError("Passing `context_fn` or `debug` is only supported when "
                          "use_reentrant=False.")
-    if not is_grad_enabled() or not any(
-            isinstance(a, TensorBase) and a.requires_grad for a in args):
-        return CheckpointFunction.apply(function, preserve_rng_state, *args)
-    region = _Region(function, None, list(args), preserve_rng_state,
-                     contextlib.nullcontext(), False, False)
-    captured = _captured([function] + [a for a in args
-                                       if not isinstance(a, TensorBase)])
-    region.values = _reentrant_forward(region, args, captured)
-    hit = region.extra[len(region.extra) - region.n_captured:]
-    return CheckpointFunction.apply(function, preserve_rng_state, *args, region,
-                                    *hit)
+    captured = ()
+    if is_grad_enabled() and any(_needs_grad(a) for a in args):
+        captured = tuple(_captured([function] + [
+            a for a in args if not isinstance(a, TensorBase)]).values())
+    if captured:
+        args = (*args, _CAPTURED, *captured)
+    return CheckpointFunction.apply(function, preserve_rng_state, *args)
 
 
 def _is_sequential(obj):
