@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import threading
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -11,11 +13,48 @@ from cygrad._kernels.engine import TensorBase
 from cygrad.creation import zeros_like
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Iterator, Sequence
 
     from cygrad._tensor import Tensor
 
 __all__ = ["backward", "grad"]
+
+# Whether the running backward pass serves every leaf (torch's "checkpoint
+# valid"): false inside autograd.grad and backward(inputs=...), and inside
+# anything they call, so that the reentrant checkpoint, which can only hand
+# its parameters' gradients to .grad, refuses them as torch does.
+_pass = threading.local()
+
+
+def _is_checkpoint_valid() -> bool:
+    """False while a pass that computes chosen inputs' gradients runs."""
+    return getattr(_pass, "all_leaves", True)
+
+
+@contextlib.contextmanager
+def _part_of_running_pass() -> Iterator[None]:
+    """A pass started in the block (directly, not by what it calls) is part
+    of the one running: a checkpoint's recomputation, differentiated inside
+    a node's backward, keeps the running pass's rule instead of its own."""
+    prev = getattr(_pass, "inherit", False)
+    _pass.inherit = True
+    try:
+        yield
+    finally:
+        _pass.inherit = prev
+
+
+def _run(outputs, seeds, retain_graph, create_graph, inputs, accumulate):
+    prev = _is_checkpoint_valid()
+    inherit = getattr(_pass, "inherit", False)
+    _pass.all_leaves = prev and (inputs is None or inherit)
+    _pass.inherit = False
+    try:
+        return _engine.run_backward(outputs, seeds, retain_graph, create_graph,
+                                    inputs, accumulate)
+    finally:
+        _pass.all_leaves = prev
+        _pass.inherit = inherit
 
 
 def _as_tuple(x):
@@ -89,15 +128,14 @@ def backward(tensors: Tensor | Sequence[Tensor], grad_tensors: Any = None,
         inputs = _as_tuple(inputs)
         if len(inputs) == 0:
             raise RuntimeError("`inputs` argument to `backward()` cannot be empty.")
-        captured = _engine.run_backward(outputs, seeds, retain_graph, create_graph,
-                                        inputs, True)
+        captured = _run(outputs, seeds, retain_graph, create_graph, inputs, True)
         # Non-leaf inputs get their gradient as .grad too (torch's rule).
         for t, g in zip(inputs, captured):
             if t._grad_fn is not None and g is not None:
                 g = g if create_graph else _engine._wrap(np.array(g))
                 t._grad = g if t._grad is None else t._grad + g
         return
-    _engine.run_backward(outputs, seeds, retain_graph, create_graph, None, True)
+    _run(outputs, seeds, retain_graph, create_graph, None, True)
 
 
 def grad(outputs: Tensor | Sequence[Tensor], inputs: Any, grad_outputs: Any = None,
@@ -132,8 +170,7 @@ def grad(outputs: Tensor | Sequence[Tensor], inputs: Any, grad_outputs: Any = No
     if retain_graph is None:
         retain_graph = create_graph
     seeds = _root_grads(outs, gos, create_graph)
-    captured = _engine.run_backward(outs, seeds, retain_graph, create_graph, ins,
-                                    False)
+    captured = _run(outs, seeds, retain_graph, create_graph, ins, False)
     result = []
     for i, g in enumerate(captured):
         if g is None:

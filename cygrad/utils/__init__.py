@@ -1,3 +1,4 @@
-"""Utilities outside the core: ``cygrad.utils.data`` (datasets and loaders)."""
+"""Utilities outside the core: ``cygrad.utils.data`` (datasets and loaders)
+and ``cygrad.utils.checkpoint`` (activation checkpointing)."""
 
-from cygrad.utils import data  # noqa: F401
+from cygrad.utils import checkpoint, data  # noqa: F401
