@@ -5,8 +5,8 @@ fall back to ``"cpu"``); asking for the accelerator's device raises torch's
 RuntimeError."""
 
 __all__ = [
-    "current_accelerator", "current_device_index", "device_count", "empty_cache",
-    "is_available", "set_device_index", "synchronize",
+    "current_accelerator", "current_device_index", "device_count", "device_index",
+    "empty_cache", "is_available", "set_device_index", "synchronize",
 ]
 
 _NONE = "Cannot access accelerator device when none is available."
@@ -34,6 +34,22 @@ def set_device_index(device):
 
 def synchronize(device=None):
     raise RuntimeError(_NONE)
+
+
+class device_index:
+    """``with device_index(i):`` runs the block on accelerator device ``i``:
+    a no-op for ``None``, torch's RuntimeError for an index (there is no
+    accelerator)."""
+
+    def __init__(self, device, /):
+        self.idx = device
+
+    def __enter__(self):
+        if self.idx is not None:
+            raise RuntimeError(_NONE)
+
+    def __exit__(self, *exc_info):
+        return None
 
 
 def empty_cache():

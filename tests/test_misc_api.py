@@ -445,6 +445,24 @@ def test_accelerator_and_cuda_stand_ins():
         cygrad.cuda.synchronize()
     x = cygrad.zeros(2)
     assert x.is_cuda is False and x.is_mps is False and x.is_xpu is False
+    with cygrad.accelerator.device_index(None):
+        pass
+    with pytest.raises(RuntimeError, match="none is available"):
+        with cygrad.accelerator.device_index(0):
+            pass
+
+
+def test_default_backend_for_device_is_torchs():
+    import cygrad.distributed as dist
+    torch = pytest.importorskip("torch")
+    for d in ("cpu", "cuda:1", "mps", "xpu"):
+        want = torch.distributed.get_default_backend_for_device(d)
+        assert dist.get_default_backend_for_device(d) == want
+        assert dist.get_default_backend_for_device(cygrad.device(d)) == want
+    with pytest.raises(ValueError, match="not registered for device : meta"):
+        dist.get_default_backend_for_device("meta")
+    # what it gives for the CPU is a backend init_process_group takes
+    assert dist.Backend(dist.get_default_backend_for_device("cpu")) == "gloo"
 
 
 def test_backends_import_as_modules_and_keep_flags():

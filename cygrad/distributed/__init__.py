@@ -36,6 +36,7 @@ from cygrad.distributed.process_group import (  # noqa: F401
     ReduceOp,
     destroy_process_group,
     get_backend,
+    get_default_backend_for_device,
     get_global_rank,
     get_process_group_ranks,
     get_rank,

@@ -15,6 +15,8 @@ import time
 import traceback
 from typing import TYPE_CHECKING, Any
 
+from cygrad._device import device as _device
+
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
@@ -78,6 +80,10 @@ class Backend(str):
     MPI = "mpi"
     GLOO = "gloo"
     NCCL = "nccl"
+    # torch's table; a script passes what it finds here to
+    # init_process_group, which takes "gloo" as MPI
+    default_device_backend_map = {"cpu": "gloo", "cuda": "nccl", "xpu": "xccl",
+                                  "mps": "gloo"}
 
     def __new__(cls, name):
         if not isinstance(name, str):
@@ -303,6 +309,17 @@ def get_world_size(group: ProcessGroup | None = None) -> int:
     """Number of ranks in ``group`` (-1 if this process is not a member)."""
     pg = _resolve(group)
     return pg.size() if pg.comm is not None else -1
+
+
+def get_default_backend_for_device(device: Any) -> str:
+    """torch's default backend name for a device (``"gloo"`` for the CPU,
+    which ``init_process_group`` runs on MPI); ValueError for a device type
+    torch has none for."""
+    kind = device.type if isinstance(device, _device) else _device(device).type
+    backend = Backend.default_device_backend_map.get(kind)
+    if backend is None:
+        raise ValueError(f"Default backend not registered for device : {device}")
+    return backend
 
 
 def get_backend(group: ProcessGroup | None = None) -> str:
