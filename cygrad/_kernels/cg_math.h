@@ -424,9 +424,8 @@ CG_INLINE double cg_phi_erfc_d(double x) {
     return 0.5 * erfc(-x * 0.7071067811865476);
 }
 
-CG_INLINE float cg_phif_fast(float x) {
-    float ax = fabsf(x);
-    float a = cg_pick_f(ax, 13.0f, ax < 13.0f);
+/* Phi(x) from a = min(|x|, 13) and g = exp(-a^2 / 2) (cg_gaussf_fast(a)) */
+CG_INLINE float cg_phif_from(float x, float a, float g) {
     float s = 1.0f / (1.0f + a * 0.353553391f);
     /* Q(s) = L(s) + s^6 H(s), L of degree 5 and H of degree 4 by Horner:
        two independent chains of five steps instead of one of ten (see
@@ -445,8 +444,24 @@ CG_INLINE float cg_phif_fast(float x) {
     l = l * s + 1.40898284e-01f;
     l = l * s + 5.27623274e-06f;
     float q = l + s6 * h;
-    float e = cg_gaussf_fast(a) * q;
+    float e = g * q;
     return cg_pick_f(1.0f - e, e, x >= 0.0f);
+}
+
+CG_INLINE float cg_phif_fast(float x) {
+    float ax = fabsf(x);
+    float a = cg_pick_f(ax, 13.0f, ax < 13.0f);
+    return cg_phif_from(x, a, cg_gaussf_fast(a));
+}
+
+/* GELU's derivative Phi(x) + x phi'(x), the Gaussian computed once for both
+   terms (cg_gaussf_fast is even in x, so the bits are those of the two
+   separate calls); for |x| < 13, the backward's guard */
+CG_INLINE float cg_dgeluf_fast(float x) {
+    float ax = fabsf(x);
+    float a = cg_pick_f(ax, 13.0f, ax < 13.0f);
+    float g = cg_gaussf_fast(a);
+    return cg_phif_from(x, a, g) + x * (0.3989422804014327f * g);
 }
 
 #endif
