@@ -15,8 +15,6 @@
 
 /* rows of cg_ln_fwd_rows / cg_ln_bwd_rows a pass */
 #define CG_LN_CHUNK 8
-/* the longest row they take (norm.pyx's _SHORT_ROW) */
-#define CG_LN_SHORT 512
 
 /* 4 doubles (GCC/clang vector extensions): the row sums' lanes live in
    registers as four of these.  Plain `double a[16]` lanes (an earlier
