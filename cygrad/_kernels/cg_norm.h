@@ -116,6 +116,33 @@ typedef double cg_ln_v4d __attribute__((vector_size(32)));
             }                                                                 \
     } while (0)
 
+/* Q = (P - M) SD W + B over N elements (W, B may be NULL): the output of      \
+   a row, written once for cg_ln_fwd_rows and cg_ln_out */                     \
+#define CG_LN_OUT(P, N, M, SD, W, B, Q)                                        \
+    do {                                                                       \
+        ptrdiff_t k_;                                                          \
+        if ((W) != NULL && (B) != NULL)                                        \
+            for (k_ = 0; k_ < (N); k_++)                                       \
+                (Q)[k_] = ((P)[k_] - (M)) * (SD) * (W)[k_] + (B)[k_];          \
+        else if ((W) != NULL)                                                  \
+            for (k_ = 0; k_ < (N); k_++) (Q)[k_] = ((P)[k_] - (M)) * (SD) * (W)[k_]; \
+        else if ((B) != NULL)                                                  \
+            for (k_ = 0; k_ < (N); k_++) (Q)[k_] = ((P)[k_] - (M)) * (SD) + (B)[k_]; \
+        else                                                                   \
+            for (k_ = 0; k_ < (N); k_++) (Q)[k_] = ((P)[k_] - (M)) * (SD);     \
+    } while (0)                                                                \
+/* O = G (A W) + P U + V (W NULL: G A + P U + V): the input gradient of a
+   row, for cg_ln_bwd_rows and cg_ln_dx */
+#define CG_LN_DX(G, P, N, A, W, U, V, O)                                       \
+    do {                                                                       \
+        ptrdiff_t k_;                                                          \
+        if ((W) != NULL)                                                       \
+            for (k_ = 0; k_ < (N); k_++)                                       \
+                (O)[k_] = (G)[k_] * ((A) * (W)[k_]) + (P)[k_] * (U) + (V);     \
+        else                                                                   \
+            for (k_ = 0; k_ < (N); k_++) (O)[k_] = (G)[k_] * (A) + (P)[k_] * (U) + (V); \
+    } while (0)                                                                \
+
 #define CG_NORM_ROWS(S, T)                                                     \
 /* sum(p) in 16 double lanes added pairwise, for rows shorter than          \
    row_sum's 512-entry blocks (below those it adds serially: 64-wide rows     \
@@ -138,7 +165,7 @@ CG_SIMD_FN(void, cg_ln_fwd_rows_##S, (const T *x, ptrdiff_t r, ptrdiff_t n,    \
                                       double *mean, double *rstd),             \
            (x, r, n, groups, eps, rms, w, b, y, mean, rstd), {                \
     typedef T cg_ln_vT __attribute__((vector_size(4 * sizeof(T))));           \
-    ptrdiff_t i0, i1, i, k;                                                    \
+    ptrdiff_t i0, i1, i;                                                       \
     double s, m;                                                               \
     for (i0 = 0; i0 < r; i0 += CG_LN_CHUNK) {                                  \
         i1 = i0 + CG_LN_CHUNK < r ? i0 + CG_LN_CHUNK : r;                      \
@@ -165,14 +192,7 @@ CG_SIMD_FN(void, cg_ln_fwd_rows_##S, (const T *x, ptrdiff_t r, ptrdiff_t n,    \
             const T *wr = w != NULL ? w + (i % groups) * n : NULL;             \
             const T *br = b != NULL ? b + (i % groups) * n : NULL;             \
             T *q = y + i * n, mr = (T)mean[i], sr = (T)rstd[i];                \
-            if (wr != NULL && br != NULL)                                      \
-                for (k = 0; k < n; k++) q[k] = (p[k] - mr) * sr * wr[k] + br[k]; \
-            else if (wr != NULL)                                               \
-                for (k = 0; k < n; k++) q[k] = (p[k] - mr) * sr * wr[k];       \
-            else if (br != NULL)                                               \
-                for (k = 0; k < n; k++) q[k] = (p[k] - mr) * sr + br[k];       \
-            else                                                               \
-                for (k = 0; k < n; k++) q[k] = (p[k] - mr) * sr;               \
+            CG_LN_OUT(p, n, mr, sr, wr, br, q);                                \
         }                                                                      \
     }                                                                          \
 })                                                                             \
@@ -234,10 +254,7 @@ CG_SIMD_FN(void, cg_ln_bwd_rows_##S, (const T *g, const T *x, ptrdiff_t r,     \
             sr = (T)sd;                                                        \
             ur = (T)u;                                                         \
             vr = (T)v;                                                         \
-            if (wr != NULL)                                                    \
-                for (k = 0; k < n; k++) o[k] = q[k] * (sr * wr[k]) + p[k] * ur + vr; \
-            else                                                               \
-                for (k = 0; k < n; k++) o[k] = q[k] * sr + p[k] * ur + vr;     \
+            CG_LN_DX(q, p, n, sr, wr, ur, vr, o);                              \
         }                                                                      \
         if (dw != NULL || db != NULL)                                          \
             CG_LN_DWDB(g, x, i0, i1, n, mean, rstd,                            \
@@ -256,15 +273,7 @@ CG_SIMD_FN(double, cg_sqdev_##S, (const T *p, ptrdiff_t n, double m), (p, n, m),
 CG_SIMD_FN(void, cg_ln_out_##S, (const T *p, ptrdiff_t n, T m, T sd,           \
                                  const T *w, const T *b, T *q),                \
            (p, n, m, sd, w, b, q), {                                           \
-    ptrdiff_t k;                                                               \
-    if (w != NULL && b != NULL)                                                \
-        for (k = 0; k < n; k++) q[k] = (p[k] - m) * sd * w[k] + b[k];          \
-    else if (w != NULL)                                                        \
-        for (k = 0; k < n; k++) q[k] = (p[k] - m) * sd * w[k];                 \
-    else if (b != NULL)                                                        \
-        for (k = 0; k < n; k++) q[k] = (p[k] - m) * sd + b[k];                 \
-    else                                                                       \
-        for (k = 0; k < n; k++) q[k] = (p[k] - m) * sd;                        \
+    CG_LN_OUT(p, n, m, sd, w, b, q);                                           \
 })                                                                             \
 /* t = g w */                                                                  \
 CG_SIMD_FN(void, cg_ln_gw_##S, (const T *g, const T *w, ptrdiff_t n, T *t),    \
@@ -275,27 +284,14 @@ CG_SIMD_FN(void, cg_ln_gw_##S, (const T *g, const T *w, ptrdiff_t n, T *t),    \
 CG_SIMD_FN(void, cg_ln_dwdb_##S, (const T *g, const T *p, ptrdiff_t n, double m, \
                                   double sd, double *dw, double *db),          \
            (g, p, n, m, sd, dw, db), {                                         \
-    ptrdiff_t k;                                                               \
-    if (dw != NULL && db != NULL)                                              \
-        for (k = 0; k < n; k++) {                                              \
-            double gk = (double)g[k];                                          \
-            dw[k] += gk * ((double)p[k] - m) * sd;                             \
-            db[k] += gk;                                                       \
-        }                                                                      \
-    else if (dw != NULL)                                                       \
-        for (k = 0; k < n; k++) dw[k] += (double)g[k] * ((double)p[k] - m) * sd; \
-    else if (db != NULL)                                                       \
-        for (k = 0; k < n; k++) db[k] += (double)g[k];                         \
+    typedef T cg_ln_vT __attribute__((vector_size(4 * sizeof(T))));           \
+    CG_LN_DWDB(g, p, 0, 1, n, &m, &sd, dw, db);                                \
 })                                                                             \
 /* o = g (a w) + p u + v  (w NULL: g a + p u + v) */                           \
 CG_SIMD_FN(void, cg_ln_dx_##S, (const T *g, const T *p, ptrdiff_t n, T a,      \
                                 const T *w, T u, T v, T *o),                   \
            (g, p, n, a, w, u, v, o), {                                         \
-    ptrdiff_t k;                                                               \
-    if (w != NULL)                                                             \
-        for (k = 0; k < n; k++) o[k] = g[k] * (a * w[k]) + p[k] * u + v;       \
-    else                                                                       \
-        for (k = 0; k < n; k++) o[k] = g[k] * a + p[k] * u + v;                \
+    CG_LN_DX(g, p, n, a, w, u, v, o);                                          \
 })
 
 CG_NORM_ROWS(f, float)
