@@ -15,6 +15,12 @@ import socket
 import sys
 import traceback
 
+try:  # POSIX only; elsewhere the watch file stays where open() put it
+    import fcntl
+    import resource
+except ImportError:
+    fcntl = resource = None
+
 _ENV = (("RANK", ("PMI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK")),
         ("WORLD_SIZE", ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE")),
         ("LOCAL_RANK", ("MPI_LOCALRANKID", "OMPI_COMM_WORLD_LOCAL_RANK")),
@@ -87,14 +93,33 @@ def _prefix_output(rank):
 def _open_watch():
     """Keep ``alive/RANK`` open for writing until this process ends; the
     kernel's close of it tells the launcher when this rank died (run._Watch).
-    Local ranks only: a rank on another machine does not see the folder."""
+    Local ranks only: a rank on another machine does not see the folder.
+
+    The file is moved to a high descriptor number.  When a process dies,
+    Linux queues the release of its files in descriptor order and runs the
+    queue last in, first out, yielding the CPU between releases: the
+    sockets MPI opens later (higher numbers than a file opened now) used to
+    be released first, so on a loaded machine the peers could see the lost
+    rank's sockets close, abort, and have their own ``alive`` files closed
+    before this rank's: the launcher then named the wrong rank.  Above every
+    socket, this file is released first."""
     path = os.environ.get("CYGRAD_RUN_WATCH")
     if not path or not os.path.isdir(path):
         return None
     try:
-        return open(os.path.join(path, os.environ["RANK"]), "w")
+        f = open(os.path.join(path, os.environ["RANK"]), "w")
     except OSError:
         return None
+    if fcntl is None:
+        return f
+    try:
+        soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+        top = 4096 if soft == resource.RLIM_INFINITY else min(soft, 4096)
+        fd = fcntl.fcntl(f.fileno(), fcntl.F_DUPFD_CLOEXEC, max(top - 64, 3))
+    except (OSError, ValueError):
+        return f
+    f.close()
+    return os.fdopen(fd, "w")
 
 
 def _say_done(watch):
