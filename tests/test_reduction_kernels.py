@@ -290,3 +290,72 @@ def test_bce_kernels_at_infinities_and_nan(dtype):
     L.bce_logits_bwd(x, y, np.ones(1, dtype), gx)
     np.testing.assert_array_equal(gx[[0, 1, 3]], [0.0, 0.0, 0.0])
     assert np.isnan(gx[2])
+
+
+# --- the bias kernels of reduce.pyx: a column sum (the gradient) and a row add
+
+
+def _column_sums_in_order(x):
+    """Each column summed in double, row after row (the kernel's order)."""
+    acc = np.zeros(x.shape[-1])
+    for row in x.reshape(-1, x.shape[-1]):
+        acc = acc + row.astype(np.float64)
+    return acc.astype(x.dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("rows", [1, 3, 4, 5, 8, 13, 512])
+@pytest.mark.parametrize("k", [2, 7, 8, 9, 64, 65, 256])
+def test_bias_gradient_sum_is_the_running_double_sum(dtype, rows, k):
+    """On one thread each column is one running sum in double, in row order,
+    at every SIMD level (more threads add per-block partials)."""
+    import cygrad
+    from cygrad._kernels.reduce import sum_to_shape
+
+    x = _rows(dtype, k, rows=rows, seed=rows)
+    saved = cygrad.get_num_threads()
+    cygrad.set_num_threads(1)
+    try:
+        np.testing.assert_array_equal(sum_to_shape(x, (k,)), _column_sums_in_order(x))
+        x3 = x.reshape(1, rows, k)
+        np.testing.assert_array_equal(sum_to_shape(x3, (k,)), _column_sums_in_order(x))
+    finally:
+        cygrad.set_num_threads(saved)
+    np.testing.assert_allclose(sum_to_shape(x, (k,)), x.astype(np.float64).sum(0),
+                               **TOL[dtype])
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", [(1,), (5, 1), (3, 7), (4, 8, 9), (512, 64), (2, 3, 65)])
+def test_add_bias_adds_the_row_to_every_row(dtype, shape):
+    from cygrad._kernels.reduce import add_bias
+
+    out = _rows(dtype, shape[-1], rows=int(np.prod(shape[:-1])), seed=1).reshape(shape)
+    bias = _rows(dtype, shape[-1], rows=1, seed=2)[0]
+    want = out + bias
+    assert add_bias(out, bias) is True
+    np.testing.assert_array_equal(out, want)
+
+
+def test_add_bias_refuses_what_it_cannot_add_and_leaves_it_alone():
+    from cygrad._kernels.reduce import add_bias
+
+    base = np.arange(24, dtype=np.float32).reshape(4, 6)
+    cases = [
+        (base.copy()[:, ::2], np.ones(3, np.float32)),          # not contiguous
+        (base.copy(), np.ones(6, np.float64)),                  # dtypes differ
+        (base.copy(), np.ones(5, np.float32)),                  # wrong length
+        (base.copy(), np.ones((1, 6), np.float32)),             # bias not 1-D
+        (base.astype(np.int64), np.ones(6, np.int64)),          # not float
+        (np.zeros((4, 0), np.float32), np.ones(0, np.float32)),  # empty row
+    ]
+    for out, bias in cases:
+        before = out.copy()
+        assert add_bias(out, bias) is False
+        np.testing.assert_array_equal(out, before)
+    frozen = base.copy()
+    frozen.flags.writeable = False
+    assert add_bias(frozen, np.ones(6, np.float32)) is False
+    shared = base.copy().reshape(-1)
+    assert add_bias(shared[:6].reshape(1, 6), shared[:6]) is False   # overlap
+    np.testing.assert_array_equal(shared, base.reshape(-1))

@@ -29,6 +29,14 @@ cdef enum:
 cdef extern from "cg_reduce.h":
     double cg_sum_f32(const float* x, Py_ssize_t n) noexcept nogil
     double cg_sum_f64(const double* x, Py_ssize_t n) noexcept nogil
+    void cg_colsum_f32(const float* x, Py_ssize_t rows, Py_ssize_t K, Py_ssize_t k0,
+                       Py_ssize_t k1, double* acc) noexcept nogil
+    void cg_colsum_f64(const double* x, Py_ssize_t rows, Py_ssize_t K, Py_ssize_t k0,
+                       Py_ssize_t k1, double* acc) noexcept nogil
+    void cg_addrow_f32(float* x, const float* b, Py_ssize_t rows,
+                       Py_ssize_t K) noexcept nogil
+    void cg_addrow_f64(double* x, const double* b, Py_ssize_t rows,
+                       Py_ssize_t K) noexcept nogil
 
 
 cdef inline double _sum_contig(const real_t* x, Py_ssize_t n) noexcept nogil:
@@ -131,14 +139,16 @@ cdef void _akb(const real_t* x, Py_ssize_t K, Py_ssize_t B, Py_ssize_t a0,
     # x is C-contiguous of shape (A, K, B).
     cdef Py_ssize_t a, k
     cdef const real_t* row
+    if B == 1:
+        if real_t is float:
+            cg_colsum_f32(x + a0 * K, a1 - a0, K, k0, k1, acc)
+        else:
+            cg_colsum_f64(x + a0 * K, a1 - a0, K, k0, k1, acc)
+        return
     for a in range(a0, a1):
         row = x + a * K * B
-        if B == 1:
-            for k in range(k0, k1):
-                acc[k] += row[k]
-        else:
-            for k in range(k0, k1):
-                acc[k] += _sum_contig(row + k * B, B)
+        for k in range(k0, k1):
+            acc[k] += _sum_contig(row + k * B, B)
 
 
 cdef struct _AkbJob:
@@ -243,6 +253,38 @@ cdef object _sum_kept(cnp.ndarray x, list groups, tuple shape):
             _sum_akb(<const double*>cnp.PyArray_DATA(x), A, K, B, t, split_a,
                      <double*>cnp.PyArray_DATA(acc), <double*>cnp.PyArray_DATA(out))
     return out
+
+
+def add_bias(cnp.ndarray out, cnp.ndarray bias):
+    """``out += bias`` in place for a C-contiguous float ``out`` whose last
+    dimension is ``bias``'s length (a linear layer's bias; ``sum_to_shape``
+    to ``bias.shape`` is its gradient).  Returns False, touching nothing,
+    when the arrays do not fit that pattern (the caller adds otherwise)."""
+    cdef int typenum = cnp.PyArray_TYPE(out)
+    cdef Py_ssize_t K, rows
+    if (type(out) is not np.ndarray or type(bias) is not np.ndarray
+            or cnp.PyArray_NDIM(bias) != 1 or cnp.PyArray_NDIM(out) < 1
+            or cnp.PyArray_TYPE(bias) != typenum
+            or not (typenum == cnp.NPY_FLOAT or typenum == cnp.NPY_DOUBLE)
+            or not cnp.PyArray_IS_C_CONTIGUOUS(out)
+            or not cnp.PyArray_IS_C_CONTIGUOUS(bias)
+            or not cnp.PyArray_ISWRITEABLE(out)):
+        return False
+    K = cnp.PyArray_DIM(bias, 0)
+    if cnp.PyArray_DIM(out, cnp.PyArray_NDIM(out) - 1) != K or K == 0:
+        return False
+    cdef char* po = <char*>cnp.PyArray_DATA(out)
+    cdef char* pb = <char*>cnp.PyArray_DATA(bias)
+    if pb < po + cnp.PyArray_NBYTES(out) and po < pb + cnp.PyArray_NBYTES(bias):
+        return False                        # overlapping: the caller adds
+    rows = cnp.PyArray_SIZE(out) // K
+    if typenum == cnp.NPY_FLOAT:
+        cg_addrow_f32(<float*>cnp.PyArray_DATA(out), <const float*>cnp.PyArray_DATA(bias),
+                      rows, K)
+    else:
+        cg_addrow_f64(<double*>cnp.PyArray_DATA(out),
+                      <const double*>cnp.PyArray_DATA(bias), rows, K)
+    return True
 
 
 def sum_to_shape(x, tuple shape):

@@ -18,6 +18,7 @@ import numpy as np
 
 from cygrad import ops
 from cygrad._kernels import loss as _k
+from cygrad._kernels.reduce import add_bias as _add_bias
 from cygrad._tensor import Tensor
 from cygrad.autograd.function import Function
 from cygrad.creation import from_numpy, tensor
@@ -165,7 +166,8 @@ def _linear_forward(ctx, x, weight, bias):
                 f"the existing size ({bias._arr.shape[-1]}): linear's bias of "
                 f"shape {list(bias._arr.shape)} does not broadcast to the "
                 f"output's shape {list(out.shape)}")
-        out += bias._arr
+        if not _add_bias(out, bias._arr):
+            out += bias._arr
     ctx.save_for_backward(x, weight)
     return from_numpy(out)
 
@@ -189,7 +191,7 @@ def _linear_backward(ctx, grad, needs):
         x2 = xp.reshape(xp.val(x), (-1, in_f))
         grad_weight = xp.out(xp.matmul(xp.swapaxes(g2, 0, 1), x2))
     if len(needs) > 2 and needs[2]:
-        grad_bias = xp.out(xp.sum(g2, 0))
+        grad_bias = xp.out(xp.sum_to_shape(g2, (out_f,)))
     if len(needs) > 2:
         return grad_x, grad_weight, grad_bias
     return grad_x, grad_weight
