@@ -59,6 +59,7 @@ KERNELS = os.path.join("cygrad", "_kernels")
 # The compiled modules, one name per cygrad/_kernels/<name>.pyx.  A new
 # kernel module is one more line here.
 MODULES = [
+    "act",
     "conv",
     "cpu",
     "dropout",

@@ -173,3 +173,68 @@ def test_grad_fn_names_as_torch():
                      (F.leaky_relu, "LeakyReluBackward0"),
                      (F.hardtanh, "HardtanhBackward0"), (F.relu6, "HardtanhBackward0")):
         assert fn(x).grad_fn.name() == want
+
+
+# --- float32 gelu keeps Phi and phi for its backward (cygrad/_kernels/cg_act.h)
+
+
+def _gelu_inputs(n, seed=0):
+    """Values across the range, with the fast guards' edges and the
+    non-finite values placed in some 256-element blocks and not others."""
+    x = (4 * np.random.default_rng(seed).standard_normal(n)).astype(np.float32)
+    edges = np.array([-13, -13.0001, -12.9999, -20, 13, 13.0001, 12.9999, 20,
+                      np.nan, np.inf, -np.inf, 0.0, -0.0, 1e-30, -1e-30], np.float32)
+    for at in range(0, n, 700):
+        x[at:at + len(edges)] = edges[: n - at]
+    return x
+
+
+@pytest.mark.parametrize("n", [1, 7, 255, 256, 257, 1000, 4097])
+def test_gelu_kept_path_gives_the_table_bits_both_ways(n):
+    x = _gelu_inputs(n)
+    g = np.random.default_rng(1).standard_normal(n).astype(np.float32)
+    kept = cygrad.tensor(x, requires_grad=True)
+    y = F.gelu(kept)
+    assert y.grad_fn.name() == "GeluBackward0"
+    y.backward(cygrad.tensor(g))
+    table = cygrad.tensor(x, requires_grad=True)
+    y_table = cygrad.ops.gelu(table)
+    y_table.backward(cygrad.tensor(g))
+    np.testing.assert_array_equal(y.detach().numpy(), y_table.detach().numpy())
+    np.testing.assert_array_equal(kept.grad.numpy(), table.grad.numpy())
+    with cygrad.no_grad():
+        np.testing.assert_array_equal(F.gelu(cygrad.tensor(x)).numpy(),
+                                      y_table.detach().numpy())
+
+
+def test_gelu_kept_path_on_a_non_contiguous_input_and_a_broadcast_gradient():
+    base = _gelu_inputs(600).reshape(20, 30)
+    x = cygrad.tensor(base, requires_grad=True)
+    view = x.t()                                   # not contiguous
+    (F.gelu(view) * 2.0).sum().backward()
+    ref = cygrad.tensor(base, requires_grad=True)
+    (cygrad.ops.gelu(ref.t()) * 2.0).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), ref.grad.numpy())
+
+
+def test_gelu_kept_path_double_backward_matches_torch():
+    torch = pytest.importorskip("torch")
+    x = np.random.default_rng(3).standard_normal((3, 5)).astype(np.float32) * 3
+    a = cygrad.tensor(x, requires_grad=True)
+    (ga,) = cygrad.autograd.grad(F.gelu(a).sum(), a, create_graph=True)
+    (gga,) = cygrad.autograd.grad((ga * ga).sum(), a)
+    t = torch.tensor(x, requires_grad=True)
+    (gt,) = torch.autograd.grad(torch.nn.functional.gelu(t).sum(), t, create_graph=True)
+    (ggt,) = torch.autograd.grad((gt * gt).sum(), t)
+    np.testing.assert_allclose(ga.detach().numpy(), gt.detach().numpy(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(gga.numpy(), ggt.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_gelu_kept_kernels_check_their_lengths():
+    from cygrad._kernels import act
+
+    x = np.zeros(4, np.float32)
+    with pytest.raises(ValueError, match="phi has length 3, expected 4"):
+        act.gelu_keep(x, x.copy(), np.zeros(3, np.float32), x.copy())
+    with pytest.raises(ValueError, match="out has length 5, expected 4"):
+        act.gelu_bwd_kept(x, x, x, x, np.zeros(5, np.float32))

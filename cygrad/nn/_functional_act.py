@@ -24,8 +24,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from cygrad import ops
+from cygrad._kernels import act as _act
 from cygrad._tensor import Tensor
 from cygrad.autograd.function import Function
+from cygrad.autograd.grad_mode import is_grad_enabled
 from cygrad.creation import _rng, from_numpy
 
 from ._functional_dropout import _apply
@@ -71,10 +73,46 @@ def mish(input: Tensor, inplace: bool = False) -> Tensor:
     return _apply(input, ops.mish, inplace)
 
 
+class _GeluKept(Function):
+    """float32 ``gelu`` that keeps Phi(x) and phi(x) for its backward
+    (``act.gelu_keep``): the table's gelu node saves only x, and its
+    backward computes the Gaussian and Phi again.  The same bits both ways
+    as the table's kernels; under ``create_graph`` the backward is the
+    table's derivative over Tensors."""
+
+    _node_name = "GeluBackward0"
+
+    @staticmethod
+    def forward(ctx, x):
+        xa = np.ascontiguousarray(x._arr).reshape(-1)
+        y, phi, dens = (np.empty_like(xa) for _ in range(3))
+        _act.gelu_keep(xa, y, phi, dens)
+        ctx.kept = (xa, phi, dens)
+        ctx.save_for_backward(x)
+        return from_numpy(y.reshape(x._arr.shape))
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        if is_grad_enabled():
+            phi = 0.5 + 0.5 * ops.erf(x * 0.7071067811865476)
+            return g * (phi + x * (0.3989422804014327 * ops.exp(-0.5 * (x * x))))
+        xa, phi, dens = ctx.kept
+        ga = np.ascontiguousarray(g._arr, dtype=np.float32).reshape(-1)
+        out = np.empty_like(xa)
+        _act.gelu_bwd_kept(ga, xa, phi, dens, out)
+        return from_numpy(out.reshape(x._arr.shape))
+
+
 def gelu(input: Tensor, approximate: str = "none") -> Tensor:
     """``x * Phi(x)``, Phi the standard normal CDF; ``approximate="tanh"`` uses
-    ``0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))`` (compiled)."""
+    ``0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))`` (compiled).  A float32
+    input that needs a gradient keeps Phi and phi for the backward (one
+    multiply-add per element then)."""
     if approximate == "none":
+        if (input.requires_grad and is_grad_enabled()
+                and input._arr.dtype == np.float32 and isinstance(input, Tensor)):
+            return _GeluKept.apply(input)
         return ops.gelu(input)
     if approximate == "tanh":
         return ops.gelu_tanh(input)

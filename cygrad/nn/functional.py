@@ -155,7 +155,8 @@ def _linear_forward(ctx, x, weight, bias):
             xa.shape[:-1] + (wa.shape[0],))
     else:
         out = np.matmul(xa, wa.T)
-    if bias is not None:
+    # a bias of shape (out_features,): compiled; any other shape broadcasts
+    if bias is not None and not _add_bias(out, bias._arr):
         try:
             fits = np.broadcast_shapes(out.shape, bias._arr.shape) == out.shape
         except ValueError:
@@ -166,8 +167,7 @@ def _linear_forward(ctx, x, weight, bias):
                 f"the existing size ({bias._arr.shape[-1]}): linear's bias of "
                 f"shape {list(bias._arr.shape)} does not broadcast to the "
                 f"output's shape {list(out.shape)}")
-        if not _add_bias(out, bias._arr):
-            out += bias._arr
+        out += bias._arr
     ctx.save_for_backward(x, weight)
     return from_numpy(out)
 
