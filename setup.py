@@ -60,6 +60,7 @@ KERNELS = os.path.join("cygrad", "_kernels")
 # kernel module is one more line here.
 MODULES = [
     "act",
+    "bmm",
     "conv",
     "cpu",
     "dropout",

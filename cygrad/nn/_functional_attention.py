@@ -31,6 +31,7 @@ import numpy as np
 
 from cygrad import ops
 from cygrad._kernels import reductions as _R
+from cygrad._kernels.bmm import matmul as _matmul
 from cygrad.autograd.function import Function
 from cygrad.autograd.grad_mode import is_grad_enabled
 from cygrad.creation import from_numpy
@@ -66,8 +67,12 @@ def _softmax_rows(s, safe):
         p = np.empty_like(s2)
         _R.softmax_fwd(s2, p)
         if safe:
-            dead = np.isneginf(s2.max(axis=1))
-            if dead.any():
+            # a row of -inf alone (every key masked) came out NaN, as does a
+            # row holding NaN or +inf: look only at rows whose first entry is
+            # NaN (a NumPy row max over all of s cost as much as the softmax)
+            rows = np.flatnonzero(np.isnan(p[:, 0]))
+            if rows.size:
+                dead = rows[np.isneginf(s2[rows]).all(axis=1)]
                 p[dead] = 0
         return p.reshape(s.shape)
     m = s.max(axis=-1, keepdims=True)
@@ -92,7 +97,7 @@ class _Attention(Function):
     @staticmethod
     def forward(ctx, q, k, v, mask, scale, keep, safe):
         qa, ka, va = q._arr, k._arr, v._arr
-        s = np.matmul(qa, np.swapaxes(ka, -1, -2))
+        s = _matmul(qa, np.swapaxes(ka, -1, -2))
         s *= qa.dtype.type(scale)
         if mask is not None:
             ma = mask._arr
@@ -103,7 +108,7 @@ class _Attention(Function):
                 s = s + ma
         p = _softmax_rows(s, safe)
         a = p if keep is None else p * keep
-        out = np.matmul(a, va)
+        out = _matmul(a, va)
         ctx.set_materialize_grads(False)
         ctx.scale, ctx.keep, ctx.p = scale, keep, p
         ctx.save_for_backward(q, k, v, mask)
@@ -122,9 +127,9 @@ class _Attention(Function):
         gv = None
         if grad_out is not None:
             go = np.asarray(grad_out._arr, dtype=dt)
-            da = np.matmul(go, np.swapaxes(v._arr, -1, -2))
+            da = _matmul(go, np.swapaxes(v._arr, -1, -2))
             if needs[2]:
-                gv = _sum_to(np.matmul(np.swapaxes(a, -1, -2), go), v.shape)
+                gv = _sum_to(_matmul(np.swapaxes(a, -1, -2), go), v.shape)
         if grad_w is not None:
             da = grad_w._arr if da is None else da + grad_w._arr
         if da is None:
@@ -140,9 +145,9 @@ class _Attention(Function):
             ds = p * (dp - (dp * p).sum(axis=-1, keepdims=True))
         gq = gk = gm = None
         if needs[0]:
-            gq = _sum_to(np.matmul(ds, k._arr) * dt.type(scale), q.shape)
+            gq = _sum_to(_matmul(ds, k._arr) * dt.type(scale), q.shape)
         if needs[1]:
-            gk = _sum_to(np.matmul(np.swapaxes(ds, -1, -2), q._arr) * dt.type(scale),
+            gk = _sum_to(_matmul(np.swapaxes(ds, -1, -2), q._arr) * dt.type(scale),
                          k.shape)
         if needs[3]:
             gm = _sum_to(ds, mask.shape)

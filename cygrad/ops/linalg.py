@@ -15,6 +15,7 @@ import numpy as np
 
 from cygrad import dtypes as _dt
 from cygrad._kernels import engine as _engine
+from cygrad._kernels.bmm import matmul as _bmm_matmul
 from cygrad._kernels.engine import TensorBase, _wrap
 from cygrad._tensor import Tensor, _canon_dim
 from cygrad.autograd.function import Function
@@ -47,7 +48,7 @@ class Matmul(Function):
                 out = np.matmul(x.reshape(-1, k_a), y).reshape(
                     x.shape[:-1] + y.shape[1:])
             else:
-                out = np.matmul(x, y)
+                out = _bmm_matmul(x, y)     # stacks of small matrices compiled
         except ValueError as e:
             raise RuntimeError(f"matmul: batch dimensions do not broadcast: shapes "
                                f"{list(x.shape)} and {list(y.shape)} ({e})") from None

@@ -14,6 +14,7 @@ import weakref as _weakref
 import numpy as np
 
 from cygrad._kernels import engine as _engine
+from cygrad._kernels.bmm import matmul as _bmm_matmul
 from cygrad._kernels.engine import _alias, _wrap, function_apply, is_grad_enabled
 from cygrad._kernels.reduce import sum_to_shape as _np_sum_to_shape
 from cygrad._tensor import Tensor, _canon_dim
@@ -79,7 +80,7 @@ class _NumpyNS:
 
     val = staticmethod(_engine.xp_val)
     out = staticmethod(_engine.xp_out)
-    matmul = staticmethod(np.matmul)
+    matmul = staticmethod(_bmm_matmul)
     reshape = staticmethod(_engine.xp_reshape)
     broadcast_to = staticmethod(np.broadcast_to)
     swapaxes = staticmethod(_engine.xp_swapaxes)
