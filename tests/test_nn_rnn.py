@@ -387,8 +387,30 @@ def _fd_check_param(m, p, x, h0, c0, mode, eps=1e-6):
     np.testing.assert_allclose(g, num, rtol=1e-5, atol=1e-6)
 
 
+@pytest.fixture(params=["blas", "portable"])
+def products(request):
+    """The time loops' products through NumPy's BLAS, then through the
+    portable loops that serve when no BLAS entry point is found."""
+    from cygrad._kernels import _blas
+    from cygrad._kernels import rnn as K
+
+    found = _blas.gemm_addresses()
+    if request.param == "blas":
+        if found is None:
+            pytest.skip("no BLAS entry point found in this process")
+        yield request.param
+        return
+    K.set_gemm(0, 0)
+    try:
+        assert not K.has_gemm()
+        yield request.param
+    finally:
+        if found is not None:
+            K.set_gemm(found[0], found[1])
+
+
 @pytest.mark.parametrize("mode", ["LSTM", "GRU", "RNN_RELU"])
-def test_compiled_layer_equals_tensor_op_reference(mode):
+def test_compiled_layer_equals_tensor_op_reference(mode, products):
     from cygrad.nn import _functional_rnn as FR
     rng = np.random.default_rng(11)
     spec = FR._Spec(mode, 3, 0, 2, True, [4, 3, 1])
@@ -415,6 +437,36 @@ def test_compiled_layer_equals_tensor_op_reference(mode):
     a = FR._RNNLayer.apply(spec, x, h0, c0, *ws)
     with pytest.raises(RuntimeError, match="double backward"):
         cygrad.autograd.grad(a[0].sum(), [x], create_graph=True)
+
+
+@pytest.mark.parametrize("mode", ["LSTM", "GRU", "RNN_TANH"])
+def test_time_loops_refuse_arrays_they_cannot_walk(mode):
+    """The compiled loops check every array before the first step: a wrong
+    size, dtype or layout is a ValueError naming it, never a bad read."""
+    from cygrad._kernels import rnn as K
+
+    g = {"LSTM": 4, "GRU": 3, "RNN_TANH": 1}[mode]
+    n, b, h = 6, 2, 3
+    z = lambda *s: np.zeros(s)          # noqa: E731
+    args = dict(gi=z(n, g * h), h=z(b, h), c=z(b, h) if mode == "LSTM" else None,
+                w_hh=z(g * h, h), w_hr=None, bhh=None, hprev=z(n, h),
+                gates=z(n, g * h) if g > 1 else None,
+                cprev=z(n, h) if mode == "LSTM" else None,
+                tc=z(n, h) if mode == "LSTM" else None,
+                hraw=z(n, h) if mode == "LSTM" else None, out=z(n, h),
+                hn_all=z(n, h) if mode == "GRU" else None)
+    K.seq_fwd(mode, [2, 2, 2], [0, 2, 4, 6], False, **args)
+    with pytest.raises(ValueError, match="hprev must be"):
+        K.seq_fwd(mode, [2, 2, 2], [0, 2, 4, 6], False, **{**args, "hprev": z(n - 1, h)})
+    with pytest.raises(ValueError, match="w_hh must be"):
+        K.seq_fwd(mode, [2, 2, 2], [0, 2, 4, 6], False,
+                  **{**args, "w_hh": z(g * h, h).astype(np.float32)})
+    with pytest.raises(ValueError, match="out must be"):
+        K.seq_fwd(mode, [2, 2, 2], [0, 2, 4, 6], False, **{**args, "out": z(h, n).T})
+    with pytest.raises(ValueError, match="outside"):
+        K.seq_fwd(mode, [2, 3, 2], [0, 2, 4, 6], False, **args)
+    with pytest.raises(ValueError, match="offsets"):
+        K.seq_fwd(mode, [2, 2, 2], [0, 2], False, **args)
 
 
 def test_dropout_between_layers_only_in_training():

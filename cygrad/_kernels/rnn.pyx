@@ -43,9 +43,13 @@ output may alias an input.  Threading: single-threaded, GIL released.
 """
 
 from libc.math cimport exp, expf, tanh, tanhf
+from libc.stdint cimport int64_t
+from libc.string cimport memcpy
 
 cimport numpy as cnp
+import numpy as np
 
+from cygrad._kernels._blas import gemm_addresses
 from cygrad._kernels._types cimport real_t
 
 cnp.import_array()
@@ -177,12 +181,17 @@ def lstm_fwd(const real_t[:, ::1] gi,   # in  (bs, 4H)
     if bs == 0 or hid == 0:
         return
     with nogil:
-        if real_t is float:
-            cg_lstm_fwd_f(&gi[0, 0], &gh[0, 0], &c[0, 0], &gates[0, 0],
-                          &cprev[0, 0], &tc[0, 0], &h[0, 0], bs, hid)
-        else:
-            _lstm_fwd(&gi[0, 0], &gh[0, 0], &c[0, 0], &gates[0, 0], &cprev[0, 0],
+        _lstm_fwd_any(&gi[0, 0], &gh[0, 0], &c[0, 0], &gates[0, 0], &cprev[0, 0],
                       &tc[0, 0], &h[0, 0], bs, hid)
+
+
+cdef inline void _lstm_fwd_any(const real_t* gi, const real_t* gh, real_t* c,
+                               real_t* gates, real_t* cprev, real_t* tc, real_t* h,
+                               Py_ssize_t bs, Py_ssize_t hid) noexcept nogil:
+    if real_t is float:
+        cg_lstm_fwd_f(gi, gh, c, gates, cprev, tc, h, bs, hid)
+    else:
+        _lstm_fwd(gi, gh, c, gates, cprev, tc, h, bs, hid)
 
 
 cdef void _lstm_fwd(const real_t* gi, const real_t* gh, real_t* c, real_t* gates,
@@ -287,12 +296,17 @@ def lstm_bwd(const real_t[:, ::1] dh,     # in  (bs, H)
     if bs == 0 or hid == 0:
         return
     with nogil:
-        if real_t is float:
-            cg_lstm_bwd_f(&dh[0, 0], &dc[0, 0], &gates[0, 0], &cprev[0, 0],
-                          &tc[0, 0], &dg[0, 0], bs, hid)
-        else:
-            cg_lstm_bwd_d(&dh[0, 0], &dc[0, 0], &gates[0, 0], &cprev[0, 0],
-                          &tc[0, 0], &dg[0, 0], bs, hid)
+        _lstm_bwd_any(&dh[0, 0], &dc[0, 0], &gates[0, 0], &cprev[0, 0], &tc[0, 0],
+                      &dg[0, 0], bs, hid)
+
+
+cdef inline void _lstm_bwd_any(const real_t* dh, real_t* dc, const real_t* gates,
+                               const real_t* cprev, const real_t* tc, real_t* dg,
+                               Py_ssize_t bs, Py_ssize_t hid) noexcept nogil:
+    if real_t is float:
+        cg_lstm_bwd_f(dh, dc, gates, cprev, tc, dg, bs, hid)
+    else:
+        cg_lstm_bwd_d(dh, dc, gates, cprev, tc, dg, bs, hid)
 
 
 
@@ -321,12 +335,17 @@ def gru_fwd(const real_t[:, ::1] gi,     # in  (bs, 3H), includes b_ih
         return
     cdef const real_t* pb = &bhh[0] if bhh.shape[0] else NULL
     with nogil:
-        if real_t is float:
-            cg_gru_fwd_f(&gi[0, 0], &gh[0, 0], pb, &hprev[0, 0], &gates[0, 0],
-                         &hn[0, 0], &h[0, 0], bs, hid)
-        else:
-            _gru_fwd(&gi[0, 0], &gh[0, 0], pb, &hprev[0, 0], &gates[0, 0],
-                     &hn[0, 0], &h[0, 0], bs, hid)
+        _gru_fwd_any(&gi[0, 0], &gh[0, 0], pb, &hprev[0, 0], &gates[0, 0], &hn[0, 0],
+                     &h[0, 0], bs, hid)
+
+
+cdef inline void _gru_fwd_any(const real_t* gi, const real_t* gh, const real_t* bhh,
+                              const real_t* hprev, real_t* gates, real_t* hn,
+                              real_t* h, Py_ssize_t bs, Py_ssize_t hid) noexcept nogil:
+    if real_t is float:
+        cg_gru_fwd_f(gi, gh, bhh, hprev, gates, hn, h, bs, hid)
+    else:
+        _gru_fwd(gi, gh, bhh, hprev, gates, hn, h, bs, hid)
 
 
 cdef void _gru_fwd(const real_t* gi, const real_t* gh, const real_t* bhh,
@@ -398,3 +417,312 @@ cdef void _gru_bwd(real_t* dh, const real_t* gates, const real_t* hn,
             dgh[row + hid + j] = dz
             dgh[row + 2 * hid + j] = dn * r
             dh[s] = d * z
+
+
+# ---------------------------------------------------------------------------
+# the time loop of one direction, compiled: per step one product (two with an
+# LSTM projection) and one gate kernel, no Python in between
+
+ctypedef void (*sgemm64_t)(int, int, int, int64_t, int64_t, int64_t, float,
+                           const float*, int64_t, const float*, int64_t, float,
+                           float*, int64_t) noexcept nogil
+ctypedef void (*dgemm64_t)(int, int, int, int64_t, int64_t, int64_t, double,
+                           const double*, int64_t, const double*, int64_t, double,
+                           double*, int64_t) noexcept nogil
+
+cdef sgemm64_t _sgemm = NULL
+cdef dgemm64_t _dgemm = NULL
+
+cdef enum:
+    CBLAS_ROW_MAJOR = 101
+    CBLAS_NO_TRANS = 111
+    CBLAS_TRANS = 112
+    MODE_RNN = 0
+    MODE_LSTM = 1
+    MODE_GRU = 2
+
+
+def set_gemm(size_t sgemm, size_t dgemm):
+    """Use the cblas ``sgemm`` / ``dgemm`` (64-bit integers) at these addresses
+    (``_blas.gemm_addresses``); 0, 0 goes back to the portable loops."""
+    global _sgemm, _dgemm
+    _sgemm = <sgemm64_t>sgemm
+    _dgemm = <dgemm64_t>dgemm
+
+
+def has_gemm():
+    """Whether the time loops call a BLAS (else their portable products)."""
+    return _sgemm != NULL and _dgemm != NULL
+
+
+_found = gemm_addresses()
+if _found is not None:
+    set_gemm(_found[0], _found[1])
+
+
+cdef void _gemm(bint trans_b, Py_ssize_t m, Py_ssize_t n, Py_ssize_t k,
+                const real_t* a, const real_t* b, real_t* c) noexcept nogil:
+    # c (m, n) = a (m, k) @ b, b (n, k) transposed when trans_b else (k, n);
+    # dense C-contiguous blocks, c not aliasing a or b
+    cdef Py_ssize_t i, j, p
+    cdef real_t s, av
+    cdef int tb = CBLAS_TRANS if trans_b else CBLAS_NO_TRANS
+    if real_t is float:
+        if _sgemm != NULL:
+            _sgemm(CBLAS_ROW_MAJOR, CBLAS_NO_TRANS, tb, m, n, k, 1.0, a, k, b,
+                   k if trans_b else n, 0.0, c, n)
+            return
+    else:
+        if _dgemm != NULL:
+            _dgemm(CBLAS_ROW_MAJOR, CBLAS_NO_TRANS, tb, m, n, k, 1.0, a, k, b,
+                   k if trans_b else n, 0.0, c, n)
+            return
+    for i in range(m):
+        if trans_b:
+            for j in range(n):
+                s = 0
+                for p in range(k):
+                    s = s + a[i * k + p] * b[j * k + p]
+                c[i * n + j] = s
+        else:
+            for j in range(n):
+                c[i * n + j] = 0
+            for p in range(k):
+                av = a[i * k + p]
+                for j in range(n):
+                    c[i * n + j] = c[i * n + j] + av * b[p * n + j]
+
+
+cdef void _seq_fwd(int mode, bint relu, bint reverse, Py_ssize_t steps,
+                   const int64_t* bsz, const int64_t* offs, Py_ssize_t hid,
+                   Py_ssize_t hout, const real_t* gi, real_t* h, real_t* c,
+                   const real_t* w_hh, const real_t* w_hr, const real_t* bhh,
+                   real_t* hprev, real_t* gh, real_t* gates, real_t* cprev,
+                   real_t* tc, real_t* hraw, real_t* out,
+                   real_t* hn_all) noexcept nogil:
+    cdef Py_ssize_t s, t, b, o0
+    cdef Py_ssize_t g = 4 if mode == MODE_LSTM else (3 if mode == MODE_GRU else 1)
+    cdef real_t* hp
+    for s in range(steps):
+        t = steps - 1 - s if reverse else s
+        b = bsz[t]
+        o0 = offs[t]
+        hp = hprev + o0 * hout
+        memcpy(hp, h, b * hout * sizeof(real_t))
+        _gemm(True, b, g * hid, hout, hp, w_hh, gh)
+        if mode == MODE_LSTM:
+            _lstm_fwd_any(gi + o0 * g * hid, gh, c, gates + o0 * g * hid,
+                          cprev + o0 * hid, tc + o0 * hid, hraw + o0 * hid, b, hid)
+            if w_hr != NULL:
+                _gemm(True, b, hout, hid, hraw + o0 * hid, w_hr, out + o0 * hout)
+        elif mode == MODE_GRU:
+            _gru_fwd_any(gi + o0 * g * hid, gh, bhh, hp, gates + o0 * g * hid,
+                         hn_all + o0 * hid, out + o0 * hid, b, hid)
+        else:
+            _rnn_fwd(gi + o0 * hid, gh, out + o0 * hid, b * hid, relu)
+        memcpy(h, out + o0 * hout, b * hout * sizeof(real_t))
+
+
+cdef void _seq_bwd(int mode, bint relu, bint reverse, Py_ssize_t steps,
+                   const int64_t* bsz, const int64_t* offs, Py_ssize_t hid,
+                   Py_ssize_t hout, const real_t* dy, real_t* dh, real_t* dc,
+                   const real_t* w_hh, const real_t* w_hr, const real_t* hprev,
+                   const real_t* gates, const real_t* cprev, const real_t* tc,
+                   const real_t* hn_all, const real_t* out, real_t* dg,
+                   real_t* dgh, real_t* dr, real_t* dhraw,
+                   real_t* tmp) noexcept nogil:
+    cdef Py_ssize_t s, t, b, o0, j
+    cdef Py_ssize_t g = 4 if mode == MODE_LSTM else (3 if mode == MODE_GRU else 1)
+    cdef const real_t* src
+    for s in range(steps):
+        t = s if reverse else steps - 1 - s
+        b = bsz[t]
+        o0 = offs[t]
+        for j in range(b * hout):
+            dh[j] = dh[j] + dy[o0 * hout + j]
+        if mode == MODE_LSTM:
+            src = dh
+            if w_hr != NULL:
+                memcpy(dr + o0 * hout, dh, b * hout * sizeof(real_t))
+                _gemm(False, b, hid, hout, dh, w_hr, dhraw)
+                src = dhraw
+            _lstm_bwd_any(src, dc, gates + o0 * g * hid, cprev + o0 * hid,
+                          tc + o0 * hid, dg + o0 * g * hid, b, hid)
+            _gemm(False, b, hout, g * hid, dg + o0 * g * hid, w_hh, dh)
+        elif mode == MODE_GRU:
+            _gru_bwd(dh, gates + o0 * g * hid, hn_all + o0 * hid, hprev + o0 * hid,
+                     dg + o0 * g * hid, dgh + o0 * g * hid, b, hid)
+            _gemm(False, b, hid, g * hid, dgh + o0 * g * hid, w_hh, tmp)
+            for j in range(b * hid):
+                dh[j] = dh[j] + tmp[j]
+        else:
+            _rnn_bwd(dh, out + o0 * hid, dg + o0 * hid, b * hid, relu)
+            _gemm(False, b, hid, hid, dg + o0 * hid, w_hh, dh)
+
+
+cdef class _Ptrs:
+    """Checked data pointers of the arrays one time loop touches: each is
+    C-contiguous, of the loop's dtype and of at least ``size`` elements,
+    or the loop does not start (a ValueError names the array)."""
+    cdef int typenum
+    cdef str name
+
+    def __init__(self, str name, int typenum):
+        self.name = name
+        self.typenum = typenum
+
+    cdef void* get(self, object arr, str what, Py_ssize_t size,
+                   bint written=True) except? NULL:
+        if arr is None:
+            if size:
+                raise ValueError(f"{self.name}: {what} is missing")
+            return NULL
+        if (type(arr) is not np.ndarray or cnp.PyArray_TYPE(arr) != self.typenum
+                or not cnp.PyArray_IS_C_CONTIGUOUS(arr)
+                or (written and not cnp.PyArray_ISWRITEABLE(arr))
+                or cnp.PyArray_SIZE(arr) < size):
+            raise ValueError(
+                f"{self.name}: {what} must be a C-contiguous array of {size} "
+                f"elements of the loop's dtype{', writeable' if written else ''}, "
+                f"got {arr.dtype} {arr.shape}")
+        return cnp.PyArray_DATA(arr)
+
+
+cdef tuple _steps(str name, object batch_sizes, object offsets, Py_ssize_t n,
+                  Py_ssize_t b0):
+    bsz = np.ascontiguousarray(batch_sizes, dtype=np.int64)
+    offs = np.ascontiguousarray(offsets, dtype=np.int64)
+    if bsz.ndim != 1 or offs.ndim != 1 or offs.shape[0] < bsz.shape[0]:
+        raise ValueError(f"{name}: batch_sizes ({bsz.shape[0]} steps) need as "
+                         f"many offsets, got {offs.shape[0]}")
+    offs = offs[:bsz.shape[0]]
+    if bsz.size and (bsz.min() < 1 or bsz.max() > b0 or offs.min() < 0
+                     or (offs + bsz).max() > n):
+        raise ValueError(f"{name}: a step lies outside the {n} rows or the "
+                         f"batch of {b0}")
+    return bsz, offs
+
+
+_MODES = {"RNN_TANH": MODE_RNN, "RNN_RELU": MODE_RNN, "LSTM": MODE_LSTM,
+          "GRU": MODE_GRU}
+
+
+def seq_fwd(str mode, object batch_sizes, object offsets, bint reverse,
+            cnp.ndarray gi, cnp.ndarray h, object c, cnp.ndarray w_hh, object w_hr,
+            object bhh, cnp.ndarray hprev, object gates, object cprev, object tc,
+            object hraw, cnp.ndarray out, object hn_all):
+    """One direction's forward time loop (``_functional_rnn._forward_dir``).
+
+    ``gi`` (N, g*H) the input part of every step (with the biases the gate
+    kernel expects); ``h`` (B, Hout) and ``c`` (B, H) the state, updated in
+    place to the last step's; per step ``t`` (in order, or backwards when
+    ``reverse``) the rows ``offsets[t]:offsets[t] + batch_sizes[t]`` of the
+    (N, .) outputs: ``hprev`` (the state it read), ``gates``, ``cprev``,
+    ``tc``, ``hraw`` (LSTM; ``out`` is ``hraw`` without a projection
+    ``w_hr``), ``hn_all`` (GRU) and ``out``."""
+    cdef int m = _MODES[mode]
+    cdef Py_ssize_t n = gi.shape[0], b0 = h.shape[0], hout = h.shape[1]
+    cdef Py_ssize_t g = 4 if m == MODE_LSTM else (3 if m == MODE_GRU else 1)
+    cdef Py_ssize_t hid = gi.shape[1] // g
+    bsz, offs = _steps("seq_fwd", batch_sizes, offsets, n, b0)
+    cdef _Ptrs P = _Ptrs("seq_fwd", cnp.PyArray_TYPE(gi))
+    cdef void* p_gi = P.get(gi, "gi", n * g * hid, False)
+    cdef void* p_h = P.get(h, "h", b0 * hout)
+    cdef void* p_c = P.get(c, "c", b0 * hid if m == MODE_LSTM else 0)
+    cdef void* p_whh = P.get(w_hh, "w_hh", g * hid * hout, False)
+    cdef void* p_whr = P.get(w_hr, "w_hr", hout * hid if w_hr is not None else 0,
+                             False)
+    cdef void* p_bhh = P.get(bhh, "bhh", 3 * hid if bhh is not None else 0, False)
+    cdef void* p_hprev = P.get(hprev, "hprev", n * hout)
+    cdef void* p_gates = P.get(gates, "gates", n * g * hid if g > 1 else 0)
+    cdef void* p_cprev = P.get(cprev, "cprev", n * hid if m == MODE_LSTM else 0)
+    cdef void* p_tc = P.get(tc, "tc", n * hid if m == MODE_LSTM else 0)
+    cdef void* p_hraw = P.get(hraw, "hraw", n * hid if m == MODE_LSTM else 0)
+    cdef void* p_out = P.get(out, "out", n * hout)
+    cdef void* p_hn = P.get(hn_all, "hn_all", n * hid if m == MODE_GRU else 0)
+    if (m != MODE_LSTM and hout != hid) or (m == MODE_LSTM and w_hr is None
+                                            and hout != hid):
+        raise ValueError(f"seq_fwd: state width {hout} for hidden size {hid}")
+    gh = np.empty(b0 * g * hid, dtype=gi.dtype)
+    cdef void* p_gh = cnp.PyArray_DATA(gh)
+    cdef const int64_t* pb = <const int64_t*>cnp.PyArray_DATA(bsz)
+    cdef const int64_t* po = <const int64_t*>cnp.PyArray_DATA(offs)
+    cdef Py_ssize_t steps = bsz.shape[0]
+    cdef bint relu = mode == "RNN_RELU"
+    if cnp.PyArray_TYPE(gi) == cnp.NPY_FLOAT:
+        with nogil:
+            _seq_fwd(m, relu, reverse, steps, pb, po, hid, hout, <float*>p_gi,
+                     <float*>p_h, <float*>p_c, <float*>p_whh, <float*>p_whr,
+                     <float*>p_bhh, <float*>p_hprev, <float*>p_gh, <float*>p_gates,
+                     <float*>p_cprev, <float*>p_tc, <float*>p_hraw, <float*>p_out,
+                     <float*>p_hn)
+    elif cnp.PyArray_TYPE(gi) == cnp.NPY_DOUBLE:
+        with nogil:
+            _seq_fwd(m, relu, reverse, steps, pb, po, hid, hout, <double*>p_gi,
+                     <double*>p_h, <double*>p_c, <double*>p_whh, <double*>p_whr,
+                     <double*>p_bhh, <double*>p_hprev, <double*>p_gh,
+                     <double*>p_gates, <double*>p_cprev, <double*>p_tc,
+                     <double*>p_hraw, <double*>p_out, <double*>p_hn)
+    else:
+        raise ValueError(f"seq_fwd: no loop for dtype {gi.dtype}")
+
+
+def seq_bwd(str mode, object batch_sizes, object offsets, bint reverse,
+            cnp.ndarray dy, cnp.ndarray dh, object dc, cnp.ndarray w_hh, object w_hr,
+            cnp.ndarray hprev, object gates, object cprev, object tc, object hn_all,
+            object out, cnp.ndarray dg, object dgh, object dr):
+    """One direction's backward time loop (``_functional_rnn._backward_dir``):
+    ``dh`` (B, Hout) and ``dc`` (B, H) in/out, from the last step's gradient
+    to the initial state's; writes the pre-activation gradients ``dg``
+    (N, g*H) (and GRU's ``dgh``, the part through ``W_hh``) and, with a
+    projection, ``dr`` (N, Hout) (the gradient at its output)."""
+    cdef int m = _MODES[mode]
+    cdef Py_ssize_t n = dy.shape[0], b0 = dh.shape[0], hout = dh.shape[1]
+    cdef Py_ssize_t g = 4 if m == MODE_LSTM else (3 if m == MODE_GRU else 1)
+    cdef Py_ssize_t hid = dg.shape[1] // g
+    bsz, offs = _steps("seq_bwd", batch_sizes, offsets, n, b0)
+    cdef _Ptrs P = _Ptrs("seq_bwd", cnp.PyArray_TYPE(dy))
+    cdef bint proj = w_hr is not None
+    cdef void* p_dy = P.get(dy, "dy", n * hout, False)
+    cdef void* p_dh = P.get(dh, "dh", b0 * hout)
+    cdef void* p_dc = P.get(dc, "dc", b0 * hid if m == MODE_LSTM else 0)
+    cdef void* p_whh = P.get(w_hh, "w_hh", g * hid * hout, False)
+    cdef void* p_whr = P.get(w_hr, "w_hr", hout * hid if proj else 0, False)
+    cdef void* p_hprev = P.get(hprev, "hprev", n * hout, False)
+    cdef void* p_gates = P.get(gates, "gates", n * g * hid if g > 1 else 0,
+                               False)
+    cdef void* p_cprev = P.get(cprev, "cprev", n * hid if m == MODE_LSTM else 0,
+                               False)
+    cdef void* p_tc = P.get(tc, "tc", n * hid if m == MODE_LSTM else 0, False)
+    cdef void* p_hn = P.get(hn_all, "hn_all", n * hid if m == MODE_GRU else 0,
+                            False)
+    cdef void* p_out = P.get(out, "out", n * hid if m == MODE_RNN else 0,
+                             False)
+    cdef void* p_dg = P.get(dg, "dg", n * g * hid)
+    cdef void* p_dgh = P.get(dgh, "dgh", n * g * hid if m == MODE_GRU else 0)
+    cdef void* p_dr = P.get(dr, "dr", n * hout if proj else 0)
+    if (m != MODE_LSTM or not proj) and hout != hid:
+        raise ValueError(f"seq_bwd: state width {hout} for hidden size {hid}")
+    work = np.empty(b0 * hid, dtype=dy.dtype)     # dhraw (LSTM) or tmp (GRU)
+    cdef void* p_work = cnp.PyArray_DATA(work)
+    cdef const int64_t* pb = <const int64_t*>cnp.PyArray_DATA(bsz)
+    cdef const int64_t* po = <const int64_t*>cnp.PyArray_DATA(offs)
+    cdef Py_ssize_t steps = bsz.shape[0]
+    cdef bint relu = mode == "RNN_RELU"
+    if cnp.PyArray_TYPE(dy) == cnp.NPY_FLOAT:
+        with nogil:
+            _seq_bwd(m, relu, reverse, steps, pb, po, hid, hout, <float*>p_dy,
+                     <float*>p_dh, <float*>p_dc, <float*>p_whh, <float*>p_whr,
+                     <float*>p_hprev, <float*>p_gates, <float*>p_cprev,
+                     <float*>p_tc, <float*>p_hn, <float*>p_out, <float*>p_dg,
+                     <float*>p_dgh, <float*>p_dr, <float*>p_work, <float*>p_work)
+    elif cnp.PyArray_TYPE(dy) == cnp.NPY_DOUBLE:
+        with nogil:
+            _seq_bwd(m, relu, reverse, steps, pb, po, hid, hout, <double*>p_dy,
+                     <double*>p_dh, <double*>p_dc, <double*>p_whh, <double*>p_whr,
+                     <double*>p_hprev, <double*>p_gates, <double*>p_cprev,
+                     <double*>p_tc, <double*>p_hn, <double*>p_out, <double*>p_dg,
+                     <double*>p_dgh, <double*>p_dr, <double*>p_work,
+                     <double*>p_work)
+    else:
+        raise ValueError(f"seq_bwd: no loop for dtype {dy.dtype}")

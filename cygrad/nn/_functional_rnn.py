@@ -151,7 +151,6 @@ def _forward_dir(spec, x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, reverse):
     h = np.array(h0, dtype=dt, order="C")
     hout_w = h.shape[1]
     hprev = _scratch((n, hout_w), dt)
-    gh = np.empty((bsz[0] if bsz else 0, g * hid), dt)
     gates = _scratch((n, g * hid), dt) if g > 1 else None
     saved = {"hprev": hprev, "gates": gates}
     if mode == "LSTM":
@@ -165,31 +164,15 @@ def _forward_dir(spec, x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, reverse):
         c = None
         out = np.empty((n, hid), dt)
         if mode == "GRU":
-            hn_all = _scratch((n, hid), dt)
-            bhh = b_hh if b_hh is not None else np.empty(0, dt)
-            saved["hn"] = hn_all
+            saved["hn"] = _scratch((n, hid), dt)
     saved["out"] = out
-    w_hh_t = w_hh.T
-    relu = mode == "RNN_RELU"
-    steps = range(len(bsz) - 1, -1, -1) if reverse else range(len(bsz))
-    for t in steps:
-        b = bsz[t]
-        o0, o1 = offs[t], offs[t] + b
-        hp = hprev[o0:o1]
-        np.copyto(hp, h[:b])
-        ght = gh[:b]
-        np.matmul(hp, w_hh_t, out=ght)
-        if mode == "LSTM":
-            _k.lstm_fwd(gi[o0:o1], ght, c[:b], gates[o0:o1], cprev[o0:o1],
-                        tc[o0:o1], hraw[o0:o1])
-            if w_hr is not None:
-                np.matmul(hraw[o0:o1], w_hr.T, out=out[o0:o1])
-        elif mode == "GRU":
-            _k.gru_fwd(gi[o0:o1], ght, bhh, hp, gates[o0:o1], hn_all[o0:o1],
-                       out[o0:o1])
-        else:
-            _k.rnn_fwd(gi[o0:o1], ght, out[o0:o1], relu)
-        np.copyto(h[:b], out[o0:o1])
+    # the time loop, compiled (rnn.seq_fwd): per step h @ W_hh.T through
+    # NumPy's BLAS and the gate kernel, in place on these arrays
+    contig = (lambda a: None if a is None else np.ascontiguousarray(a, dtype=dt))
+    _k.seq_fwd(mode, bsz, offs, reverse, gi, h, c, contig(w_hh), contig(w_hr),
+               contig(b_hh) if mode == "GRU" else None, hprev, gates,
+               saved.get("cprev"), saved.get("tc"), saved.get("hraw"), out,
+               saved.get("hn"))
     return out, h, c, saved
 
 
@@ -203,45 +186,18 @@ def _backward_dir(spec, x, saved, dy, dhn, dcn, w_ih, w_hh, w_hr, reverse, need)
     bsz, offs = spec.batch_sizes, spec.offsets
     dh = np.array(dhn, dtype=dt, order="C")
     dg = _scratch((n, g * hid), dt)
-    hprev, gates = saved["hprev"], saved["gates"]
-    dgh = dg
-    if mode == "LSTM":
-        dc = np.array(dcn, dtype=dt, order="C")
-        cprev, tc, hraw = saved["cprev"], saved["tc"], saved["hraw"]
-        if w_hr is not None:
-            dr = _scratch((n, dh.shape[1]), dt)
-            dhraw = np.empty((bsz[0] if bsz else 0, hid), dt)
-    elif mode == "GRU":
-        hn_all = saved["hn"]
-        dgh = _scratch((n, g * hid), dt)
-        tmp = np.empty((bsz[0] if bsz else 0, hid), dt)
-    else:
-        out = saved["out"]
-    relu = mode == "RNN_RELU"
-    steps = range(len(bsz)) if reverse else range(len(bsz) - 1, -1, -1)
-    for t in steps:
-        b = bsz[t]
-        o0, o1 = offs[t], offs[t] + b
-        dht = dh[:b]
-        np.add(dht, dy[o0:o1], out=dht)
-        if mode == "LSTM":
-            if w_hr is not None:
-                np.copyto(dr[o0:o1], dht)
-                src = dhraw[:b]
-                np.matmul(dht, w_hr, out=src)
-            else:
-                src = dht
-            _k.lstm_bwd(src, dc[:b], gates[o0:o1], cprev[o0:o1], tc[o0:o1],
-                        dg[o0:o1])
-            np.matmul(dg[o0:o1], w_hh, out=dht)
-        elif mode == "GRU":
-            _k.gru_bwd(dht, gates[o0:o1], hn_all[o0:o1], hprev[o0:o1], dg[o0:o1],
-                       dgh[o0:o1])
-            np.matmul(dgh[o0:o1], w_hh, out=tmp[:b])
-            np.add(dht, tmp[:b], out=dht)
-        else:
-            _k.rnn_bwd(dht, out[o0:o1], dg[o0:o1], relu)
-            np.matmul(dg[o0:o1], w_hh, out=dht)
+    hprev = saved["hprev"]
+    lstm, gru = mode == "LSTM", mode == "GRU"
+    dc = np.array(dcn, dtype=dt, order="C") if lstm else None
+    dr = _scratch((n, dh.shape[1]), dt) if lstm and w_hr is not None else None
+    dgh = _scratch((n, g * hid), dt) if gru else dg
+    # the time loop, compiled (rnn.seq_bwd): per step the gate kernel and the
+    # product with W_hh through NumPy's BLAS, dh and dc updated in place
+    contig = (lambda a: None if a is None else np.ascontiguousarray(a, dtype=dt))
+    _k.seq_bwd(mode, bsz, offs, reverse, contig(dy), dh, dc, contig(w_hh),
+               contig(w_hr) if lstm else None, hprev, saved["gates"],
+               saved.get("cprev"), saved.get("tc"), saved.get("hn"),
+               None if lstm or gru else saved["out"], dg, dgh if gru else None, dr)
     gx = np.matmul(dg, w_ih) if need[0] else None
     gh0 = dh if need[1] else None
     gc0 = dc if mode == "LSTM" and need[2] else None
@@ -249,7 +205,7 @@ def _backward_dir(spec, x, saved, dy, dhn, dcn, w_ih, w_hh, w_hr, reverse, need)
     gw_hh = np.matmul(dgh.T, hprev) if need[4] else None
     gb_ih = dg.sum(0) if need[5] else None
     gb_hh = dgh.sum(0) if need[6] else None
-    gw_hr = np.matmul(dr.T, hraw) if mode == "LSTM" and need[7] else None
+    gw_hr = np.matmul(dr.T, saved["hraw"]) if lstm and need[7] else None
     return gx, gh0, gc0, gw_ih, gw_hh, gb_ih, gb_hh, gw_hr
 
 
