@@ -406,7 +406,7 @@ def products(request):
         yield request.param
     finally:
         if found is not None:
-            K.set_gemm(found[0], found[1])
+            K.set_gemm(*found)
 
 
 @pytest.mark.parametrize("mode", ["LSTM", "GRU", "RNN_RELU"])

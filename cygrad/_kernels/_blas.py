@@ -2,11 +2,15 @@
 that call a matrix product per step (the recurrent layers' time loop).
 
 NumPy's wheels bundle OpenBLAS with 64-bit integers and suffixed names
-(``scipy_cblas_sgemm64_`` in NumPy 2, ``cblas_sgemm64_`` in NumPy 1.26).
+(``scipy_cblas_sgemm64_`` in NumPy 2, ``cblas_sgemm64_`` in NumPy 1.26); an
+OpenBLAS with plain names (a distribution's, conda-forge's, or
+``scipy-openblas32``'s ``scipy_`` ones) says in ``openblas_get_config()``
+whether its integers are 64-bit.
 ``gemm_addresses()`` finds the library among the process's mapped files and
-returns ``(sgemm, dgemm, ilp64)`` as integer addresses, or ``None`` when it
-cannot tell which BLAS is loaded or how wide its integers are: the kernels
-then multiply with their own portable loops (correct, somewhat slower).
+returns ``(sgemm, dgemm, ilp64)``, the first two integer addresses, or
+``None`` when it cannot tell which BLAS is loaded or how wide its integers
+are (MKL, say): the kernels then multiply with their own portable loops
+(correct, about 3x slower on an LSTM).
 No new dependency: the library is already in the process, loaded by NumPy.
 """
 
@@ -45,6 +49,19 @@ def gemm_addresses():
                 s_fn, d_fn = getattr(lib, s_name), getattr(lib, d_name)
             except AttributeError:
                 continue
-            return (ctypes.cast(s_fn, ctypes.c_void_p).value,
-                    ctypes.cast(d_fn, ctypes.c_void_p).value, True)
+            return _address(s_fn), _address(d_fn), True
+        for prefix in ("scipy_", ""):
+            try:
+                config = getattr(lib, prefix + "openblas_get_config")
+                s_fn = getattr(lib, prefix + "cblas_sgemm")
+                d_fn = getattr(lib, prefix + "cblas_dgemm")
+            except AttributeError:
+                continue
+            config.restype = ctypes.c_char_p
+            return (_address(s_fn), _address(d_fn),
+                    b"USE64BITINT" in (config() or b""))
     return None
+
+
+def _address(fn):
+    return ctypes.cast(fn, ctypes.c_void_p).value

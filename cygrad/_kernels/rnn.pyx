@@ -7,6 +7,11 @@ part ``gh = h @ W_hh.T``); what is left per step is a dozen elementwise
 operations over ``(batch, k * hidden)``, which as separate NumPy or Tensor
 ops cost one pass and one temporary each.  Here each is one pass.
 
+``seq_fwd`` / ``seq_bwd`` run a whole direction's time loop: per step the
+hidden product, through the cblas ``sgemm`` / ``dgemm`` of the OpenBLAS
+NumPy loaded (its address from ``_blas.gemm_addresses``; without one, plain
+loops), and the step's gate kernel, all without the GIL.
+
 Layout: every argument is a C-contiguous 2-d block of rows ``(bs, width)``,
 one row per sequence of the step's batch (a PackedSequence step passes the
 first ``bs`` rows of its state buffers).  Gate blocks are laid out as torch's
@@ -430,8 +435,14 @@ ctypedef void (*dgemm64_t)(int, int, int, int64_t, int64_t, int64_t, double,
                            const double*, int64_t, const double*, int64_t, double,
                            double*, int64_t) noexcept nogil
 
+ctypedef void (*sgemm32_t)(int, int, int, int, int, int, float, const float*, int,
+                           const float*, int, float, float*, int) noexcept nogil
+ctypedef void (*dgemm32_t)(int, int, int, int, int, int, double, const double*, int,
+                           const double*, int, double, double*, int) noexcept nogil
+
 cdef sgemm64_t _sgemm = NULL
 cdef dgemm64_t _dgemm = NULL
+cdef bint _ilp64 = True
 
 cdef enum:
     CBLAS_ROW_MAJOR = 101
@@ -442,12 +453,14 @@ cdef enum:
     MODE_GRU = 2
 
 
-def set_gemm(size_t sgemm, size_t dgemm):
-    """Use the cblas ``sgemm`` / ``dgemm`` (64-bit integers) at these addresses
-    (``_blas.gemm_addresses``); 0, 0 goes back to the portable loops."""
-    global _sgemm, _dgemm
+def set_gemm(size_t sgemm, size_t dgemm, bint ilp64=True):
+    """Use the cblas ``sgemm`` / ``dgemm`` at these addresses, whose integer
+    arguments are 64-bit when ``ilp64`` (``_blas.gemm_addresses``); 0, 0 goes
+    back to the portable loops."""
+    global _sgemm, _dgemm, _ilp64
     _sgemm = <sgemm64_t>sgemm
     _dgemm = <dgemm64_t>dgemm
+    _ilp64 = ilp64
 
 
 def has_gemm():
@@ -457,25 +470,36 @@ def has_gemm():
 
 _found = gemm_addresses()
 if _found is not None:
-    set_gemm(_found[0], _found[1])
+    set_gemm(*_found)
 
 
 cdef void _gemm(bint trans_b, Py_ssize_t m, Py_ssize_t n, Py_ssize_t k,
                 const real_t* a, const real_t* b, real_t* c) noexcept nogil:
     # c (m, n) = a (m, k) @ b, b (n, k) transposed when trans_b else (k, n);
-    # dense C-contiguous blocks, c not aliasing a or b
+    # dense C-contiguous blocks, c not aliasing a or b.  The portable form of
+    # trans_b is a dot product per entry (not vectorized without
+    # reassociation): the time loops pass transposed weights instead.
     cdef Py_ssize_t i, j, p
     cdef real_t s, av
     cdef int tb = CBLAS_TRANS if trans_b else CBLAS_NO_TRANS
+    cdef Py_ssize_t ldb = k if trans_b else n
     if real_t is float:
+        if _sgemm != NULL and _ilp64:
+            _sgemm(CBLAS_ROW_MAJOR, CBLAS_NO_TRANS, tb, m, n, k, 1.0, a, k, b, ldb,
+                   0.0, c, n)
+            return
         if _sgemm != NULL:
-            _sgemm(CBLAS_ROW_MAJOR, CBLAS_NO_TRANS, tb, m, n, k, 1.0, a, k, b,
-                   k if trans_b else n, 0.0, c, n)
+            (<sgemm32_t>_sgemm)(CBLAS_ROW_MAJOR, CBLAS_NO_TRANS, tb, <int>m, <int>n,
+                                <int>k, 1.0, a, <int>k, b, <int>ldb, 0.0, c, <int>n)
             return
     else:
+        if _dgemm != NULL and _ilp64:
+            _dgemm(CBLAS_ROW_MAJOR, CBLAS_NO_TRANS, tb, m, n, k, 1.0, a, k, b, ldb,
+                   0.0, c, n)
+            return
         if _dgemm != NULL:
-            _dgemm(CBLAS_ROW_MAJOR, CBLAS_NO_TRANS, tb, m, n, k, 1.0, a, k, b,
-                   k if trans_b else n, 0.0, c, n)
+            (<dgemm32_t>_dgemm)(CBLAS_ROW_MAJOR, CBLAS_NO_TRANS, tb, <int>m, <int>n,
+                                <int>k, 1.0, a, <int>k, b, <int>ldb, 0.0, c, <int>n)
             return
     for i in range(m):
         if trans_b:
@@ -493,7 +517,7 @@ cdef void _gemm(bint trans_b, Py_ssize_t m, Py_ssize_t n, Py_ssize_t k,
                     c[i * n + j] = c[i * n + j] + av * b[p * n + j]
 
 
-cdef void _seq_fwd(int mode, bint relu, bint reverse, Py_ssize_t steps,
+cdef void _seq_fwd(int mode, bint relu, bint reverse, bint wt, Py_ssize_t steps,
                    const int64_t* bsz, const int64_t* offs, Py_ssize_t hid,
                    Py_ssize_t hout, const real_t* gi, real_t* h, real_t* c,
                    const real_t* w_hh, const real_t* w_hr, const real_t* bhh,
@@ -509,12 +533,12 @@ cdef void _seq_fwd(int mode, bint relu, bint reverse, Py_ssize_t steps,
         o0 = offs[t]
         hp = hprev + o0 * hout
         memcpy(hp, h, b * hout * sizeof(real_t))
-        _gemm(True, b, g * hid, hout, hp, w_hh, gh)
+        _gemm(not wt, b, g * hid, hout, hp, w_hh, gh)
         if mode == MODE_LSTM:
             _lstm_fwd_any(gi + o0 * g * hid, gh, c, gates + o0 * g * hid,
                           cprev + o0 * hid, tc + o0 * hid, hraw + o0 * hid, b, hid)
             if w_hr != NULL:
-                _gemm(True, b, hout, hid, hraw + o0 * hid, w_hr, out + o0 * hout)
+                _gemm(not wt, b, hout, hid, hraw + o0 * hid, w_hr, out + o0 * hout)
         elif mode == MODE_GRU:
             _gru_fwd_any(gi + o0 * g * hid, gh, bhh, hp, gates + o0 * g * hid,
                          hn_all + o0 * hid, out + o0 * hid, b, hid)
@@ -625,6 +649,13 @@ def seq_fwd(str mode, object batch_sizes, object offsets, bint reverse,
     cdef Py_ssize_t g = 4 if m == MODE_LSTM else (3 if m == MODE_GRU else 1)
     cdef Py_ssize_t hid = gi.shape[1] // g
     bsz, offs = _steps("seq_fwd", batch_sizes, offsets, n, b0)
+    # without a BLAS the portable products take the weights transposed
+    # (W_hh.T as a (Hout, g*H) array), so that their inner loop is unit-stride
+    cdef bint wt = not has_gemm()
+    if wt:
+        w_hh = np.ascontiguousarray(w_hh.T)
+        if w_hr is not None:
+            w_hr = np.ascontiguousarray(w_hr.T)
     cdef _Ptrs P = _Ptrs("seq_fwd", cnp.PyArray_TYPE(gi))
     cdef void* p_gi = P.get(gi, "gi", n * g * hid, False)
     cdef void* p_h = P.get(h, "h", b0 * hout)
@@ -651,14 +682,14 @@ def seq_fwd(str mode, object batch_sizes, object offsets, bint reverse,
     cdef bint relu = mode == "RNN_RELU"
     if cnp.PyArray_TYPE(gi) == cnp.NPY_FLOAT:
         with nogil:
-            _seq_fwd(m, relu, reverse, steps, pb, po, hid, hout, <float*>p_gi,
+            _seq_fwd(m, relu, reverse, wt, steps, pb, po, hid, hout, <float*>p_gi,
                      <float*>p_h, <float*>p_c, <float*>p_whh, <float*>p_whr,
                      <float*>p_bhh, <float*>p_hprev, <float*>p_gh, <float*>p_gates,
                      <float*>p_cprev, <float*>p_tc, <float*>p_hraw, <float*>p_out,
                      <float*>p_hn)
     elif cnp.PyArray_TYPE(gi) == cnp.NPY_DOUBLE:
         with nogil:
-            _seq_fwd(m, relu, reverse, steps, pb, po, hid, hout, <double*>p_gi,
+            _seq_fwd(m, relu, reverse, wt, steps, pb, po, hid, hout, <double*>p_gi,
                      <double*>p_h, <double*>p_c, <double*>p_whh, <double*>p_whr,
                      <double*>p_bhh, <double*>p_hprev, <double*>p_gh,
                      <double*>p_gates, <double*>p_cprev, <double*>p_tc,

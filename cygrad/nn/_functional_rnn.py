@@ -11,11 +11,13 @@ holds each sequence's final state (forward direction) and, in the reverse
 direction, a row joins the loop still holding its initial state.
 
 Per direction and step the forward does one BLAS product ``h @ W_hh.T`` and
-one fused kernel (``cygrad._kernels.rnn``); the input products of all steps
-are one product ``x @ W_ih.T`` before the loop.  The backward walks the steps
-in the opposite order with one product ``dgates @ W_hh`` and one fused kernel
-per step, and forms the weight gradients after the loop as one product each
-over all steps (``dgates.T @ x``, ``dgates.T @ h_prev``).
+one fused kernel; the input products of all steps are one product
+``x @ W_ih.T`` before the loop.  The backward walks the steps in the opposite
+order with one product ``dgates @ W_hh`` and one fused kernel per step, and
+forms the weight gradients after the loop as one product each over all steps
+(``dgates.T @ x``, ``dgates.T @ h_prev``).  Both time loops are compiled
+(``cygrad._kernels.rnn.seq_fwd`` / ``seq_bwd``): they call the BLAS that
+NumPy loaded through its C entry point, with no Python between steps.
 
 Double backward (``create_graph=True``) is not supported: the backward is
 one compiled pass and raises a RuntimeError saying so.
