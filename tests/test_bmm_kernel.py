@@ -75,6 +75,8 @@ def test_what_it_hands_to_numpy_behaves_as_numpy():
     np.testing.assert_array_equal(bmm.matmul(*mixed), np.matmul(*mixed))
     two_d = rng.standard_normal((3, 4)), rng.standard_normal((4, 5))
     np.testing.assert_array_equal(bmm.matmul(*two_d), np.matmul(*two_d))
+    swapped = rng.standard_normal((2, 3, 4)).astype(">f8"), rng.standard_normal((2, 4, 5))
+    np.testing.assert_array_equal(bmm.matmul(*swapped), np.matmul(*swapped))
     empty = np.zeros((2, 0, 3)), np.zeros((2, 3, 4))
     assert bmm.matmul(*empty).shape == (2, 0, 4)
     for bad in [(np.zeros((2, 3, 4)), np.zeros((2, 5, 6))),     # inner sizes differ

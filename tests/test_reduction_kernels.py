@@ -347,6 +347,7 @@ def test_add_bias_refuses_what_it_cannot_add_and_leaves_it_alone():
         (base.copy(), np.ones(5, np.float32)),                  # wrong length
         (base.copy(), np.ones((1, 6), np.float32)),             # bias not 1-D
         (base.astype(np.int64), np.ones(6, np.int64)),          # not float
+        (base.astype(">f4"), np.ones(6, ">f4")),                # byte-swapped
         (np.zeros((4, 0), np.float32), np.ones(0, np.float32)),  # empty row
     ]
     for out, bias in cases:
@@ -359,3 +360,13 @@ def test_add_bias_refuses_what_it_cannot_add_and_leaves_it_alone():
     shared = base.copy().reshape(-1)
     assert add_bias(shared[:6].reshape(1, 6), shared[:6]) is False   # overlap
     np.testing.assert_array_equal(shared, base.reshape(-1))
+
+
+def test_sums_read_byte_swapped_arrays_by_value():
+    from cygrad._kernels.reduce import sum_all, sum_to_shape
+
+    for dt in (">f4", ">f8"):
+        x = np.arange(12, dtype=dt).reshape(3, 4)
+        np.testing.assert_array_equal(sum_to_shape(x, (4,)), x.sum(0))
+        np.testing.assert_array_equal(sum_to_shape(x, (1,)), [66.0])
+        assert float(sum_all(x)) == 66.0

@@ -55,6 +55,9 @@ cdef object _small(object a_obj, object b_obj):
     if cnp.PyArray_TYPE(b) != typenum or not (
             typenum == cnp.NPY_FLOAT or typenum == cnp.NPY_DOUBLE):
         return None
+    if not (cnp.PyArray_ISNOTSWAPPED(a) and cnp.PyArray_ISNOTSWAPPED(b)
+            and cnp.PyArray_ISALIGNED(a) and cnp.PyArray_ISALIGNED(b)):
+        return None                         # byte-swapped or unaligned: NumPy
     cdef Py_ssize_t item = cnp.PyArray_ITEMSIZE(a)
     cdef Py_ssize_t M = a.shape[nda - 2], K = a.shape[nda - 1]
     cdef Py_ssize_t N = b.shape[ndb - 1]

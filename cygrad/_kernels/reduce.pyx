@@ -108,8 +108,10 @@ cdef cnp.ndarray _total(cnp.ndarray x, int nd, cnp.npy_intp* dims):
     cdef Py_ssize_t n = cnp.PyArray_SIZE(x)
     cdef double s
     cdef int typenum = cnp.PyArray_TYPE(x)
-    if not cnp.PyArray_IS_C_CONTIGUOUS(x):
-        x = np.ascontiguousarray(x)
+    if not (cnp.PyArray_IS_C_CONTIGUOUS(x) and cnp.PyArray_ISALIGNED(x)
+            and cnp.PyArray_ISNOTSWAPPED(x)):
+        # the kernels read native, aligned, contiguous memory
+        x = np.require(x, x.dtype.newbyteorder("="), "CA")
     if typenum == cnp.NPY_FLOAT:
         if n >= GIL_RELEASE_MIN:
             with nogil:
@@ -268,7 +270,8 @@ def add_bias(cnp.ndarray out, cnp.ndarray bias):
             or not (typenum == cnp.NPY_FLOAT or typenum == cnp.NPY_DOUBLE)
             or not cnp.PyArray_IS_C_CONTIGUOUS(out)
             or not cnp.PyArray_IS_C_CONTIGUOUS(bias)
-            or not cnp.PyArray_ISWRITEABLE(out)):
+            or not cnp.PyArray_ISWRITEABLE(out)
+            or not (cnp.PyArray_ISNOTSWAPPED(out) and cnp.PyArray_ISNOTSWAPPED(bias))):
         return False
     K = cnp.PyArray_DIM(bias, 0)
     if cnp.PyArray_DIM(out, cnp.PyArray_NDIM(out) - 1) != K or K == 0:
@@ -322,7 +325,8 @@ def sum_to_shape(x, tuple shape):
     if (type(x) is np.ndarray and x.dtype.kind == "f"
             and (cnp.PyArray_TYPE(x) == cnp.NPY_FLOAT
                  or cnp.PyArray_TYPE(x) == cnp.NPY_DOUBLE)
-            and cnp.PyArray_IS_C_CONTIGUOUS(x) and cnp.PyArray_ISALIGNED(x)):
+            and cnp.PyArray_IS_C_CONTIGUOUS(x) and cnp.PyArray_ISALIGNED(x)
+            and cnp.PyArray_ISNOTSWAPPED(x)):
         groups = []
         for d in range(nx):
             if xs[d] == 1:
