@@ -461,6 +461,9 @@ def test_time_loops_refuse_arrays_they_cannot_walk(mode):
     with pytest.raises(ValueError, match="w_hh must be"):
         K.seq_fwd(mode, [2, 2, 2], [0, 2, 4, 6], False,
                   **{**args, "w_hh": z(g * h, h).astype(np.float32)})
+    with pytest.raises(ValueError, match="gi must be an aligned, native-order"):
+        K.seq_fwd(mode, [2, 2, 2], [0, 2, 4, 6], False,
+                  **{**args, "gi": args["gi"].astype(">f8")})
     with pytest.raises(ValueError, match="out must be"):
         K.seq_fwd(mode, [2, 2, 2], [0, 2, 4, 6], False, **{**args, "out": z(h, n).T})
     with pytest.raises(ValueError, match="outside"):

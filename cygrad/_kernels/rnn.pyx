@@ -603,12 +603,13 @@ cdef class _Ptrs:
             return NULL
         if (type(arr) is not np.ndarray or cnp.PyArray_TYPE(arr) != self.typenum
                 or not cnp.PyArray_IS_C_CONTIGUOUS(arr)
+                or not cnp.PyArray_ISBEHAVED_RO(arr)
                 or (written and not cnp.PyArray_ISWRITEABLE(arr))
                 or cnp.PyArray_SIZE(arr) < size):
             raise ValueError(
-                f"{self.name}: {what} must be a C-contiguous array of {size} "
-                f"elements of the loop's dtype{', writeable' if written else ''}, "
-                f"got {arr.dtype} {arr.shape}")
+                f"{self.name}: {what} must be an aligned, native-order, "
+                f"C-contiguous array of {size} elements of the loop's dtype"
+                f"{', writeable' if written else ''}, got {arr.dtype} {arr.shape}")
         return cnp.PyArray_DATA(arr)
 
 
