@@ -33,6 +33,7 @@ import numpy as np
 
 from cygrad._kernels import rnn as _k
 from cygrad._kernels.engine import _wrap
+from cygrad._kernels.reduce import add_bias as _add_bias
 from cygrad.autograd.function import Function
 from cygrad.autograd.grad_mode import is_grad_enabled
 from cygrad.creation import from_numpy
@@ -147,9 +148,9 @@ def _forward_dir(spec, x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, reverse):
     bsz, offs = spec.batch_sizes, spec.offsets
     gi = np.matmul(x, w_ih.T, out=_scratch((n, g * hid), dt))
     if b_ih is not None:
-        gi += b_ih
-        if mode != "GRU":
-            gi += b_hh
+        for b in (b_ih,) if mode == "GRU" else (b_ih, b_hh):
+            if not _add_bias(gi, b):        # compiled row add; else NumPy's
+                gi += b
     h = np.array(h0, dtype=dt, order="C")
     hout_w = h.shape[1]
     hprev = _scratch((n, hout_w), dt)
