@@ -63,7 +63,6 @@ MODULES = [
     "bmm",
     "conv",
     "cpu",
-    "dropout",
     "elementwise",
     "embed",
     "engine",
@@ -78,6 +77,7 @@ MODULES = [
     "pool",
     "reduce",
     "reductions",
+    "rng",
     "rnn",
     "scan",
     "select",
@@ -91,6 +91,8 @@ NO_CONTRACT = ["-ffp-contract=off", "-DCG_OPTIM_NO_CONTRACT"]
 MODULE_FLAGS = {
     "optim": NO_CONTRACT,
     "optim2": NO_CONTRACT,
+    # torch's samplers: each multiply-add as torch's build rounds it
+    "rng": ["-ffp-contract=off", "-fno-trapping-math"],
 }
 
 

@@ -14,6 +14,7 @@ from cygrad import _memory_format as _mf
 from cygrad import dtypes as _dt
 from cygrad._device import CPU, check_device
 from cygrad._kernels.engine import TensorBase, _mark_inplace, _wrap, is_grad_enabled
+from cygrad._kernels import rng as _rngk
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -400,7 +401,8 @@ def full_like(t: Tensor, fill_value: Number, dtype: DType | None = None,
 # --- random numbers -------------------------------------------------------------
 
 class Generator:
-    """A seeded source of random numbers (NumPy's PCG64 underneath)."""
+    """A seeded source of random numbers: torch's CPU generator (MT19937),
+    so that a seed gives torch's numbers (``_kernels/cg_rng.h``)."""
 
     def __init__(self, device: Device = "cpu", seed: int | None = None) -> None:
         # torch's signature is Generator(device="cpu"); cygrad also takes the
@@ -408,8 +410,9 @@ class Generator:
         if isinstance(device, numbers.Integral) and not isinstance(device, bool):
             device, seed = "cpu", device
         check_device(device)
-        self._seed = 67280421310721 if seed is None else int(seed)
-        self._rng = np.random.Generator(np.random.PCG64(self._seed))
+        self._mt = _rngk.MT(_rngk.DEFAULT_SEED)
+        if seed is not None:
+            self.manual_seed(seed)
 
     def manual_seed(self, seed: int) -> Generator:
         # torch's range: any 64-bit value, signed or not; a negative seed is
@@ -419,12 +422,11 @@ class Generator:
             raise ValueError(
                 f"Overflow when unpacking long long: seed {seed} is outside "
                 "[-2**63, 2**64)")
-        self._seed = seed % (2 ** 64)
-        self._rng = np.random.Generator(np.random.PCG64(self._seed))
+        self._mt.seed(seed % (2 ** 64))
         return self
 
     def initial_seed(self) -> int:
-        return self._seed
+        return int(self._mt.initial_seed)
 
     def seed(self) -> int:
         """Reseed from fresh entropy; returns the new seed."""
@@ -436,18 +438,17 @@ class Generator:
     def device(self) -> Any:
         return CPU
 
-    # The state as a uint8 tensor (torch's ByteTensor): the PCG64 state and
-    # increment (16 bytes each, little-endian), its cached half-word (1 + 4
-    # bytes) and the seed (8 bytes).
-    _STATE_BYTES = 45
+    @property
+    def _rng(self) -> np.random.Generator:
+        """A NumPy generator seeded by one 64-bit draw of this stream, for
+        the samplers whose torch algorithm cygrad does not follow (gamma,
+        binomial, poisson, ...): reproducible under a seed, not torch's."""
+        return np.random.Generator(np.random.PCG64(self._mt.u64()))
 
     def get_state(self) -> Tensor:
-        st = self._rng.bit_generator.state
-        raw = (st["state"]["state"].to_bytes(16, "little")
-               + st["state"]["inc"].to_bytes(16, "little")
-               + bytes([st["has_uint32"]]) + st["uinteger"].to_bytes(4, "little")
-               + (self._seed % 2 ** 64).to_bytes(8, "little"))
-        return _wrap(np.frombuffer(raw, np.uint8).copy())
+        """The state as a uint8 tensor in torch's layout (5056 bytes), so a
+        state from ``torch.get_rng_state()`` loads here and back."""
+        return _wrap(self._mt.state_bytes())
 
     def set_state(self, new_state: Tensor) -> Generator:
         if not isinstance(new_state, TensorBase):
@@ -456,25 +457,21 @@ class Generator:
         arr = new_state._arr
         if arr.dtype != np.uint8:
             raise TypeError("RNG state must be a torch.ByteTensor")
-        if arr.size != self._STATE_BYTES:
-            raise RuntimeError(f"Expected a RNG state of {self._STATE_BYTES} bytes "
-                               f"(from get_rng_state()), but got {arr.size}")
-        raw = arr.reshape(-1).tobytes()
-        state = {"bit_generator": "PCG64",
-                 "state": {"state": int.from_bytes(raw[:16], "little"),
-                           "inc": int.from_bytes(raw[16:32], "little")},
-                 "has_uint32": raw[32], "uinteger": int.from_bytes(raw[33:37],
-                                                                   "little")}
-        self._rng.bit_generator.state = state
-        self._seed = int.from_bytes(raw[37:45], "little")
+        self._mt.set_state_bytes(np.ascontiguousarray(arr.reshape(-1)))
         return self
+
+    def clone_state(self) -> Generator:
+        """A new generator in this one's state (torch's ``Generator.clone_state``)."""
+        other = Generator()
+        other._mt = self._mt.copy()
+        return other
 
 
 default_generator = Generator()
 
 
 def manual_seed(seed: int) -> Generator:
-    """Seed cygrad's generator: the same seed gives the same numbers, run to run."""
+    """Seed the default generator: the same seed gives torch's numbers."""
     return default_generator.manual_seed(seed)
 
 
@@ -492,6 +489,80 @@ def _rng(generator):
     return (generator or default_generator)._rng
 
 
+def _mt(generator):
+    return (generator or default_generator)._mt
+
+
+# --- torch's samplers over NumPy arrays -------------------------------------------
+
+def _in_layout(arr, make):
+    """``make(shape, contiguous)``'s values laid out as torch's in-place
+    samplers visit ``arr``: in memory order (C order when it is contiguous)."""
+    if arr.flags.c_contiguous:
+        return make(arr.shape, True)
+    vals = make((arr.size,), False)
+    out = np.empty_like(arr, order="K", dtype=vals.dtype)
+    out.ravel(order="K")[...] = vals
+    return out
+
+
+# Each returns a fresh C-contiguous array of `shape` whose values, taken in C
+# order (memory order for the caller's layout), are torch's for the same draw.
+
+def _uniform_array(shape, dtype, lo, hi, generator=None):
+    """torch's uniform_(lo, hi) of a float tensor of ``shape`` and ``dtype``."""
+    d = np.dtype(dtype)
+    n = int(np.prod(shape, dtype=np.int64))
+    if d == np.float64:
+        out = np.empty(n, np.float64)
+        _mt(generator).uniform_d(out, lo, hi)
+        return out.reshape(shape)
+    out = np.empty(n, np.float32)      # float16: drawn as float32, rounded
+    _mt(generator).uniform_f(out, lo, hi)
+    return out.reshape(shape).astype(d, copy=False)
+
+
+def _normal_array(shape, dtype, mean, std, generator=None, contiguous=True):
+    """torch's normal_(mean, std) of a float tensor of ``shape``: the block
+    recipe for 16 or more contiguous elements, else one pair at a time."""
+    d = np.dtype(dtype)
+    n = int(np.prod(shape, dtype=np.int64))
+    mt = _mt(generator)
+    if n >= 16 and contiguous and d in (np.float32, np.float64):
+        out = np.empty(n, d)
+        (mt.normal_fill_f if d == np.float32 else mt.normal_fill_d)(out, mean, std)
+        return out.reshape(shape)
+    if n >= 16 and contiguous:          # float16: float32's recipe, rounded
+        out = np.empty(n, np.float32)
+        mt.normal_fill_f(out, mean, std)
+        return out.astype(d).reshape(shape)
+    out = np.empty(n, np.float64)
+    mt.normal_serial(out, mean, std)
+    return out.astype(d).reshape(shape)
+
+
+def _int_array(shape, low, high, dtype, generator=None):
+    """torch's random_(low, high) of a tensor of ``dtype``: ``low + draw %
+    (high - low)``, with 64-bit draws when the range needs 33 bits or more
+    (for int64, float64 and float32 tensors)."""
+    d = np.dtype(dtype)
+    n = int(np.prod(shape, dtype=np.int64))
+    span = int(high) - int(low)
+    mt = _mt(generator)
+    if span >= 2 ** 64:
+        vals = mt.raw64(n).view(np.int64)
+    else:
+        wide = span >= 2 ** 32 and d in (np.int64, np.float64, np.float32)
+        vals = mt.ints(n, span, int(low), wide)
+    return vals.reshape(shape).astype(d, copy=False)
+
+
+def _exponential_array(shape, dtype, lambd, generator=None):
+    """torch's exponential_(lambd): ``-1/lambd * log1p(-u)`` in double."""
+    u = _mt(generator).units(int(np.prod(shape, dtype=np.int64)))
+    return ((-1.0 / lambd) * np.log1p(-u)).astype(dtype).reshape(shape)
+
+
 @_size_keyword
 @_on_cpu
 @_with_out
@@ -499,8 +570,7 @@ def rand(*size: Shape, dtype: DType | None = None, generator: Generator | None =
          requires_grad: bool = False, device: Device | None = None) -> Tensor:
     """Uniform samples on [0, 1)."""
     d = _floating_kernel(_dtype_or_default(dtype), "check_uniform_bounds")
-    arr = _rng(generator).random(_shape_arg(size), dtype=np.float64).astype(d)
-    return _make(arr, requires_grad)
+    return _make(_uniform_array(_shape_arg(size), d, 0.0, 1.0, generator), requires_grad)
 
 
 @_size_keyword
@@ -510,8 +580,7 @@ def randn(*size: Shape, dtype: DType | None = None, generator: Generator | None 
           requires_grad: bool = False, device: Device | None = None) -> Tensor:
     """Standard normal samples."""
     d = _floating_kernel(_dtype_or_default(dtype), "normal_kernel_cpu")
-    arr = _rng(generator).standard_normal(_shape_arg(size)).astype(d)
-    return _make(arr, requires_grad)
+    return _make(_normal_array(_shape_arg(size), d, 0.0, 1.0, generator), requires_grad)
 
 
 def rand_like(t: Tensor, dtype: DType | None = None, generator: Generator | None = None,
@@ -553,8 +622,7 @@ def randint(low: int, high: int | None = None, size: Sequence[int] | None = None
         raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got "
                            f"from={low} >= to={high}")
     d = _dt.int64 if dtype is None else _dt.to_numpy(dtype)
-    arr = _rng(generator).integers(low, high, _shape_arg((size,))).astype(d)
-    return _make(arr, requires_grad)
+    return _make(_int_array(_shape_arg((size,)), low, high, d, generator), requires_grad)
 
 
 # --- ranges ---------------------------------------------------------------------

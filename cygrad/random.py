@@ -4,9 +4,14 @@ generator state as a ByteTensor, and the Tensor's in-place samplers
 (``normal_``, ``uniform_``, ``random_``, ``bernoulli_``, ``exponential_``,
 ``geometric_``, ``cauchy_``, ``log_normal_``).
 
-Every function takes ``generator=`` (default: cygrad's default generator,
-NumPy's PCG64).  The numbers are not torch's stream; the distributions are
-torch's, and a seed gives the same numbers run to run.  As in torch, the
+Every function takes ``generator=`` (default: the default generator, torch's
+MT19937 stream, ``_kernels/cg_rng.h``).  ``rand``, ``randn``, ``randint``,
+``randperm``, ``normal``, ``bernoulli``, ``multinomial`` and the in-place
+``normal_``/``uniform_``/``random_``/``bernoulli_``/``exponential_`` follow
+torch's recipes, so after the same seed they give torch's numbers; the
+others (``poisson``, ``geometric_``, ``cauchy_``, ``log_normal_`` and the
+distributions' gamma-based samplers) draw from a NumPy generator seeded by
+the stream: reproducible, not torch's numbers.  As in torch, the
 samplers' results have a gradient of zero with respect to their parameters
 (``normal(mean, std)``, ``bernoulli(p)``, ``poisson(rate)``).
 
@@ -29,10 +34,16 @@ from cygrad._tensor import Tensor
 from cygrad.autograd.function import Function
 from cygrad.creation import (
     _dtype_or_default,
+    _exponential_array,
+    _in_layout,
+    _int_array,
     _make,
+    _mt,
+    _normal_array,
     _on_cpu,
     _rng,
     _shape_arg,
+    _uniform_array,
     _with_out,
     default_generator,
     initial_seed,
@@ -118,52 +129,36 @@ def multinomial(input: Tensor, num_samples: int, replacement: bool = False, *,
     if not replacement and num_samples > n_cat:
         raise RuntimeError("cannot sample n_sample > prob_dist.size(-1) samples "
                            "without replacement")
-    rng = _rng(generator)
-    if replacement and p.size == n_cat and n_cat:
-        # the common single-distribution draw (sampling loops): one cumsum,
-        # checks on its ends (a NaN or inf reaches the total; min sees < 0)
-        cdf = np.cumsum(p.reshape(-1), dtype=np.float64)
-        total = cdf[-1]
-        if not (np.isfinite(total) and p.min() >= 0):
-            raise RuntimeError("probability tensor contains either `inf`, `nan` or "
-                               "element < 0")
-        if total <= 0:
-            raise RuntimeError("invalid multinomial distribution (sum of "
-                               "probabilities <= 0)")
-        u = rng.random(num_samples)
-        u *= total
-        idx = np.searchsorted(cdf, u, side="right")
-        np.minimum(idx, n_cat - 1, out=idx)
-        return _wrap(idx.astype(np.int64, copy=False).reshape(p.shape[:-1] +
-                                                              (num_samples,)))
-    rows = p.reshape(-1, n_cat).astype(np.float64)
-    if not np.all(np.isfinite(rows)) or np.any(rows < 0):
+    rows = p.reshape(-1, n_cat)
+    if rows.size and not (np.all(rows >= 0) and np.all(rows < np.inf)):
         raise RuntimeError("probability tensor contains either `inf`, `nan` or "
                            "element < 0")
-    sums = rows.sum(axis=1)
-    if np.any(sums <= 0):
+    if np.any(rows.sum(axis=1) <= 0):
         raise RuntimeError("invalid multinomial distribution (sum of probabilities "
                            "<= 0)")
-    if replacement:
-        cdf = np.cumsum(rows, axis=1)
-        cdf /= cdf[:, -1:]
-        u = rng.random((rows.shape[0], num_samples))
-        if rows.shape[0] == 1:
-            idx = np.searchsorted(cdf[0], u[0], side="right")[None]
+    work = rows if rows.dtype in (np.float32, np.float64) else rows.astype(np.float32)
+    if not replacement or num_samples == 1:
+        # torch's draw: the largest p / q for exponential q (Gumbel's trick
+        # without the logarithms), one q per category in row order
+        q = _exponential_array(work.shape, work.dtype, 1.0, generator)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            keys = work / q
+        if num_samples == 1:
+            idx = np.argmax(keys, axis=1)[:, None]
         else:
-            # one search for every row: row r's cdf and draws shifted by r
-            shift = np.arange(rows.shape[0], dtype=np.float64)[:, None]
-            flat = np.searchsorted((cdf + shift).ravel(), (u + shift).ravel(),
-                                   side="right").reshape(u.shape)
-            idx = flat - (shift * n_cat).astype(np.int64)
-        # rounding must never pick past the last category, nor a zero weight
-        np.clip(idx, 0, n_cat - 1, out=idx)
+            idx = np.argsort(-keys, axis=1, kind="stable")[:, :num_samples]
     else:
-        # Exponential races: the k smallest of E_i / w_i are a sequential
-        # draw without replacement from the weights w (zero weights last).
-        with np.errstate(divide="ignore"):
-            keys = rng.standard_exponential(rows.shape) / rows
-        idx = np.argsort(keys, axis=1, kind="stable")[:, :num_samples]
+        # torch's draw with replacement: per row the running sum (in the
+        # row's dtype) divided by the total, then for each sample the first
+        # category whose cumulative share reaches a uniform double
+        cdf = np.cumsum(work, axis=1, dtype=work.dtype)
+        cdf /= cdf[:, -1:]
+        u = _mt(generator).units(rows.shape[0] * num_samples).reshape(
+            rows.shape[0], num_samples)
+        idx = np.empty(u.shape, np.int64)
+        for r in range(rows.shape[0]):
+            idx[r] = np.searchsorted(cdf[r].astype(np.float64), u[r], side="left")
+        np.minimum(idx, n_cat - 1, out=idx)
     idx = np.ascontiguousarray(idx, dtype=np.int64)
     return _wrap(idx.reshape(p.shape[:-1] + (num_samples,)))
 
@@ -176,7 +171,11 @@ def randperm(n: int, *, generator: Generator | None = None, dtype: DType | None 
     """A random permutation of ``0 .. n-1`` (int64 unless ``dtype`` is given)."""
     n = _shape_arg((n,))[0]
     d = _dt.int64 if dtype is None else _dt.to_numpy(dtype)
-    return _make(_rng(generator).permutation(n).astype(d, copy=False), requires_grad)
+    if n < 2 ** 32 // 20:
+        perm = _mt(generator).randperm(n)     # torch's Fisher-Yates pass
+    else:
+        perm = _rng(generator).permutation(n)
+    return _make(perm.astype(d, copy=False), requires_grad)
 
 
 # --- normal, bernoulli, poisson -------------------------------------------------
@@ -211,14 +210,12 @@ def normal(mean: float | Tensor = 0.0, std: float | Tensor = 1.0,
             raise RuntimeError(f"normal expects std >= 0.0, but found std {std:g}")
     elif std._arr.size and not np.all(std._arr >= 0):
         raise RuntimeError("normal expects all elements of std >= 0.0")
-    rng = _rng(generator)
     if isinstance(mean, float) and isinstance(std, float):
         if size is None:
             raise TypeError("normal() with float mean and std needs size=")
         shape = _shape_arg((size,))
         d = _dtype_or_default(dtype)
-        arr = (mean + std * rng.standard_normal(shape)).astype(d)
-        return _make(arr, requires_grad)
+        return _make(_normal_array(shape, d, mean, std, generator), requires_grad)
     arrs = [m._arr for m in (mean, std) if isinstance(m, TensorBase)]
     d = np.result_type(*arrs)
     if d.kind != "f":
@@ -231,7 +228,11 @@ def normal(mean: float | Tensor = 0.0, std: float | Tensor = 1.0,
     except ValueError:
         raise RuntimeError(f"normal(): the shapes of mean {list(np.shape(mv))} and "
                            f"std {list(np.shape(sv))} do not broadcast") from None
-    arr = (mv + sv * rng.standard_normal(shape)).astype(d)
+    # torch: normal_(0, std) (or (0, 1) then times the std tensor), plus mean
+    z = _normal_array(shape, d, 0.0, sv if isinstance(sv, float) else 1.0, generator)
+    if not isinstance(sv, float):
+        z = z * np.asarray(sv, d)
+    arr = (z + np.asarray(mv, d)).astype(d, copy=False)
     return _record(_NormalNode, np.asarray(arr, order="C"), mean, std)
 
 
@@ -250,17 +251,16 @@ def bernoulli(input: Tensor, p: float | Tensor | None = None, *,
     if not isinstance(input, TensorBase):
         raise TypeError(f"bernoulli(): argument 'input' must be Tensor, not "
                         f"{type(input).__name__}")
-    rng = _rng(generator)
     if p is not None:
-        _check_p(p, "bernoulli_")
-        arr = (rng.random(input._arr.shape) < p).astype(input._arr.dtype)
-        return _wrap(arr)
+        p = _check_p(p, "bernoulli_")
+        arr = _mt(generator).bernoulli(input._arr.size, p)
+        return _wrap(arr.reshape(input._arr.shape).astype(input._arr.dtype))
     _check_float(input, "bernoulli_tensor_cpu_p_")
     probs = input._arr
     if probs.size and not (np.all(probs >= 0) and np.all(probs <= 1)):
         raise RuntimeError("bernoulli expects all elements of input in [0, 1] (torch: "
                            "Expected p_in >= 0 && p_in <= 1 to be true)")
-    arr = (rng.random(probs.shape) < probs).astype(probs.dtype)
+    arr = _bernoulli_draws(probs, generator).astype(probs.dtype)
     return _record(_BernoulliNode, arr, input)
 
 
@@ -327,13 +327,6 @@ def _fill_sample(self, arr):
     return copy_(self, _wrap(np.asarray(arr, order="C")))
 
 
-def _work(t):
-    """The dtype to draw floats in for ``t``: its own (float32 or float64),
-    float32 for float16 (then rounded once)."""
-    d = t._arr.dtype
-    return d if d in (np.float32, np.float64) else np.dtype(np.float32)
-
-
 def _check_p(p, opname, open_interval=False):
     p = float(p)
     ok = 0 < p < 1 if open_interval else 0 <= p <= 1
@@ -343,18 +336,30 @@ def _check_p(p, opname, open_interval=False):
     return p
 
 
+def _in_memory_order(self, make):
+    """Write ``make(shape, contiguous)``'s values into ``self`` in the order
+    torch's samplers visit it (memory order), through copy_."""
+    return _fill_sample(self, _in_layout(self._arr, make))
+
+
+def _bernoulli_draws(probs, generator=None):
+    """One 0/1 draw per probability, in C order: a uniform double below a
+    float64 p, a uniform float below a float32 (or float16) one."""
+    flat = np.ascontiguousarray(probs).reshape(-1)
+    if flat.dtype != np.float64:
+        flat = flat.astype(np.float32, copy=False)
+    return _mt(generator).bernoulli_p(flat).reshape(probs.shape)
+
+
 def normal_(self, mean: float | Tensor = 0.0, std: float | Tensor = 1.0, *,
             generator: Generator | None = None) -> Tensor:
     """Fill with normal samples of ``mean`` and ``std`` (floating tensors)."""
     _check_float(self, "normal_kernel_cpu")
     if std < 0:
         raise RuntimeError(f"normal expects std >= 0.0, but found std {std:g}")
-    z = _rng(generator).standard_normal(self._arr.shape, dtype=_work(self))
-    if std != 1:
-        z *= std
-    if mean != 0:
-        z += mean
-    return _fill_sample(self, z)
+    d = self._arr.dtype
+    return _in_memory_order(self, lambda shape, contig: _normal_array(
+        shape, d, float(mean), float(std), generator, contig))
 
 
 def uniform_(self, a: float = 0.0, b: float = 1.0, *,
@@ -367,10 +372,9 @@ def uniform_(self, a: float = 0.0, b: float = 1.0, *,
     if a > b:
         raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found "
                            f"from={a:g} > to={b:g}")
-    u = _rng(generator).random(self._arr.shape, dtype=_work(self))
-    u *= b - a
-    u += a
-    return _fill_sample(self, u)
+    d = self._arr.dtype
+    return _in_memory_order(self, lambda shape, contig: _uniform_array(
+        shape, d, float(a), float(b), generator))
 
 
 def _random_upper(dtype):
@@ -407,20 +411,22 @@ def random_(self, *args: Any, generator: Generator | None = None, **kw: Any) -> 
     if low >= high:
         raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got "
                            f"from={low} >= to={high}")
-    vals = _rng(generator).integers(low, high, self._arr.shape, dtype=np.int64,
-                                    endpoint=False)
-    return _fill_sample(self, vals)
+    return _in_memory_order(self, lambda shape, contig: _int_array(
+        shape, low, high, d, generator))
 
 
 def bernoulli_(self, p: float = 0.5, *, generator: Generator | None = None) -> Tensor:
     """Fill with 0/1: probability ``p`` (a float, or a tensor broadcast to self)."""
-    u = _rng(generator).random(self._arr.shape)
     if isinstance(p, TensorBase):
         probs = p._arr
         if probs.size and not (np.all(probs >= 0) and np.all(probs <= 1)):
             raise RuntimeError("bernoulli_ expects all elements of p in [0, 1]")
-        return _fill_sample(self, u < np.broadcast_to(probs, self._arr.shape))
-    return _fill_sample(self, u < _check_p(p, "bernoulli_"))
+        full = np.broadcast_to(probs, self._arr.shape)
+        return _in_memory_order(self, lambda shape, contig: _bernoulli_draws(
+            full if contig else full.ravel(order="K"), generator))
+    p = _check_p(p, "bernoulli_")
+    return _in_memory_order(self, lambda shape, contig: _mt(generator).bernoulli(
+        int(np.prod(shape, dtype=np.int64)), p).reshape(shape))
 
 
 def exponential_(self, lambd: float = 1.0, *,
@@ -434,9 +440,9 @@ def exponential_(self, lambd: float = 1.0, *,
     if not lambd > 0:
         raise RuntimeError(f"exponential_ expects lambda > 0.0, but found "
                            f"lambda={lambd:g}")
-    e = _rng(generator).standard_exponential(self._arr.shape, dtype=_work(self))
-    e /= lambd
-    return _fill_sample(self, e)
+    d = self._arr.dtype
+    return _in_memory_order(self, lambda shape, contig: _exponential_array(
+        shape, d, float(lambd), generator))
 
 
 def geometric_(self, p: float, *, generator: Generator | None = None) -> Tensor:

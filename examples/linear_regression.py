@@ -1,7 +1,7 @@
 """The autograd tutorial's linear regression, ported with ``import cygrad as torch``.
 
 Only the import line differs from the PyTorch program.  The data come from
-cygrad's own generator, so the digits differ from the tutorial's; with lr 0.01
+torch's random stream (the same seed gives the same data); with lr 0.01
 the slope is near 2 after 200 epochs while the intercept is still converging
 (``--epochs 5000`` reaches the least-squares fit).
 

@@ -97,30 +97,19 @@ def test_errors_warnings_repr_match_torch():
     assert np.all(z == z[:, :1, :1, :1])
 
 
-def _reference_words(n, seed):
-    """cg_dropout.h's element words in NumPy: H(c + i a) mod 2**32."""
-    u32 = np.uint32
-    a, c = u32(((seed >> 31) | 1) & 0xFFFFFFFF), u32(seed & 0xFFFFFFFF)
-    x = (c + np.arange(n, dtype=u32) * a).astype(u32)
-    x ^= x >> u32(16)
-    x *= u32(0x7FEB352D)
-    x ^= x >> u32(15)
-    x *= u32(0x846CA68B)
-    x ^= x >> u32(16)
-    return x
-
-
-@pytest.mark.parametrize("dtype", [np.float32, np.float64])
-@pytest.mark.parametrize("seed", [0, 1, 2 ** 32, 2 ** 63 + 12345, 2 ** 64 - 1])
-def test_mask_kernel_is_its_documented_stream(dtype, seed):
-    # every SIMD level (the suite also runs with CYGRAD_NO_SIMD=1) must give
-    # the formula's bits; n crosses the vector widths and leaves a tail
-    from cygrad._kernels import dropout as kernel
-    n, thr = 1000, 429496729
-    m = np.empty(n, dtype)
-    kernel.dropout_mask(m, thr, 1.25, seed)
-    want = np.where(_reference_words(n, seed) >= thr, 1.25, 0.0).astype(dtype)
-    np.testing.assert_array_equal(m, want)
+@pytest.mark.parametrize("p", [0.1, 0.5, 0.8])
+@pytest.mark.parametrize("fn", ["dropout", "dropout2d", "alpha_dropout",
+                                "feature_alpha_dropout"])
+def test_masks_are_torchs_after_the_same_seed(fn, p):
+    torch = pytest.importorskip("torch")
+    x = np.random.default_rng(0).standard_normal((6, 5, 7)).astype(np.float32)
+    cygrad.manual_seed(5)
+    torch.manual_seed(5)
+    ours = getattr(F, fn)(cygrad.tensor(x), p, True).numpy()
+    theirs = getattr(torch.nn.functional, fn)(torch.tensor(x), p, True).numpy()
+    np.testing.assert_array_equal(ours, theirs)
+    np.testing.assert_array_equal(cygrad.get_rng_state().numpy(),
+                                  torch.get_rng_state().numpy())
 
 
 def test_masks_of_different_draws_are_uncorrelated():

@@ -28,7 +28,7 @@ from cygrad._kernels import act as _act
 from cygrad._tensor import Tensor
 from cygrad.autograd.function import Function
 from cygrad.autograd.grad_mode import is_grad_enabled
-from cygrad.creation import _rng, from_numpy
+from cygrad.creation import _mt, from_numpy
 
 from ._functional_dropout import _apply
 
@@ -399,8 +399,13 @@ def rrelu_with_generator(input, lower, upper, training, inplace, generator):
     if not training:
         return leaky_relu(input, (lower + upper) / 2, inplace)
     x = input._arr
-    drawn = _rng(generator).uniform(lower, upper, size=x.shape).astype(x.dtype)
-    slope = np.where(x > 0, x.dtype.type(1), drawn)
+    # torch draws one uniform double per non-positive element, in order,
+    # between the bounds rounded to the input's dtype
+    slope = np.ones(x.shape, x.dtype)
+    neg = ~(x > 0)
+    drawn = np.empty(int(np.count_nonzero(neg)))
+    _mt(generator).uniform_d(drawn, float(x.dtype.type(lower)), float(x.dtype.type(upper)))
+    slope[neg] = drawn
     return _piecewise(input, x * slope, slope, "RreluWithNoiseBackward0", inplace)
 
 

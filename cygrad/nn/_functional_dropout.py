@@ -2,12 +2,11 @@
 ``dropout2d``, ``dropout3d``), and the SELU-preserving ``alpha_dropout`` /
 ``feature_alpha_dropout``.
 
-Masks are seeded from cygrad's generator (``cygrad.manual_seed`` makes them
-reproducible); the numbers differ from torch's generator, the distribution
-and the scaling are torch's.  A mask is one compiled pass
-(``cygrad._kernels.dropout``) writing the multiplier ``keep / (1 - p)`` in
-the input's dtype; the output is one compiled multiply by it, whose backward
-is ``grad * multiplier``.  ``inplace=True`` writes the result into the input
+Masks are torch's: after the same ``manual_seed`` the same elements are
+dropped.  A mask is torch's ``bernoulli_(1 - p)`` (one uniform double per
+element, kept below 1 - p, ``cygrad._kernels.rng``) times ``1 / (1 - p)``
+in the input's dtype; the output is one compiled multiply by it, whose
+backward is ``grad * multiplier``.  ``inplace=True`` writes the result into the input
 (``copy_``'s autograd rules: the input's history continues through it).
 """
 
@@ -19,9 +18,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from cygrad import ops
-from cygrad._kernels import dropout as _k
 from cygrad.autograd.grad_mode import is_grad_enabled, no_grad
-from cygrad.creation import _rng, from_numpy
+from cygrad.creation import _mt, from_numpy
 
 if TYPE_CHECKING:
     from cygrad._tensor import Tensor
@@ -44,23 +42,11 @@ def _check_p(p):
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
 
 
-def _threshold(p):
-    """Keep an element when its 32 random bits are >= this (p * 2**32)."""
-    return min(int(p * 2.0 ** 32), 2 ** 32 - 1)
-
-
-def _seed():
-    """A 64-bit seed for one mask, from cygrad's generator."""
-    # the raw 64-bit draw: the value and the stream's advance of
-    # integers(0, 2**64, dtype=uint64), without its 3 us of argument handling
-    return int(_rng(None).bit_generator.random_raw())
-
-
 def _keep_mask(shape, p, dtype):
-    """A 0/1 array of ``shape`` in ``dtype``: 1 with probability ``1 - p``."""
-    m = np.empty(shape, dtype)
-    _k.dropout_mask(m.reshape(-1), _threshold(p), 1.0, _seed())
-    return m
+    """A 0/1 array of ``shape`` in ``dtype``: 1 with probability ``1 - p``
+    (torch's ``bernoulli_(1 - p)``, drawn in C order)."""
+    n = int(np.prod(shape, dtype=np.int64))
+    return _mt(None).bernoulli(n, 1.0 - p).reshape(shape).astype(dtype)
 
 
 def _apply(input, fn, inplace):
@@ -78,13 +64,13 @@ def _apply(input, fn, inplace):
 
 def scaled_keep(shape, p, dtype):
     """The dropout multiplier ``keep / (1 - p)``, an array of ``shape`` in the
-    floating ``dtype`` drawn in one compiled pass from cygrad's generator
+    floating ``dtype`` drawn as torch draws it
     (also the attention weights' dropout and the RNNs' between layers)."""
     dt = np.dtype(dtype)
     if p >= 1.0:
         return np.zeros(shape, dt)
-    m = np.empty(shape, dt)
-    _k.dropout_mask(m.reshape(-1), _threshold(p), 1.0 / (1.0 - p), _seed())
+    m = _keep_mask(shape, p, dt)
+    m /= dt.type(1.0 - p)          # torch's noise.div_(1 - p), in the dtype
     return m
 
 

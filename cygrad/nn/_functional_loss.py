@@ -21,7 +21,7 @@ import numpy as np
 from cygrad import ops
 from cygrad._tensor import Tensor
 from cygrad.autograd.function import Function
-from cygrad.creation import _rng, from_numpy, tensor
+from cygrad.creation import _exponential_array, from_numpy, tensor
 
 __all__ = [
     "binary_cross_entropy", "cosine_embedding_loss", "cosine_similarity",
@@ -353,13 +353,14 @@ def kl_div(input: Tensor, target: Tensor, size_average: bool | None = None,
 def gumbel_softmax(logits: Any, tau: Any = 1, hard: Any = False, eps: float = 1e-10,
                    dim: int = -1) -> Tensor:
     """``softmax((logits + g) / tau)`` with Gumbel(0, 1) noise g from cygrad's
-    generator; ``hard``: the one-hot argmax in the forward, the soft sample's
+    generator (torch's draws after the same seed); ``hard``: the one-hot argmax in the forward, the soft sample's
     gradient (straight-through)."""
     if eps != 1e-10:
         warnings.warn("`eps` parameter is deprecated and has no effect.",
                       UserWarning, stacklevel=2)
-    u = _rng(None).exponential(size=tuple(logits.shape))
-    g = _const((-np.log(u)).astype(logits._arr.dtype))
+    # torch's noise: -log of exponential_() draws in the logits' dtype
+    e = _exponential_array(tuple(logits.shape), logits._arr.dtype, 1.0)
+    g = _const(-np.log(e))
     y = ops.softmax((logits + g) / tau, dim)
     if not hard:
         return y

@@ -2,8 +2,10 @@
 
 Every function writes into ``tensor`` in place (as under ``no_grad``: the
 tensor stays a leaf and its version counter advances) and returns it.  Random
-draws come from cygrad's own generator, so ``cygrad.manual_seed`` makes them
-reproducible; they are not the numbers torch would draw for the same seed.
+draws follow torch's: after the same ``manual_seed`` the uniform, normal,
+Xavier, Kaiming and truncated-normal initialisations give torch's values
+(``orthogonal_`` and ``sparse_`` draw from the same stream but through
+NumPy's QR and permutation, so theirs differ).
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from cygrad.creation import _rng, rand, randn
+from cygrad.creation import _in_layout, _normal_array, _rng, _uniform_array
 
 if TYPE_CHECKING:
     from cygrad._tensor import Tensor
@@ -105,14 +107,6 @@ def _fan(tensor, mode):
     return fan_in if mode == "fan_in" else fan_out
 
 
-def _rand(tensor):
-    return rand(*tensor.shape, dtype=tensor.dtype)._arr
-
-
-def _randn(tensor):
-    return randn(*tensor.shape, dtype=tensor.dtype)._arr
-
-
 def constant_(tensor: Tensor, val: float) -> Tensor:
     """Fill ``tensor`` with ``val``."""
     return _write(tensor, val)
@@ -128,31 +122,45 @@ def ones_(tensor: Tensor) -> Tensor:
     return _write(tensor, 1)
 
 
-def uniform_(tensor: Tensor, a: float = 0.0, b: float = 1.0) -> Tensor:
-    """Fill ``tensor`` with draws from U(a, b)."""
-    return _write(tensor, a + (b - a) * _rand(tensor))
+def uniform_(tensor: Tensor, a: float = 0.0, b: float = 1.0,
+             generator: Generator | None = None) -> Tensor:
+    """Fill ``tensor`` with draws from U(a, b) (torch's ``uniform_``)."""
+    _floating(tensor)
+    d = tensor._arr.dtype
+    return _write(tensor, _in_layout(tensor._arr, lambda shape, contig: _uniform_array(
+        shape, d, float(a), float(b), generator)))
 
 
-def normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0) -> Tensor:
-    """Fill ``tensor`` with draws from N(mean, std**2)."""
-    return _write(tensor, mean + std * _randn(tensor))
+def normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0,
+            generator: Generator | None = None) -> Tensor:
+    """Fill ``tensor`` with draws from N(mean, std**2) (torch's ``normal_``)."""
+    _floating(tensor)
+    d = tensor._arr.dtype
+    return _write(tensor, _in_layout(tensor._arr, lambda shape, contig: _normal_array(
+        shape, d, float(mean), float(std), generator, contig)))
 
 
-def xavier_uniform_(tensor: Tensor, gain: float = 1.0) -> Tensor:
-    """U(-a, a) with ``a = gain * sqrt(6 / (fan_in + fan_out))`` (Glorot)."""
+def xavier_uniform_(tensor: Tensor, gain: float = 1.0,
+                    generator: Generator | None = None) -> Tensor:
+    """U(-a, a) with ``a = sqrt(3) * gain * sqrt(2 / (fan_in + fan_out))``
+    (Glorot; the bound computed in torch's order, so its rounding too)."""
     fan_in, fan_out = _fans(tensor)
-    a = gain * math.sqrt(6.0 / float(fan_in + fan_out))
-    return uniform_(tensor, -a, a)
+    std = gain * math.sqrt(2.0 / float(fan_in + fan_out))
+    a = math.sqrt(3.0) * std
+    return uniform_(tensor, -a, a, generator)
 
 
-def xavier_normal_(tensor: Tensor, gain: float = 1.0) -> Tensor:
+def xavier_normal_(tensor: Tensor, gain: float = 1.0,
+                   generator: Generator | None = None) -> Tensor:
     """N(0, std**2) with ``std = gain * sqrt(2 / (fan_in + fan_out))``."""
     fan_in, fan_out = _fans(tensor)
-    return normal_(tensor, 0.0, gain * math.sqrt(2.0 / float(fan_in + fan_out)))
+    return normal_(tensor, 0.0, gain * math.sqrt(2.0 / float(fan_in + fan_out)),
+                   generator)
 
 
 def kaiming_uniform_(tensor: Tensor, a: float = 0, mode: str = "fan_in",
-                     nonlinearity: str = "leaky_relu") -> Tensor:
+                     nonlinearity: str = "leaky_relu",
+                     generator: Generator | None = None) -> Tensor:
     """U(-bound, bound), ``bound = gain * sqrt(3 / fan)`` (He).
 
     ``gain = calculate_gain(nonlinearity, a)``; ``fan`` is fan_in or fan_out
@@ -161,17 +169,20 @@ def kaiming_uniform_(tensor: Tensor, a: float = 0, mode: str = "fan_in",
     if 0 in tuple(tensor.shape):
         return tensor
     fan = _fan(tensor, mode)
-    bound = math.sqrt(3.0) * calculate_gain(nonlinearity, a) / math.sqrt(fan)
-    return uniform_(tensor, -bound, bound)
+    std = calculate_gain(nonlinearity, a) / math.sqrt(fan)
+    bound = math.sqrt(3.0) * std
+    return uniform_(tensor, -bound, bound, generator)
 
 
 def kaiming_normal_(tensor: Tensor, a: float = 0, mode: str = "fan_in",
-                    nonlinearity: str = "leaky_relu") -> Tensor:
+                    nonlinearity: str = "leaky_relu",
+                    generator: Generator | None = None) -> Tensor:
     """N(0, std**2), ``std = gain / sqrt(fan)`` (He)."""
     if 0 in tuple(tensor.shape):
         return tensor
     fan = _fan(tensor, mode)
-    return normal_(tensor, 0.0, calculate_gain(nonlinearity, a) / math.sqrt(fan))
+    return normal_(tensor, 0.0, calculate_gain(nonlinearity, a) / math.sqrt(fan),
+                   generator)
 
 
 def _calculate_fan_in_and_fan_out(tensor):
@@ -192,26 +203,55 @@ def _floating(tensor):
 
 def trunc_normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float = -2.0,
                   b: float = 2.0, generator: Generator | None = None) -> Tensor:
-    """N(mean, std**2) restricted to [a, b] (a and b are values, not numbers
-    of std): draws outside are drawn again, so the law is exact."""
+    """N(mean, std**2) restricted to [a, b] (values, not numbers of std), by
+    torch's rejection recipes, draw for draw: when [a, b] holds more than 0.3
+    of the mass, normal draws with the ones outside drawn again; otherwise
+    uniform draws on [a, b] accepted against the density's peak."""
     _floating(tensor)
     if not a <= b:
         raise ValueError(f"trunc_normal_: expected a <= b, got a={a}, b={b}")
-    rng = _rng(generator)
-    n = tensor._arr.size
-    out = np.empty(n)
-    todo = np.arange(n)
-    for _ in range(1000):
-        if todo.size == 0:
-            break
-        draw = mean + std * rng.standard_normal(todo.size)
-        ok = (draw >= a) & (draw <= b)
-        out[todo[ok]] = draw[ok]
-        todo = todo[~ok]
-    if todo.size:
-        # [a, b] far in a tail: the uniform on [a, b] is within float error
-        out[todo] = rng.uniform(a, b, todo.size)
-    return _write(tensor, out.reshape(tensor._arr.shape))
+    if mean < a - 2 * std or mean > b + 2 * std:
+        warnings.warn("mean is more than 2 std from [a, b] in nn.init.trunc_normal_. "
+                      "The distribution of values may be incorrect.", stacklevel=2)
+
+    def cdf(x):
+        return (1.0 + math.erf(x / math.sqrt(2.0))) / 2.0
+
+    d = tensor._arr.dtype
+    shape = tensor._arr.shape
+
+    def draws(kind, *args):
+        make = _normal_array if kind == "normal" else _uniform_array
+        return make(shape, d, *args, generator)
+
+    if cdf((b - mean) / std) - cdf((a - mean) / std) > 0.3:
+        lo, hi = d.type(a), d.type(b)
+        result = draws("normal", float(mean), float(std))
+        while True:
+            outside = (result < lo) | (result > hi)
+            if not outside.any():
+                break
+            result = np.where(outside, draws("normal", float(mean), float(std)), result)
+        return _write(tensor, result)
+    mode = max(a, min(mean, b))
+    log_peak = -0.5 * ((mode - mean) / std) ** 2
+
+    def log_density(c):
+        # torch's in-place chain, rounded in the tensor's dtype
+        c = (c - d.type(mean)) / d.type(std)
+        return (c * c) * d.type(-0.5) - d.type(log_peak)
+
+    def rejected(c):
+        with np.errstate(divide="ignore"):
+            return np.log(draws("uniform", 0.0, 1.0)) > log_density(c)
+
+    result = draws("uniform", float(a), float(b))
+    pending = rejected(result)
+    while pending.any():
+        cand = draws("uniform", float(a), float(b))
+        result = np.where(pending, cand, result)
+        pending = np.where(pending, rejected(cand), pending)
+    return _write(tensor, result)
 
 
 def orthogonal_(tensor: Tensor, gain: float = 1,

@@ -2,9 +2,8 @@
 
 A sampler is an iterable of indices (``BatchSampler``: of lists of indices).
 Random samplers draw from a cygrad ``Generator`` (``cygrad.default_generator``
-when none is given).  cygrad's generator is not torch's, so a shuffle has a
-different order than torch's for the same seed; what holds is the contract:
-a permutation, the same one for the same seed, a new one at every epoch.
+when none is given) exactly as torch's samplers draw from theirs, so after
+the same seed a shuffle has torch's order, epoch after epoch.
 
 ``RandomSampler`` without a generator draws one seed from the default
 generator at each ``iter()`` and shuffles with a generator of its own made
@@ -20,7 +19,8 @@ from typing import TYPE_CHECKING, Generic, TypeVar
 
 import numpy as np
 
-from cygrad.creation import Generator, _rng
+from cygrad.creation import Generator, _mt, from_numpy
+from cygrad.random import multinomial, randperm
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator, Sequence, Sized
@@ -37,22 +37,24 @@ __all__ = [
 ]
 
 
-def _numpy_rng(generator):
-    """The NumPy generator behind a cygrad ``Generator`` (default when None)."""
+def _stream(generator):
+    """The stream of a cygrad ``Generator`` (the default one when None)."""
     if generator is not None and not isinstance(generator, Generator):
         raise TypeError(f"generator must be a cygrad.Generator, got "
                         f"{type(generator).__name__}")
-    return _rng(generator)
+    return _mt(generator)
 
 
 def _draw_seed(generator=None):
-    """A fresh seed in [0, 2**63) drawn from ``generator``."""
-    return int(_numpy_rng(generator).integers(0, 2 ** 63, dtype=np.int64))
+    """A fresh seed in [0, 2**63) drawn from ``generator``: torch's
+    ``empty((), dtype=int64).random_()``, so the same draw as torch's."""
+    return int(_stream(generator).ints(1, 2 ** 63, 0, True)[0])
 
 
 def _permutation(n, generator=None):
-    """A random permutation of ``range(n)`` as an int64 array."""
-    return _numpy_rng(generator).permutation(n).astype(np.int64, copy=False)
+    """A random permutation of ``range(n)`` as an int64 array (torch's randperm)."""
+    _stream(generator)
+    return randperm(n, generator=generator)._arr
 
 
 def _check_positive_int(name, value):
@@ -135,13 +137,13 @@ class RandomSampler(Sampler):
             gen = Generator(_draw_seed())
         else:
             gen = self.generator
-        rng = _numpy_rng(gen)
         m = self.num_samples
         if self.replacement:
             # drawn in blocks of 32 so that a long pass is not drawn up front
+            stream = _stream(gen)
             for _ in range(m // 32):
-                yield from rng.integers(0, n, 32, dtype=np.int64).tolist()
-            yield from rng.integers(0, n, m % 32, dtype=np.int64).tolist()
+                yield from stream.ints(32, n, 0, n >= 2 ** 32).tolist()
+            yield from stream.ints(m % 32, n, 0, n >= 2 ** 32).tolist()
         else:
             for _ in range(m // n):
                 yield from _permutation(n, gen).tolist()
@@ -224,10 +226,10 @@ class WeightedRandomSampler(Sampler):
             raise RuntimeError(
                 f"cannot sample n_sample={self.num_samples} indices without "
                 f"replacement from {np.count_nonzero(w)} non-zero weights")
-        rng = _numpy_rng(self.generator)
-        drawn = rng.choice(len(w), size=self.num_samples, replace=self.replacement,
-                           p=w / total)
-        yield from drawn.astype(np.int64).tolist()
+        _stream(self.generator)
+        drawn = multinomial(from_numpy(w), self.num_samples, self.replacement,
+                            generator=self.generator)
+        yield from drawn._arr.tolist()
 
     def __len__(self) -> int:
         return self.num_samples
