@@ -75,15 +75,18 @@ static inline uint32_t cg_mt_mix(uint32_t u, uint32_t v) {
     return (y >> 1) ^ ((v & 1u) ? 0x9908b0dfu : 0u);
 }
 
-/* Regenerate the 624 words. */
-static void cg_mt_twist(cg_mt* g) {
-    uint32_t* s = g->state;
-    int i = 0;
-    for (; i < CG_MT_N - CG_MT_M; i++)
+/* Regenerate the 624 words (three runs without a carried dependence, so
+   each one vectorizes). */
+CG_SIMD_FN(void, cg_mt_regen, (uint32_t* s), (s), {
+    for (int i = 0; i < CG_MT_N - CG_MT_M; i++)
         s[i] = s[i + CG_MT_M] ^ cg_mt_mix(s[i], s[i + 1]);
-    for (; i < CG_MT_N - 1; i++)
+    for (int i = CG_MT_N - CG_MT_M; i < CG_MT_N - 1; i++)
         s[i] = s[i + CG_MT_M - CG_MT_N] ^ cg_mt_mix(s[i], s[i + 1]);
     s[CG_MT_N - 1] = s[CG_MT_M - 1] ^ cg_mt_mix(s[CG_MT_N - 1], s[0]);
+})
+
+static void cg_mt_twist(cg_mt* g) {
+    cg_mt_regen(g->state);
     g->left = CG_MT_N;
     g->next = 0;
 }
@@ -108,6 +111,12 @@ static inline uint64_t cg_mt_u64(cg_mt* g) {
     return (hi << 32) | lo;
 }
 
+CG_SIMD_FN(void, cg_mt_temper_run, (const uint32_t* s, uint32_t* out, int64_t k),
+           (s, out, k), {
+    for (int64_t i = 0; i < k; i++)
+        out[i] = cg_mt_temper(s[i]);
+})
+
 /* The next n words, as n calls of cg_mt_u32 would give them (the state
    ends the same), tempered a run at a time. */
 static void cg_mt_words(cg_mt* g, uint32_t* out, int64_t n) {
@@ -119,9 +128,7 @@ static void cg_mt_words(cg_mt* g, uint32_t* out, int64_t n) {
         int64_t k = g->left - 1;
         if (k > n)
             k = n;
-        const uint32_t* s = g->state + g->next;
-        for (int64_t i = 0; i < k; i++)
-            out[i] = cg_mt_temper(s[i]);
+        cg_mt_temper_run(g->state + g->next, out, k);
         g->next += (uint32_t)k;
         g->left -= (int32_t)k;
         out += k;
@@ -333,25 +340,61 @@ static void cg_mt_normal_serial(cg_mt* g, double* out, int64_t n, double mean, d
 
 /* --- discrete ------------------------------------------------------------------ */
 
+static inline void cg_rng_cut(double p, uint32_t* cut_hi, uint32_t* cut_lo) {
+    double scaled = ceil(p * 9007199254740992.0);          /* p in [0, 1] */
+    uint64_t cut = scaled <= 0.0 ? 0 : (uint64_t)scaled;   /* up to 2^53 */
+    *cut_hi = (uint32_t)(cut >> 32);
+    *cut_lo = (uint32_t)cut;
+}
+
 /* bernoulli(p) with one p: out[i] = (uniform double < p).  The uniform is
-   v * 2^-53 for a 53-bit v, exact, so the test is v < p * 2^53 (exact too). */
-CG_SIMD_FN(void, cg_rng_below_d, (const uint32_t* w, uint8_t* out, int64_t n, double cut),
-           (w, out, n, cut), {
+   v * 2^-53 for the 53-bit v = (hi & (2^21 - 1)) : lo of two words, so the
+   test is exactly v < ceil(p * 2^53), done on the two 32-bit halves. */
+CG_SIMD_FN(void, cg_rng_below_d, (const uint32_t* w, uint8_t* out, int64_t n,
+                                   uint32_t cut_hi, uint32_t cut_lo),
+           (w, out, n, cut_hi, cut_lo), {
     for (int64_t i = 0; i < n; i++) {
-        uint64_t v = ((uint64_t)w[2 * i] << 32 | w[2 * i + 1]) & ((UINT64_C(1) << 53) - 1);
-        out[i] = (double)v < cut;
+        uint32_t hi = w[2 * i] & 0x1fffffu, lo = w[2 * i + 1];
+        out[i] = (uint8_t)((hi < cut_hi) | ((hi == cut_hi) & (lo < cut_lo)));
     }
 })
 
 static void cg_mt_bernoulli_d(cg_mt* g, uint8_t* out, int64_t n, double p) {
     uint32_t w[2 * CG_RNG_BLOCK];
-    double cut = p * 9007199254740992.0;
+    uint32_t cut_hi, cut_lo;
+    cg_rng_cut(p, &cut_hi, &cut_lo);
     for (int64_t i = 0; i < n; i += CG_RNG_BLOCK) {
         int64_t k = n - i < CG_RNG_BLOCK ? n - i : CG_RNG_BLOCK;
         cg_mt_words(g, w, 2 * k);
-        cg_rng_below_d(w, out + i, k, cut);
+        cg_rng_below_d(w, out + i, k, cut_hi, cut_lo);
     }
 }
+
+/* bernoulli(p) written as `value` or 0 into floats or doubles (a dropout
+   multiplier in one pass), with cg_rng_below_d's exact test. */
+#define CG_RNG_BERNOULLI_FILL(T, S)                                              \
+CG_SIMD_FN(void, cg_rng_keep_##S, (const uint32_t* w, T* out, int64_t n,         \
+                                   uint32_t cut_hi, uint32_t cut_lo, T value),   \
+           (w, out, n, cut_hi, cut_lo, value), {                                 \
+    for (int64_t i = 0; i < n; i++) {                                            \
+        uint32_t hi = w[2 * i] & 0x1fffffu, lo = w[2 * i + 1];                   \
+        int keep = (hi < cut_hi) | ((hi == cut_hi) & (lo < cut_lo));             \
+        out[i] = keep ? value : (T)0;                                            \
+    }                                                                            \
+})                                                                               \
+static void cg_mt_bernoulli_fill_##S(cg_mt* g, T* out, int64_t n, double p,      \
+                                     T value) {                                  \
+    uint32_t w[2 * CG_RNG_BLOCK];                                                \
+    uint32_t cut_hi, cut_lo;                                                     \
+    cg_rng_cut(p, &cut_hi, &cut_lo);                                             \
+    for (int64_t i = 0; i < n; i += CG_RNG_BLOCK) {                              \
+        int64_t k = n - i < CG_RNG_BLOCK ? n - i : CG_RNG_BLOCK;                 \
+        cg_mt_words(g, w, 2 * k);                                                \
+        cg_rng_keep_##S(w, out + i, k, cut_hi, cut_lo, value);                   \
+    }                                                                            \
+}
+CG_RNG_BERNOULLI_FILL(float, f)
+CG_RNG_BERNOULLI_FILL(double, d)
 
 /* bernoulli with one double p per element. */
 static void cg_mt_bernoulli_pd(cg_mt* g, uint8_t* out, const double* p, int64_t n) {
@@ -379,8 +422,7 @@ static void cg_mt_ints(cg_mt* g, int64_t* out, int64_t n, uint64_t range, int64_
 
 /* Raw draws: n 32-bit words or n 64-bit words. */
 static void cg_mt_raw32(cg_mt* g, uint32_t* out, int64_t n) {
-    for (int64_t i = 0; i < n; i++)
-        out[i] = cg_mt_u32(g);
+    cg_mt_words(g, out, n);
 }
 
 static void cg_mt_raw64(cg_mt* g, uint64_t* out, int64_t n) {

@@ -54,6 +54,10 @@ cdef extern from "cg_rng.h":
     void cg_mt_normal_serial(cg_mt* g, double* out, int64_t n, double mean,
                              double std) noexcept nogil
     void cg_mt_bernoulli_d(cg_mt* g, uint8_t* out, int64_t n, double p) noexcept nogil
+    void cg_mt_bernoulli_fill_f(cg_mt* g, float* out, int64_t n, double p,
+                                float value) noexcept nogil
+    void cg_mt_bernoulli_fill_d(cg_mt* g, double* out, int64_t n, double p,
+                                double value) noexcept nogil
     void cg_mt_bernoulli_pd(cg_mt* g, uint8_t* out, const double* p,
                             int64_t n) noexcept nogil
     void cg_mt_bernoulli_pf(cg_mt* g, uint8_t* out, const float* p,
@@ -222,6 +226,27 @@ cdef class MT:
             with nogil:
                 cg_mt_bernoulli_d(&self.g, &o[0], n, p)
         return out
+
+    def bernoulli_fill(self, out, double p, double value):
+        """Fill the flat float32 or float64 ``out`` with ``value`` where a
+        bernoulli(p) draw is 1 and 0 elsewhere (``bernoulli`` times value)."""
+        cdef float[::1] of
+        cdef double[::1] od
+        cdef Py_ssize_t n = out.shape[0]
+        cdef float fvalue = <float>value
+        if n == 0:
+            return
+        if out.dtype == np.float32:
+            of = out
+            with nogil:
+                cg_mt_bernoulli_fill_f(&self.g, &of[0], n, p, fvalue)
+        elif out.dtype == np.float64:
+            od = out
+            with nogil:
+                cg_mt_bernoulli_fill_d(&self.g, &od[0], n, p, value)
+        else:
+            raise TypeError(f"bernoulli_fill: out must be float32 or float64, "
+                            f"got {out.dtype}")
 
     def bernoulli_p(self, p):
         """One draw per probability: double p draws doubles, float p floats."""

@@ -69,8 +69,14 @@ def scaled_keep(shape, p, dtype):
     dt = np.dtype(dtype)
     if p >= 1.0:
         return np.zeros(shape, dt)
+    # torch's noise.div_(1 - p): 1 / (1 - p) rounded in the dtype
+    scale = dt.type(1.0) / dt.type(1.0 - p)
+    if dt in (np.float32, np.float64):
+        m = np.empty(shape, dt)
+        _mt(None).bernoulli_fill(m.reshape(-1), 1.0 - p, scale)
+        return m
     m = _keep_mask(shape, p, dt)
-    m /= dt.type(1.0 - p)          # torch's noise.div_(1 - p), in the dtype
+    m *= scale
     return m
 
 
