@@ -19,7 +19,7 @@ import numpy as np
 
 from cygrad import ops
 from cygrad.autograd.grad_mode import is_grad_enabled, no_grad
-from cygrad.creation import _mt, from_numpy
+from cygrad.creation import _in_layout, _mt, from_numpy
 
 if TYPE_CHECKING:
     from cygrad._tensor import Tensor
@@ -84,6 +84,10 @@ def _scaled_mask(input, mask_shape, p):
     dt = np.dtype(input.dtype)
     if dt.kind != "f":
         raise RuntimeError(f"dropout: expected a floating point input, got {dt}")
+    if tuple(mask_shape) == tuple(input.shape):
+        # torch draws into empty_like(input), whose layout is the input's:
+        # the draws go in the input's memory order
+        return _in_layout(input._arr, lambda shape, contig: scaled_keep(shape, p, dt))
     return scaled_keep(mask_shape, p, dt)
 
 

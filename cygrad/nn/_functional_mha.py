@@ -232,8 +232,8 @@ def _packed(_linear, x, in_proj_weight, in_proj_bias, out_proj_weight, out_proj_
     product with the whole ``in_proj_weight`` (B, T, 3E) split as views
     into heads (B, h, T, hd), so no transposed copies of the input, no
     three weight slices (each a node whose backward scatters into a
-    zero (3E, E) gradient) and no transposes back.  The same arithmetic
-    as the general path, in another memory order."""
+    zero (3E, E) gradient).  The same arithmetic as the general path, and
+    the output in its (and torch's) layout: a (B, T, E) view of (T, B, E)."""
     bsz, tgt_len, e = (int(n) for n in x.shape)
     hd = e // h
     qkv = _linear(x, in_proj_weight, in_proj_bias)
@@ -247,8 +247,11 @@ def _packed(_linear, x, in_proj_weight, in_proj_bias, out_proj_weight, out_proj_
         mask = kpm if mask is None else mask + kpm
     out, weights = attention(q, k, v, mask, p, 1.0 / math.sqrt(hd),
                              safe=not need_weights)
-    out = _linear(out.transpose(1, 2).reshape(bsz, tgt_len, e), out_proj_weight,
-                  out_proj_bias)
+    # the output projection over (T, B) rows, returned as a (B, T, E) view:
+    # torch's layout, so that what draws in memory order (dropout) draws
+    # as torch's does
+    out = _linear(out.permute(2, 0, 1, 3).reshape(tgt_len * bsz, e), out_proj_weight,
+                  out_proj_bias).reshape(tgt_len, bsz, e).transpose(0, 1)
     if not need_weights:
         return out, None
     if average_attn_weights:
