@@ -509,36 +509,39 @@ def _in_layout(arr, make):
 # Each returns a fresh C-contiguous array of `shape` whose values, taken in C
 # order (memory order for the caller's layout), are torch's for the same draw.
 
+_F4, _F8 = np.dtype(np.float32), np.dtype(np.float64)
+
+
 def _uniform_array(shape, dtype, lo, hi, generator=None):
     """torch's uniform_(lo, hi) of a float tensor of ``shape`` and ``dtype``."""
     d = np.dtype(dtype)
-    n = int(np.prod(shape, dtype=np.int64))
-    if d == np.float64:
-        out = np.empty(n, np.float64)
+    n = math.prod(shape)
+    if d == _F8:
+        out = np.empty(n, _F8)
         _mt(generator).uniform_d(out, lo, hi)
         return out.reshape(shape)
-    out = np.empty(n, np.float32)      # float16: drawn as float32, rounded
+    out = np.empty(n, _F4)              # float16: drawn as float32, rounded
     _mt(generator).uniform_f(out, lo, hi)
-    return out.reshape(shape).astype(d, copy=False)
+    return out.reshape(shape) if d == _F4 else out.reshape(shape).astype(d)
 
 
 def _normal_array(shape, dtype, mean, std, generator=None, contiguous=True):
     """torch's normal_(mean, std) of a float tensor of ``shape``: the block
     recipe for 16 or more contiguous elements, else one pair at a time."""
     d = np.dtype(dtype)
-    n = int(np.prod(shape, dtype=np.int64))
+    n = math.prod(shape)
     mt = _mt(generator)
-    if n >= 16 and contiguous and d in (np.float32, np.float64):
-        out = np.empty(n, d)
-        (mt.normal_fill_f if d == np.float32 else mt.normal_fill_d)(out, mean, std)
+    if n < 16 or not contiguous:
+        out = np.empty(n, _F8)
+        mt.normal_serial(out, mean, std)
+        return out.reshape(shape) if d == _F8 else out.astype(d).reshape(shape)
+    if d == _F8:
+        out = np.empty(n, _F8)
+        mt.normal_fill_d(out, mean, std)
         return out.reshape(shape)
-    if n >= 16 and contiguous:          # float16: float32's recipe, rounded
-        out = np.empty(n, np.float32)
-        mt.normal_fill_f(out, mean, std)
-        return out.astype(d).reshape(shape)
-    out = np.empty(n, np.float64)
-    mt.normal_serial(out, mean, std)
-    return out.astype(d).reshape(shape)
+    out = np.empty(n, _F4)              # float16: float32's recipe, rounded
+    mt.normal_fill_f(out, mean, std)
+    return out.reshape(shape) if d == _F4 else out.astype(d).reshape(shape)
 
 
 def _int_array(shape, low, high, dtype, generator=None):
@@ -546,7 +549,7 @@ def _int_array(shape, low, high, dtype, generator=None):
     (high - low)``, with 64-bit draws when the range needs 33 bits or more
     (for int64, float64 and float32 tensors)."""
     d = np.dtype(dtype)
-    n = int(np.prod(shape, dtype=np.int64))
+    n = math.prod(shape)
     span = int(high) - int(low)
     mt = _mt(generator)
     if span >= 2 ** 64:
@@ -559,7 +562,7 @@ def _int_array(shape, low, high, dtype, generator=None):
 
 def _exponential_array(shape, dtype, lambd, generator=None):
     """torch's exponential_(lambd): ``-1/lambd * log1p(-u)`` in double."""
-    u = _mt(generator).units(int(np.prod(shape, dtype=np.int64)))
+    u = _mt(generator).units(math.prod(shape))
     return ((-1.0 / lambd) * np.log1p(-u)).astype(dtype).reshape(shape)
 
 

@@ -130,21 +130,22 @@ def multinomial(input: Tensor, num_samples: int, replacement: bool = False, *,
         raise RuntimeError("cannot sample n_sample > prob_dist.size(-1) samples "
                            "without replacement")
     rows = p.reshape(-1, n_cat)
-    if rows.size and not (np.all(rows >= 0) and np.all(rows < np.inf)):
+    # torch's checks: max < inf and min >= 0 (a NaN fails the first), then
+    # no row summing to 0
+    if rows.size and not (rows.max() < np.inf and rows.min() >= 0):
         raise RuntimeError("probability tensor contains either `inf`, `nan` or "
                            "element < 0")
-    if np.any(rows.sum(axis=1) <= 0):
+    if (rows.sum(axis=1) <= 0).any():
         raise RuntimeError("invalid multinomial distribution (sum of probabilities "
                            "<= 0)")
-    work = rows if rows.dtype in (np.float32, np.float64) else rows.astype(np.float32)
+    work = rows if rows.dtype.itemsize >= 4 else rows.astype(np.float32)
     if not replacement or num_samples == 1:
         # torch's draw: the largest p / q for exponential q (Gumbel's trick
-        # without the logarithms), one q per category in row order
-        q = _exponential_array(work.shape, work.dtype, 1.0, generator)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            keys = work / q
+        # without the logarithms), one q per category in row order (q is 0
+        # with probability 2**-53; then p / q is inf or nan, as in torch)
+        keys = work / _exponential_array(work.shape, work.dtype, 1.0, generator)
         if num_samples == 1:
-            idx = np.argmax(keys, axis=1)[:, None]
+            idx = keys.argmax(axis=1)[:, None]
         else:
             idx = np.argsort(-keys, axis=1, kind="stable")[:, :num_samples]
     else:
