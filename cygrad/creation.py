@@ -466,6 +466,19 @@ class Generator:
         other._mt = self._mt.copy()
         return other
 
+    # copies and pickles carry the state and draw on their own, as torch's
+    def __copy__(self) -> Generator:
+        return self.clone_state()
+
+    def __deepcopy__(self, memo: Any) -> Generator:
+        return self.clone_state()
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"state": bytes(self._mt.state_bytes())}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self._mt = _rngk.from_state(state["state"])
+
 
 default_generator = Generator()
 

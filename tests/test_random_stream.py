@@ -48,6 +48,20 @@ def test_generators_are_independent_and_cloned_state_repeats():
     assert g.initial_seed() == 7
 
 
+def test_copies_and_pickles_carry_the_state_and_draw_on_their_own():
+    import copy
+    import pickle
+
+    g = cygrad.Generator().manual_seed(3)
+    cygrad.rand(5, generator=g)
+    want = cygrad.rand(4, generator=g.clone_state()).numpy()
+    for h in (copy.copy(g), copy.deepcopy(g), pickle.loads(pickle.dumps(g))):
+        assert h is not g and h.initial_seed() == 3
+        np.testing.assert_array_equal(cygrad.rand(4, generator=h).numpy(), want)
+    # none of the copies advanced g
+    np.testing.assert_array_equal(cygrad.rand(4, generator=g).numpy(), want)
+
+
 # --- against torch ------------------------------------------------------------
 
 CASES = {

@@ -75,6 +75,13 @@ STATE_BYTES = 5056
 DEFAULT_SEED = 67280421310721
 
 
+def from_state(state):
+    """An ``MT`` in the state ``state`` (bytes in torch's layout)."""
+    g = MT()
+    g.set_state_bytes(np.frombuffer(state, np.uint8))
+    return g
+
+
 cdef class MT:
     """One MT19937 generator with torch's samplers."""
 
@@ -95,6 +102,9 @@ cdef class MT:
         cdef MT other = MT.__new__(MT)
         other.g = self.g
         return other
+
+    def __reduce__(self):
+        return (from_state, (bytes(self.state_bytes()),))
 
     # --- state ----------------------------------------------------------------
 
