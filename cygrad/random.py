@@ -23,6 +23,7 @@ they obey the in-place rules (a leaf that requires grad is refused outside
 from __future__ import annotations
 
 import contextlib
+import math
 import numbers
 from typing import TYPE_CHECKING, Any
 
@@ -427,7 +428,7 @@ def bernoulli_(self, p: float = 0.5, *, generator: Generator | None = None) -> T
             full if contig else full.ravel(order="K"), generator))
     p = _check_p(p, "bernoulli_")
     return _in_memory_order(self, lambda shape, contig: _mt(generator).bernoulli(
-        int(np.prod(shape, dtype=np.int64)), p).reshape(shape))
+        math.prod(shape), p).reshape(shape))
 
 
 def exponential_(self, lambd: float = 1.0, *,

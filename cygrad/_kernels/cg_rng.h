@@ -7,7 +7,7 @@
  * them so that a seed gives torch's numbers:
  *
  *   uniform float   (u32 & (2^24 - 1)) * 2^-24, then x * (to - from) + from
- *                   in float (11 bits and float arithmetic for float16);
+ *                   in float (float16 takes the float and rounds it);
  *   uniform double  (u64 & (2^53 - 1)) * 2^-53, then the same in double;
  *   normal, float32, contiguous, n >= 16: n uniform floats, then each block
  *                   of 16 becomes 16 normals by Box-Muller (lanes j and
@@ -144,10 +144,9 @@ static inline double cg_mt_unit_d(cg_mt* g) {
     return (double)(cg_mt_u64(g) & ((UINT64_C(1) << 53) - 1)) * (1.0 / 9007199254740992.0);
 }
 
-/* A uniform float on [0, 1) from `digits` bits (24 for float, 11 for half). */
-static inline float cg_mt_unit_f(cg_mt* g, int digits) {
-    uint32_t mask = (digits >= 32) ? 0xffffffffu : ((1u << digits) - 1u);
-    return (float)(cg_mt_u32(g) & mask) * (1.0f / (float)(1u << digits));
+/* A uniform float on [0, 1) from 24 bits. */
+static inline float cg_mt_unit_f(cg_mt* g) {
+    return (float)(cg_mt_u32(g) & 0xffffffu) * (1.0f / 16777216.0f);
 }
 
 /* --- uniform ------------------------------------------------------------------ */
@@ -168,11 +167,10 @@ CG_SIMD_FN(void, cg_rng_units_d, (const uint32_t* w, double* out, int64_t n, dou
     }
 })
 
-static void cg_mt_uniform_f(cg_mt* g, float* out, int64_t n, float from, float to,
-                            int digits) {
+static void cg_mt_uniform_f(cg_mt* g, float* out, int64_t n, float from, float to) {
     uint32_t w[CG_RNG_BLOCK];
-    uint32_t mask = (1u << digits) - 1u;
-    float scale = 1.0f / (float)(1u << digits);
+    uint32_t mask = 0xffffffu;
+    float scale = 1.0f / 16777216.0f;
     for (int64_t i = 0; i < n; i += CG_RNG_BLOCK) {
         int64_t k = n - i < CG_RNG_BLOCK ? n - i : CG_RNG_BLOCK;
         cg_mt_words(g, w, k);
@@ -290,26 +288,23 @@ CG_SIMD_FN(void, cg_rng_boxes_f, (float* d, int64_t blocks, float mean, float st
 
 /* normal_ of a contiguous float32 block of n >= 16. */
 static void cg_mt_normal_fill_f(cg_mt* g, float* d, int64_t n, float mean, float std) {
-    cg_mt_uniform_f(g, d, n, 0.0f, 1.0f, 24);
+    cg_mt_uniform_f(g, d, n, 0.0f, 1.0f);
     cg_rng_boxes_f(d, n / 16, mean, std);
     if (n % 16 != 0) {
         float* t = d + n - 16;
-        cg_mt_uniform_f(g, t, 16, 0.0f, 1.0f, 24);
+        cg_mt_uniform_f(g, t, 16, 0.0f, 1.0f);
         cg_rng_boxes_f(t, 1, mean, std);
     }
 }
 
 /* normal_ of a contiguous float64 block of n >= 16. */
 static void cg_mt_normal_fill_d(cg_mt* g, double* d, int64_t n, double mean, double std) {
-    for (int64_t i = 0; i < n; i++)
-        d[i] = cg_mt_unit_d(g);
-    int64_t i = 0;
-    for (; i + 16 <= n; i += 16)
+    cg_mt_uniform_d(g, d, n, 0.0, 1.0);
+    for (int64_t i = 0; i + 16 <= n; i += 16)
         cg_rng_box16_d(d + i, mean, std);
     if (n % 16 != 0) {
         double* t = d + n - 16;
-        for (int k = 0; k < 16; k++)
-            t[k] = cg_mt_unit_d(g);
+        cg_mt_uniform_d(g, t, 16, 0.0, 1.0);
         cg_rng_box16_d(t, mean, std);
     }
 }
@@ -347,31 +342,10 @@ static inline void cg_rng_cut(double p, uint32_t* cut_hi, uint32_t* cut_lo) {
     *cut_lo = (uint32_t)cut;
 }
 
-/* bernoulli(p) with one p: out[i] = (uniform double < p).  The uniform is
-   v * 2^-53 for the 53-bit v = (hi & (2^21 - 1)) : lo of two words, so the
-   test is exactly v < ceil(p * 2^53), done on the two 32-bit halves. */
-CG_SIMD_FN(void, cg_rng_below_d, (const uint32_t* w, uint8_t* out, int64_t n,
-                                   uint32_t cut_hi, uint32_t cut_lo),
-           (w, out, n, cut_hi, cut_lo), {
-    for (int64_t i = 0; i < n; i++) {
-        uint32_t hi = w[2 * i] & 0x1fffffu, lo = w[2 * i + 1];
-        out[i] = (uint8_t)((hi < cut_hi) | ((hi == cut_hi) & (lo < cut_lo)));
-    }
-})
-
-static void cg_mt_bernoulli_d(cg_mt* g, uint8_t* out, int64_t n, double p) {
-    uint32_t w[2 * CG_RNG_BLOCK];
-    uint32_t cut_hi, cut_lo;
-    cg_rng_cut(p, &cut_hi, &cut_lo);
-    for (int64_t i = 0; i < n; i += CG_RNG_BLOCK) {
-        int64_t k = n - i < CG_RNG_BLOCK ? n - i : CG_RNG_BLOCK;
-        cg_mt_words(g, w, 2 * k);
-        cg_rng_below_d(w, out + i, k, cut_hi, cut_lo);
-    }
-}
-
-/* bernoulli(p) written as `value` or 0 into floats or doubles (a dropout
-   multiplier in one pass), with cg_rng_below_d's exact test. */
+/* bernoulli(p) written as `value` or 0 (1 for uint8 draws, a dropout
+   multiplier for floats) in one pass.  The uniform double is v * 2^-53 for
+   the 53-bit v = (hi & (2^21 - 1)) : lo of two words, so `u < p` is exactly
+   v < ceil(p * 2^53), tested on the two 32-bit halves. */
 #define CG_RNG_BERNOULLI_FILL(T, S)                                              \
 CG_SIMD_FN(void, cg_rng_keep_##S, (const uint32_t* w, T* out, int64_t n,         \
                                    uint32_t cut_hi, uint32_t cut_lo, T value),   \
@@ -393,6 +367,7 @@ static void cg_mt_bernoulli_fill_##S(cg_mt* g, T* out, int64_t n, double p,     
         cg_rng_keep_##S(w, out + i, k, cut_hi, cut_lo, value);                   \
     }                                                                            \
 }
+CG_RNG_BERNOULLI_FILL(uint8_t, u8)
 CG_RNG_BERNOULLI_FILL(float, f)
 CG_RNG_BERNOULLI_FILL(double, d)
 
@@ -405,7 +380,7 @@ static void cg_mt_bernoulli_pd(cg_mt* g, uint8_t* out, const double* p, int64_t 
 /* bernoulli with one float p per element (float uniforms). */
 static void cg_mt_bernoulli_pf(cg_mt* g, uint8_t* out, const float* p, int64_t n) {
     for (int64_t i = 0; i < n; i++)
-        out[i] = cg_mt_unit_f(g, 24) < p[i];
+        out[i] = cg_mt_unit_f(g) < p[i];
 }
 
 /* Integers base + (draw % range); wide: 64-bit draws.  A 32-bit draw's
@@ -437,10 +412,6 @@ static void cg_mt_ints(cg_mt* g, int64_t* out, int64_t n, uint64_t range, int64_
 }
 
 /* Raw draws: n 32-bit words or n 64-bit words. */
-static void cg_mt_raw32(cg_mt* g, uint32_t* out, int64_t n) {
-    cg_mt_words(g, out, n);
-}
-
 static void cg_mt_raw64(cg_mt* g, uint64_t* out, int64_t n) {
     for (int64_t i = 0; i < n; i++)
         out[i] = cg_mt_u64(g);
@@ -458,10 +429,5 @@ static void cg_mt_randperm(cg_mt* g, int64_t* out, int64_t n) {
     }
 }
 
-/* uniform doubles, plain (for samplers built from them in Python). */
-static void cg_mt_units_d(cg_mt* g, double* out, int64_t n) {
-    for (int64_t i = 0; i < n; i++)
-        out[i] = cg_mt_unit_d(g);
-}
 
 #endif

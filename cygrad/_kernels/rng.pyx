@@ -43,8 +43,8 @@ cdef extern from "cg_rng.h":
     void cg_mt_seed(cg_mt* g, uint64_t seed) noexcept nogil
     uint32_t cg_mt_u32(cg_mt* g) noexcept nogil
     uint64_t cg_mt_u64(cg_mt* g) noexcept nogil
-    void cg_mt_uniform_f(cg_mt* g, float* out, int64_t n, float lo, float hi,
-                         int digits) noexcept nogil
+    void cg_mt_uniform_f(cg_mt* g, float* out, int64_t n, float lo,
+                         float hi) noexcept nogil
     void cg_mt_uniform_d(cg_mt* g, double* out, int64_t n, double lo,
                          double hi) noexcept nogil
     void cg_mt_normal_fill_f(cg_mt* g, float* d, int64_t n, float mean,
@@ -53,7 +53,8 @@ cdef extern from "cg_rng.h":
                              double std) noexcept nogil
     void cg_mt_normal_serial(cg_mt* g, double* out, int64_t n, double mean,
                              double std) noexcept nogil
-    void cg_mt_bernoulli_d(cg_mt* g, uint8_t* out, int64_t n, double p) noexcept nogil
+    void cg_mt_bernoulli_fill_u8(cg_mt* g, uint8_t* out, int64_t n, double p,
+                                 uint8_t value) noexcept nogil
     void cg_mt_bernoulli_fill_f(cg_mt* g, float* out, int64_t n, double p,
                                 float value) noexcept nogil
     void cg_mt_bernoulli_fill_d(cg_mt* g, double* out, int64_t n, double p,
@@ -64,10 +65,9 @@ cdef extern from "cg_rng.h":
                             int64_t n) noexcept nogil
     void cg_mt_ints(cg_mt* g, int64_t* out, int64_t n, uint64_t range, int64_t base,
                     int wide) noexcept nogil
-    void cg_mt_raw32(cg_mt* g, uint32_t* out, int64_t n) noexcept nogil
+    void cg_mt_words(cg_mt* g, uint32_t* out, int64_t n) noexcept nogil
     void cg_mt_raw64(cg_mt* g, uint64_t* out, int64_t n) noexcept nogil
     void cg_mt_randperm(cg_mt* g, int64_t* out, int64_t n) noexcept nogil
-    void cg_mt_units_d(cg_mt* g, double* out, int64_t n) noexcept nogil
 
 
 STATE_BYTES = 5056
@@ -173,7 +173,7 @@ cdef class MT:
         cdef uint32_t[::1] o = out
         if n:
             with nogil:
-                cg_mt_raw32(&self.g, &o[0], n)
+                cg_mt_words(&self.g, &o[0], n)
         return out
 
     def raw64(self, Py_ssize_t n):
@@ -190,18 +190,18 @@ cdef class MT:
         cdef double[::1] o = out
         if n:
             with nogil:
-                cg_mt_units_d(&self.g, &o[0], n)
+                cg_mt_uniform_d(&self.g, &o[0], n, 0.0, 1.0)
         return out
 
     # --- samplers ---------------------------------------------------------------
 
-    def uniform_f(self, float[::1] out, double lo, double hi, int digits=24):
-        """torch's uniform_ of a float32 (digits 24) or float16 (11) tensor,
-        computed in float; a float16 caller rounds ``out`` afterwards."""
+    def uniform_f(self, float[::1] out, double lo, double hi):
+        """torch's uniform_ of a float32 tensor (24 bits, computed in float;
+        a float16 caller rounds ``out`` afterwards, as torch does)."""
         cdef float flo = <float>lo, fhi = <float>hi
         if out.shape[0]:
             with nogil:
-                cg_mt_uniform_f(&self.g, &out[0], out.shape[0], flo, fhi, digits)
+                cg_mt_uniform_f(&self.g, &out[0], out.shape[0], flo, fhi)
 
     def uniform_d(self, double[::1] out, double lo, double hi):
         if out.shape[0]:
@@ -234,7 +234,7 @@ cdef class MT:
         cdef uint8_t[::1] o = out
         if n:
             with nogil:
-                cg_mt_bernoulli_d(&self.g, &o[0], n, p)
+                cg_mt_bernoulli_fill_u8(&self.g, &o[0], n, p, 1)
         return out
 
     def bernoulli_fill(self, out, double p, double value):

@@ -42,11 +42,15 @@ def _check_p(p):
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
 
 
-def _keep_mask(shape, p, dtype):
-    """A 0/1 array of ``shape`` in ``dtype``: 1 with probability ``1 - p``
-    (torch's ``bernoulli_(1 - p)``, drawn in C order)."""
-    n = int(np.prod(shape, dtype=np.int64))
-    return _mt(None).bernoulli(n, 1.0 - p).reshape(shape).astype(dtype)
+def _keep_mask(shape, p, dtype, value=1.0):
+    """``value`` with probability ``1 - p``, else 0: an array of ``shape`` in
+    the floating ``dtype`` (torch's ``bernoulli_(1 - p)``, drawn in C order;
+    float16 is filled in float32 and rounded, ``value`` being a float16)."""
+    dt = np.dtype(dtype)
+    work = dt if dt in (np.float32, np.float64) else np.dtype(np.float32)
+    m = np.empty(shape, work)
+    _mt(None).bernoulli_fill(m.reshape(-1), 1.0 - p, float(value))
+    return m if work == dt else m.astype(dt)
 
 
 def _apply(input, fn, inplace):
@@ -70,14 +74,7 @@ def scaled_keep(shape, p, dtype):
     if p >= 1.0:
         return np.zeros(shape, dt)
     # torch's noise.div_(1 - p): 1 / (1 - p) rounded in the dtype
-    scale = dt.type(1.0) / dt.type(1.0 - p)
-    if dt in (np.float32, np.float64):
-        m = np.empty(shape, dt)
-        _mt(None).bernoulli_fill(m.reshape(-1), 1.0 - p, scale)
-        return m
-    m = _keep_mask(shape, p, dt)
-    m *= scale
-    return m
+    return _keep_mask(shape, p, dt, dt.type(1.0) / dt.type(1.0 - p))
 
 
 def _scaled_mask(input, mask_shape, p):
