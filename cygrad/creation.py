@@ -575,8 +575,7 @@ def _int_array(shape, low, high, dtype, generator=None):
 
 def _exponential_array(shape, dtype, lambd, generator=None):
     """torch's exponential_(lambd): ``-1/lambd * log1p(-u)`` in double."""
-    u = _mt(generator).units(math.prod(shape))
-    return ((-1.0 / lambd) * np.log1p(-u)).astype(dtype).reshape(shape)
+    return _mt(generator).exponential(math.prod(shape), lambd).astype(dtype).reshape(shape)
 
 
 @_size_keyword

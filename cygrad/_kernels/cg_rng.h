@@ -187,6 +187,16 @@ static void cg_mt_uniform_d(cg_mt* g, double* out, int64_t n, double from, doubl
     }
 }
 
+/* torch's exponential_: -1/lambd * log1p(-u) on 53-bit unit doubles, with
+ * the C library's log1p (NumPy's SIMD log1p differs from it by an ulp on
+ * AVX-512 machines, torch's kernel calls the C library's). */
+static void cg_mt_exponential_d(cg_mt* g, double* out, int64_t n, double lambd) {
+    cg_mt_uniform_d(g, out, n, 0.0, 1.0);
+    double scale = -1.0 / lambd;
+    for (int64_t i = 0; i < n; i++)
+        out[i] = scale * log1p(-out[i]);
+}
+
 /* --- normal ------------------------------------------------------------------- */
 
 static inline uint32_t cg_rng_bits(float x) { uint32_t b; memcpy(&b, &x, 4); return b; }

@@ -47,6 +47,8 @@ cdef extern from "cg_rng.h":
                          float hi) noexcept nogil
     void cg_mt_uniform_d(cg_mt* g, double* out, int64_t n, double lo,
                          double hi) noexcept nogil
+    void cg_mt_exponential_d(cg_mt* g, double* out, int64_t n,
+                             double lambd) noexcept nogil
     void cg_mt_normal_fill_f(cg_mt* g, float* d, int64_t n, float mean,
                              float std) noexcept nogil
     void cg_mt_normal_fill_d(cg_mt* g, double* d, int64_t n, double mean,
@@ -207,6 +209,15 @@ cdef class MT:
         if out.shape[0]:
             with nogil:
                 cg_mt_uniform_d(&self.g, &out[0], out.shape[0], lo, hi)
+
+    def exponential(self, Py_ssize_t n, double lambd):
+        """n draws of torch's exponential_(lambd), in double."""
+        out = np.empty(n, np.float64)
+        cdef double[::1] o = out
+        if n:
+            with nogil:
+                cg_mt_exponential_d(&self.g, &o[0], n, lambd)
+        return out
 
     def normal_fill_f(self, float[::1] out, double mean, double std):
         """torch's normal_ of a contiguous float32 tensor of 16 or more."""
