@@ -13,8 +13,10 @@ import numpy as np
 from cygrad import _memory_format as _mf
 from cygrad import dtypes as _dt
 from cygrad._device import CPU, check_device
+from cygrad._kernels import engine as _engine
 from cygrad._kernels.engine import TensorBase, _mark_inplace, _wrap, is_grad_enabled
 from cygrad._kernels import rng as _rngk
+from cygrad._kernels import threads as _kernel_threads
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -665,36 +667,29 @@ def _fma(a, b, c):
 
 
 def _vector_lanes(itemsize):
-    """Elements per SIMD register in torch's CPU kernels: 512-bit registers
-    where the CPU has AVX-512 (F, BW, VL, DQ), else 256-bit ones."""
-    global _SIMD_BYTES
-    if _SIMD_BYTES is None:
-        _SIMD_BYTES = 32
-        try:
-            with open("/proc/cpuinfo") as f:
-                flags = next((line.split() for line in f if line.startswith("flags")),
-                             [])
-            if {"avx512f", "avx512bw", "avx512vl", "avx512dq"} <= set(flags):
-                _SIMD_BYTES = 64
-        except OSError:
-            pass
-    return _SIMD_BYTES // itemsize
-
-
-_SIMD_BYTES = None
+    """Elements per SIMD register in torch's arange kernel: 256-bit registers
+    on every x86 CPU (the kernel is registered up to AVX2 only, so a CPU
+    with AVX-512 runs the AVX2 build too; checked on a Zen 4)."""
+    return 32 // itemsize
 
 
 def _arange_values(start, step, n, d):
-    """torch's arange: in float64 (float32 for float16) ``start + step * i``,
-    two registers of lanes at a time from ``start + step * i0`` rounded to
-    the dtype, the remainder one by one."""
+    """torch's arange: in float64 (float32 for float16) ``start + step * i``.
+    Its ``parallel_for`` splits more than 32768 elements into equal chunks,
+    one per thread; each chunk writes two registers of lanes at a time from
+    ``start + step * i0`` rounded to the dtype, its remainder one by one."""
     work = np.float32 if d == np.float16 else np.float64
     start, step = work(start), work(step)
     i = np.arange(n)
     lanes = _vector_lanes(d.itemsize)
-    vec = n - n % (2 * lanes) if n >= 2 * lanes else 0
-    base = _fma(step, i - i % lanes, start).astype(work).astype(d)
-    vals = np.where(i < vec, _fma(i % lanes, step, base.astype(np.float64)),
+    tasks = min(_kernel_threads.get_num_threads(), -(-n // 32768)) if n > 32768 else 1
+    chunk = -(-n // tasks) if n else 1
+    first = i - i % chunk
+    j = i - first
+    length = np.minimum(chunk, n - first)
+    vec = length - length % (2 * lanes)
+    base = _fma(step, i - j % lanes, start).astype(work).astype(d)
+    vals = np.where(j < vec, _fma(j % lanes, step, base.astype(np.float64)),
                     _fma(step, i, start))
     return vals.astype(work).astype(d)
 
@@ -781,7 +776,9 @@ def logspace(start: Number, end: Number, steps: int, base: float = 10.0,
         i, first, back = _halves(steps)
         # (torch's logspace is not in a kernel file: no fused multiply-add)
         x = np.where(first, np.float64(s) + step * i, np.float64(e) - step * back)
-        vals = np.power(float(base), x)
+        # C's pow, as torch's loop calls it (NumPy's AVX-512 pow can differ
+        # from it in the last bit)
+        vals = _engine.binary("pow", _wrap(np.float64(base)), _wrap(x))._arr
     if d.kind in "iu":
         vals = np.trunc(vals)
     with np.errstate(over="ignore", invalid="ignore"):

@@ -96,6 +96,22 @@ def test_ranges_have_torchs_bits(call, dtype):
     np.testing.assert_array_equal(got, want)
 
 
+@pytest.mark.parametrize("threads", [1, 2])
+def test_long_arange_splits_as_torchs_threads(threads):
+    """Above 32768 elements torch's arange runs one chunk per thread, each
+    starting its own registers; with the same thread count the bits agree."""
+    before = (cygrad.get_num_threads(), torch.get_num_threads())
+    try:
+        cygrad.set_num_threads(threads)
+        torch.set_num_threads(threads)
+        for call in [lambda m: m.arange(0.0, 50.0, 0.001),
+                     lambda m: m.arange(0.0, 150.0, 0.0013, dtype=m.float64)]:
+            np.testing.assert_array_equal(call(cygrad).numpy(), call(torch).numpy())
+    finally:
+        cygrad.set_num_threads(before[0])
+        torch.set_num_threads(before[1])
+
+
 def test_integer_linspace_truncates_as_torch():
     for args in [(0, 10, 4), (-7, 9, 6), (3, -2.7, 9)]:
         np.testing.assert_array_equal(

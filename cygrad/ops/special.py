@@ -661,7 +661,9 @@ class XLogY(Function):
     torch), grad_y = g * x / y."""
 
     _node_name = "XlogyBackward0"
-    _log = staticmethod(np.log)
+    # the compiled logarithms (libm's bits in float64, as torch's scalar
+    # loop; NumPy's AVX-512 ones can differ in the last bit)
+    _log = staticmethod(lambda b: _ew.log(_wrap(b))._arr)
     _pole = 0.0             # where the logarithm's argument ends its domain
 
     @classmethod
@@ -698,7 +700,7 @@ class XLog1PY(XLogY):
     xlog1py(g, y), 0 where x == 0 and y <= -1, grad_y = g * x / (1 + y)."""
 
     _node_name = "SpecialXlog1PyBackward0"
-    _log = staticmethod(np.log1p)
+    _log = staticmethod(lambda b: _ew.log1p(_wrap(b))._arr)
     _pole = -1.0
 
     @staticmethod
