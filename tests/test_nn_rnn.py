@@ -570,6 +570,47 @@ def test_bad_input_matches_torch_errors():
         nn.LSTM(3, 4, dropout=0.5)
 
 
+@pytest.mark.parametrize("case", ["c batch", "h hidden", "c hidden", "c float64",
+                                  "h 3-D", "x size", "h list"])
+def test_small_lstm_cell_refusals_match_torch(case):
+    """A batched float32 LSTMCell step small enough for the one-call kernel
+    is checked by the kernel alone; what it refuses gets the module's torch
+    error, with nothing computed."""
+    r = np.random.default_rng(1)
+    x, h, c = (r.standard_normal((2, n)).astype(np.float32) for n in (6, 5, 5))
+    ops = {"c batch": dict(c=c[:1]), "h hidden": dict(h=h[:, :4]),
+           "c hidden": dict(c=np.hstack([c, c])), "c float64": dict(c=c.astype(np.float64)),
+           "h 3-D": dict(h=h[None]), "x size": dict(x=x[:, :5]), "h list": {}}[case]
+    x, h, c = (ops.get(k, v) for k, v in (("x", x), ("h", h), ("c", c)))
+
+    tcell, ccell = torch.nn.LSTMCell(6, 5), nn.LSTMCell(6, 5)
+    ccell.load_state_dict({k: _c(v.detach().numpy()) for k, v in tcell.state_dict().items()})
+
+    def run(M, T):
+        state = [T(h), T(c)] if case == "h list" else (T(h), T(c))
+        return (tcell if M is torch.nn else ccell)(T(x), state)
+    if case in ("h list", "c float64"):     # accepted by torch: the same values
+        for a, b in zip(run(nn, _c), run(torch.nn, torch.tensor), strict=True):
+            assert str(a.dtype).split(".")[-1] == str(b.dtype).split(".")[-1]
+            np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(),
+                                       rtol=1e-6, atol=1e-7)
+        return
+    tmsg, cmsg = _both_raise(lambda: run(torch.nn, torch.tensor), lambda: run(nn, _c))
+    assert tmsg.split(":")[-1].strip()[:20] in cmsg, (tmsg, cmsg)
+
+
+def test_small_lstm_cell_takes_strided_operands():
+    r = np.random.default_rng(2)
+    xs, hs, cs = (r.standard_normal((n, 6)).astype(np.float32) for n in (6, 5, 5))
+    tc, cc = torch.nn.LSTMCell(6, 5), nn.LSTMCell(6, 5)
+    cc.load_state_dict({k: _c(v.detach().numpy()) for k, v in tc.state_dict().items()})
+    t_out = tc(torch.tensor(xs).t()[:, :6], (torch.tensor(hs).t(), torch.tensor(cs).t()))
+    c_out = cc(_c(xs).t()[:, :6], (_c(hs).t(), _c(cs).t()))
+    for a, b in zip(c_out, t_out, strict=True):
+        np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(), rtol=1e-5,
+                                   atol=1e-6)
+
+
 def _any(M, a):
     return torch.tensor(a) if M is torch.nn else _c(a)
 

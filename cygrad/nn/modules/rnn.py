@@ -21,7 +21,7 @@ from cygrad.creation import empty, get_default_dtype, zeros
 from cygrad.ops.shape import cat
 
 from .. import init
-from .._functional_rnn import dropout_mask, rnn_cell, rnn_layer
+from .._functional_rnn import dropout_mask, lstm_cell_small, rnn_cell, rnn_layer
 from ..module import Module
 from ..parameter import Parameter
 from ..utils.rnn import PackedSequence
@@ -448,6 +448,10 @@ class RNNCellBase(Module):
                 out.append(zeros(batch, self.hidden_size, dtype=wdt))
                 continue
             sa = s._arr
+            if sa.ndim != 1 and sa.ndim != 2:
+                which = f"hx[{k}]" if len(states) == 2 else "hidden"
+                raise ValueError(f"{name}: Expected {which} to be 1D or 2D, got "
+                                 f"{sa.ndim}D instead")
             if sa.ndim != nd:
                 raise RuntimeError(
                     f"{name}: Expected hidden{k} to be {nd}D like the "
@@ -463,7 +467,7 @@ class RNNCellBase(Module):
                 raise RuntimeError(
                     f"hidden{k} has inconsistent hidden_size: got {sa.shape[1]}, "
                     f"expected {self.hidden_size}")
-            if sa.dtype != wdt:
+            if sa.dtype != wdt and not (k == 1 and sa.dtype.kind == "f"):
                 raise RuntimeError(
                     f"{name}: hidden{k} dtype {_tdt(sa.dtype)} does not match "
                     f"weight dtype {_tdt(wdt)}")
@@ -502,13 +506,36 @@ class LSTMCell(RNNCellBase):
         super().__init__(input_size, hidden_size, bias, 4, device, dtype)
 
     def forward(self, input: Tensor, hx: Tensor | None = None) -> Any:
-        states = [None, None] if hx is None else list(hx)
         w = self._weights()
+        if type(hx) is tuple and len(hx) == 2:
+            out = lstm_cell_small(input, hx[0], hx[1], *w)
+            if out is not None:
+                return out
+        states = [None, None] if hx is None else list(hx)
         x, (h, c), batched = self._prepare(input, states, w[0]._arr.dtype)
-        h1, c1 = rnn_cell("LSTM", x, h, c, *w)
+        if c._arr.dtype != w[0]._arr.dtype:
+            h1, c1 = _lstm_cell_promoting(x, h, c, *w)
+        else:
+            h1, c1 = rnn_cell("LSTM", x, h, c, *w)
         if not batched:
             return h1.squeeze(0), c1.squeeze(0)
         return h1, c1
+
+
+def _lstm_cell_promoting(x, h, c, w_ih, w_hh, b_ih, b_hh):
+    """An LSTM cell step whose cell state ``c`` has another floating dtype
+    than the weights: the gates in the weights' dtype, then ``c' = f c + i g``
+    and ``h' = o tanh(c')`` in the promoted one, as torch's CPU cell
+    computes them (composite operations, so autograd follows)."""
+    gates = h.matmul(w_hh.t())
+    if b_hh is not None:
+        gates = gates + b_hh
+    gx = x.matmul(w_ih.t())
+    if b_ih is not None:
+        gx = gx + b_ih
+    i, f, g, o = (gates + gx).chunk(4, 1)
+    c1 = f.sigmoid() * c + i.sigmoid() * g.tanh()
+    return o.sigmoid() * c1.tanh(), c1
 
 
 class GRUCell(RNNCellBase):
