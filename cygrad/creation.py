@@ -16,6 +16,7 @@ from cygrad._device import CPU, check_device
 from cygrad._kernels import engine as _engine
 from cygrad._kernels.engine import TensorBase, _mark_inplace, _wrap, is_grad_enabled
 from cygrad._kernels import rng as _rngk
+from cygrad._kernels import scan as _scan
 from cygrad._kernels import threads as _kernel_threads
 
 if TYPE_CHECKING:
@@ -64,10 +65,25 @@ def _infer_dtype(obj):
     result promotes them all: any float wins over ints, ints over bools
     (``[np.float64(1), 2.0]`` is float64, ``[np.int32(1), 2]`` int64).
     """
-    floats, ints, any_bool = [], [], False
+    t = type(obj)
+    if t is float:
+        return _default_dtype
+    if t is int:
+        return _dt.int64
+    floats, ints, any_bool = set(), set(), False
     stack = [obj]
     while stack:
         x = stack.pop()
+        t = type(x)             # the plain Python numbers first (no ABC checks)
+        if t is float:
+            floats.add(_default_dtype)
+            continue
+        if t is int:
+            ints.add(_dt.int64)
+            continue
+        if t is list or t is tuple:
+            stack.extend(x)
+            continue
         if isinstance(x, TensorBase):
             x = x._arr
         if isinstance(x, (np.ndarray, np.generic)):
@@ -77,9 +93,9 @@ def _infer_dtype(obj):
                 raise TypeError(f"can't convert np.ndarray of type {x.dtype} "
                                 "inside tensor() data")
             if k == "f":
-                floats.append(x.dtype)
+                floats.add(x.dtype)
             elif k in "iu":
-                ints.append(x.dtype)
+                ints.add(x.dtype)
             else:
                 any_bool = True
             continue
@@ -90,10 +106,10 @@ def _infer_dtype(obj):
             any_bool = True
             continue
         if isinstance(x, numbers.Integral):
-            ints.append(_dt.int64)
+            ints.add(_dt.int64)
             continue
         if isinstance(x, numbers.Real):
-            floats.append(_default_dtype)
+            floats.add(_default_dtype)
             continue
         if isinstance(x, numbers.Complex):
             raise TypeError("cygrad does not support complex numbers in tensor()")
@@ -101,19 +117,24 @@ def _infer_dtype(obj):
             f"Could not infer dtype of {type(x).__name__}: tensor() takes numbers, "
             "(nested) lists or tuples of numbers, NumPy arrays or tensors")
     if floats:
-        return np.result_type(*floats)
+        return floats.pop() if len(floats) == 1 else np.result_type(*floats)
     if ints:
-        return np.result_type(*ints)
+        return ints.pop() if len(ints) == 1 else np.result_type(*ints)
     if any_bool:
         return _dt.bool
     return _default_dtype        # no element at all: torch.tensor([]) is float
 
 
 def _unwrap_nested(obj):
+    """``obj`` with each tensor inside replaced by its array; a list or tuple
+    of plain Python numbers is returned as it is."""
     if isinstance(obj, TensorBase):
         return obj._arr
     if isinstance(obj, (list, tuple)):
-        return [_unwrap_nested(x) for x in obj]
+        for x in obj:
+            t = type(x)
+            if t is not float and t is not int and t is not bool:
+                return [_unwrap_nested(x) for x in obj]
     return obj
 
 
@@ -150,27 +171,32 @@ def _to_array(data, dtype=None):
     return arr
 
 
-def _on_cpu(fn: _F) -> _F:
-    """``device=`` of a creation function must be the CPU (cygrad's only
-    device); anything else raises AssertionError, as torch's CPU build."""
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        check_device(kwargs.get("device"))
-        return fn(*args, **kwargs)
-    return wrapper
+def _factory(*, size: bool = False, out: bool = True) -> Callable[[_F], _F]:
+    """A creation function's keyword handling in one wrapper: ``device=``
+    must be the CPU (cygrad's only device; anything else raises
+    AssertionError, as torch's CPU build), ``size=`` names the varargs shape
+    (``zeros(size=(2, 3))``, when ``size``) and ``out=`` writes the result
+    into a tensor (``_with_out``, when ``out``).  A call without keywords
+    goes straight to the function: the three separate wrappers of before
+    cost 0.45 us of a 1.9 us ``zeros(3)``."""
+    def decorate(fn: _F) -> _F:
+        with_out = _with_out(fn)
 
-
-def _size_keyword(fn: _F) -> _F:
-    """``zeros(size=(2, 3))``: torch names the varargs shape ``size``."""
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        if "size" in kwargs:
-            if args:
-                raise TypeError(f"{fn.__name__}() got multiple values for argument "
-                                "'size'")
-            args = (kwargs.pop("size"),)
-        return fn(*args, **kwargs)
-    return wrapper  # type: ignore[return-value]
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            if not kwargs:
+                return fn(*args)
+            if size and "size" in kwargs:
+                if args:
+                    raise TypeError(f"{fn.__name__}() got multiple values for "
+                                    "argument 'size'")
+                args = (kwargs.pop("size"),)
+            check_device(kwargs.get("device"))
+            if out and "out" in kwargs:
+                return with_out(*args, **kwargs)
+            return fn(*args, **kwargs)
+        return wrapper  # type: ignore[return-value]
+    return decorate
 
 
 def _legacy(d):
@@ -235,7 +261,7 @@ def _floating_kernel(d, kernel):
     return d
 
 
-@_on_cpu
+@_factory(out=False)
 def tensor(data: ArrayLike, dtype: DType | None = None, device: Device | None = None,
            requires_grad: bool = False, pin_memory: bool = False) -> Tensor:
     """A new tensor holding a copy of ``data``.
@@ -249,7 +275,7 @@ def tensor(data: ArrayLike, dtype: DType | None = None, device: Device | None = 
     return t
 
 
-@_on_cpu
+@_factory(out=False)
 def as_tensor(data: ArrayLike, dtype: DType | None = None,
               device: Device | None = None) -> Tensor:
     if isinstance(data, TensorBase) and (dtype is None or
@@ -284,6 +310,12 @@ def from_numpy(arr: NDArray[Any]) -> Tensor:
 def _shape_arg(size):
     if len(size) == 1 and isinstance(size[0], (tuple, list)):
         size = tuple(size[0])
+    for s in size:              # the usual shape: plain non-negative ints
+        if type(s) is not int or s < 0:
+            break
+    else:
+        if math.prod(size) <= 2 ** 62:
+            return tuple(size)
     shape = []
     for s in size:
         if isinstance(s, TensorBase):
@@ -313,25 +345,19 @@ def _make(arr, requires_grad):
     return t
 
 
-@_size_keyword
-@_on_cpu
-@_with_out
+@_factory(size=True)
 def zeros(*size: Shape, dtype: DType | None = None, device: Device | None = None,
           requires_grad: bool = False) -> Tensor:
     return _make(np.zeros(_shape_arg(size), _dtype_or_default(dtype)), requires_grad)
 
 
-@_size_keyword
-@_on_cpu
-@_with_out
+@_factory(size=True)
 def ones(*size: Shape, dtype: DType | None = None, device: Device | None = None,
          requires_grad: bool = False) -> Tensor:
     return _make(np.ones(_shape_arg(size), _dtype_or_default(dtype)), requires_grad)
 
 
-@_size_keyword
-@_on_cpu
-@_with_out
+@_factory(size=True)
 def empty(*size: Shape, dtype: DType | None = None, device: Device | None = None,
           requires_grad: bool = False, memory_format: Any = None) -> Tensor:
     shape, d = _shape_arg(size), _dtype_or_default(dtype)
@@ -340,8 +366,7 @@ def empty(*size: Shape, dtype: DType | None = None, device: Device | None = None
     return _make(_mf.empty_in(shape, memory_format, d), requires_grad)
 
 
-@_on_cpu
-@_with_out
+@_factory()
 def full(size: Sequence[int], fill_value: Number, dtype: DType | None = None,
          device: Device | None = None, requires_grad: bool = False) -> Tensor:
     if dtype is None:
@@ -372,7 +397,7 @@ def _fill_with(value):
     return fill
 
 
-@_on_cpu
+@_factory(out=False)
 def zeros_like(t: Tensor, dtype: DType | None = None, device: Device | None = None,
                requires_grad: bool = False, memory_format: Any = None) -> Tensor:
     if memory_format is None:
@@ -380,19 +405,19 @@ def zeros_like(t: Tensor, dtype: DType | None = None, device: Device | None = No
     return _make(_like(t, dtype, memory_format, _fill_with(0)), requires_grad)
 
 
-@_on_cpu
+@_factory(out=False)
 def ones_like(t: Tensor, dtype: DType | None = None, device: Device | None = None,
               requires_grad: bool = False, memory_format: Any = None) -> Tensor:
     return _make(_like(t, dtype, memory_format, _fill_with(1)), requires_grad)
 
 
-@_on_cpu
+@_factory(out=False)
 def empty_like(t: Tensor, dtype: DType | None = None, device: Device | None = None,
                requires_grad: bool = False, memory_format: Any = None) -> Tensor:
     return _make(_like(t, dtype, memory_format, lambda arr: None), requires_grad)
 
 
-@_on_cpu
+@_factory(out=False)
 def full_like(t: Tensor, fill_value: Number, dtype: DType | None = None,
               device: Device | None = None, requires_grad: bool = False,
               memory_format: Any = None) -> Tensor:
@@ -580,9 +605,7 @@ def _exponential_array(shape, dtype, lambd, generator=None):
     return _mt(generator).exponential(math.prod(shape), lambd).astype(dtype).reshape(shape)
 
 
-@_size_keyword
-@_on_cpu
-@_with_out
+@_factory(size=True)
 def rand(*size: Shape, dtype: DType | None = None, generator: Generator | None = None,
          requires_grad: bool = False, device: Device | None = None) -> Tensor:
     """Uniform samples on [0, 1)."""
@@ -590,9 +613,7 @@ def rand(*size: Shape, dtype: DType | None = None, generator: Generator | None =
     return _make(_uniform_array(_shape_arg(size), d, 0.0, 1.0, generator), requires_grad)
 
 
-@_size_keyword
-@_on_cpu
-@_with_out
+@_factory(size=True)
 def randn(*size: Shape, dtype: DType | None = None, generator: Generator | None = None,
           requires_grad: bool = False, device: Device | None = None) -> Tensor:
     """Standard normal samples."""
@@ -623,8 +644,7 @@ def _laid_out(out, like, memory_format, requires_grad):
     return _make(arr, requires_grad)
 
 
-@_on_cpu
-@_with_out
+@_factory()
 def randint(low: int, high: int | None = None, size: Sequence[int] | None = None,
             dtype: DType | None = None, generator: Generator | None = None,
             requires_grad: bool = False, device: Device | None = None) -> Tensor:
@@ -678,12 +698,17 @@ def _arange_values(start, step, n, d):
     Its ``parallel_for`` splits more than 32768 elements into equal chunks,
     one per thread; each chunk writes two registers of lanes at a time from
     ``start + step * i0`` rounded to the dtype, its remainder one by one."""
-    work = np.float32 if d == np.float16 else np.float64
-    start, step = work(start), work(step)
-    i = np.arange(n)
     lanes = _vector_lanes(d.itemsize)
     tasks = min(_kernel_threads.get_num_threads(), -(-n // 32768)) if n > 32768 else 1
     chunk = -(-n // tasks) if n else 1
+    if d != np.float16:
+        out = np.empty(n, d)
+        _scan.arange_fill(out, float(start), float(step), chunk, lanes)
+        return out
+    # float16: steps in float32, each value rounded to float32, then half
+    work = np.float32
+    start, step = work(start), work(step)
+    i = np.arange(n)
     first = i - i % chunk
     j = i - first
     length = np.minimum(chunk, n - first)
@@ -694,8 +719,7 @@ def _arange_values(start, step, n, d):
     return vals.astype(work).astype(d)
 
 
-@_on_cpu
-@_with_out
+@_factory()
 def arange(start: Number, end: Number | None = None, step: Number = 1,
            dtype: DType | None = None, requires_grad: bool = False,
            device: Device | None = None) -> Tensor:
@@ -727,8 +751,7 @@ def _halves(steps):
     return i, i < steps // 2, (steps - 1 - i)
 
 
-@_on_cpu
-@_with_out
+@_factory()
 def linspace(start: Number, end: Number, steps: int, dtype: DType | None = None,
              requires_grad: bool = False, device: Device | None = None) -> Tensor:
     """``steps`` values from ``start`` to ``end``: ``start + step * i`` in the
@@ -740,8 +763,8 @@ def linspace(start: Number, end: Number, steps: int, dtype: DType | None = None,
         raise RuntimeError("number of steps must be non-negative")
     if steps <= 1:
         return _make(np.full(steps, start).astype(d), requires_grad)
-    i, first, back = _halves(steps)
     if d == np.float16:
+        i, first, back = _halves(steps)
         s, e = np.float16(start), np.float16(end)
         step = (e - s) / np.float16(steps - 1)
         lo = s + step * i.astype(np.float16)
@@ -752,12 +775,12 @@ def linspace(start: Number, end: Number, steps: int, dtype: DType | None = None,
     if d.kind != "f":
         s, e = np.float64(d.type(start)), np.float64(d.type(end))
     step = work.type((e - s) / work.type(steps - 1))
-    vals = np.where(first, _fma(step, i, s), _fma(-np.float64(step), back, e))
-    return _make(vals.astype(work).astype(d), requires_grad)
+    vals = np.empty(steps, work)
+    _scan.linspace_fill(vals, s, e, step)
+    return _make(vals.astype(d, copy=False), requires_grad)
 
 
-@_on_cpu
-@_with_out
+@_factory()
 def logspace(start: Number, end: Number, steps: int, base: float = 10.0,
              dtype: DType | None = None, requires_grad: bool = False,
              device: Device | None = None) -> Tensor:
@@ -785,14 +808,13 @@ def logspace(start: Number, end: Number, steps: int, base: float = 10.0,
         return _make(vals.astype(d), requires_grad)
 
 
-@_on_cpu
-@_with_out
+@_factory()
 def eye(n: int, m: int | None = None, dtype: DType | None = None,
         requires_grad: bool = False, device: Device | None = None) -> Tensor:
     return _make(np.eye(n, m, dtype=_dtype_or_default(dtype)), requires_grad)
 
 
-@_on_cpu
+@_factory(out=False)
 def empty_strided(size: Shape, stride: Sequence[int], *, dtype: DType | None = None,
                   device: Device | None = None, requires_grad: bool = False,
                   layout: Any = None, pin_memory: bool = False) -> Tensor:

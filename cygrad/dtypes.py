@@ -74,6 +74,8 @@ def to_numpy(dtype):
     """Any accepted dtype spelling -> a NumPy dtype; TypeError if unsupported."""
     if dtype is None:
         return None
+    if isinstance(dtype, np.dtype) and dtype in SUPPORTED:     # the usual case
+        return dtype
     if isinstance(dtype, _Refused):
         raise dtype.error()
     try:

@@ -36,16 +36,15 @@ from cygrad.autograd.function import Function
 from cygrad.creation import (
     _dtype_or_default,
     _exponential_array,
+    _factory,
     _in_layout,
     _int_array,
     _make,
     _mt,
     _normal_array,
-    _on_cpu,
     _rng,
     _shape_arg,
     _uniform_array,
-    _with_out,
     default_generator,
     initial_seed,
     manual_seed,
@@ -165,8 +164,7 @@ def multinomial(input: Tensor, num_samples: int, replacement: bool = False, *,
     return _wrap(idx.reshape(p.shape[:-1] + (num_samples,)))
 
 
-@_on_cpu
-@_with_out
+@_factory()
 def randperm(n: int, *, generator: Generator | None = None, dtype: DType | None = None,
              device: Device | None = None, requires_grad: bool = False,
              pin_memory: bool = False, layout: Any = None) -> Tensor:

@@ -112,6 +112,21 @@ def test_long_arange_splits_as_torchs_threads(threads):
         torch.set_num_threads(before[1])
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "int64"])
+def test_random_ranges_have_torchs_bits(dtype):
+    """arange and linspace from random ends, steps and lengths (the compiled
+    fills, one fma per value, for float32/float64; float16 in NumPy)."""
+    r = np.random.default_rng(5)
+    for _ in range(60):
+        a, b = sorted(r.uniform(-100, 100, 2))
+        step, n = float(r.uniform(0.001, 3)), int(r.integers(2, 3000))
+        calls = [lambda m: m.linspace(a, b, n, dtype=getattr(m, dtype))]
+        if dtype != "int64":
+            calls.append(lambda m: m.arange(a, b, step, dtype=getattr(m, dtype)))
+        for call in calls:
+            np.testing.assert_array_equal(call(cygrad).numpy(), call(torch).numpy())
+
+
 def test_integer_linspace_truncates_as_torch():
     for args in [(0, 10, 4), (-7, 9, 6), (3, -2.7, 9)]:
         np.testing.assert_array_equal(

@@ -1,5 +1,6 @@
 """Running sums and products (cumsum, cumprod, and the reversed cumsum of
-their backwards) along one axis.
+their backwards) along one axis; and the arithmetic ranges of ``arange`` and
+``linspace`` (``arange_fill``, ``linspace_fill`` below).
 
 Why compiled: NumPy's ``add.accumulate`` with a float64 accumulator runs
 one element at a time through a cast buffer (~14 ns per element along the
@@ -77,3 +78,46 @@ def scan(const real_t[::1] x,      # in
     with nogil:
         _scan(&x[0], &out[0], pre, n, post, prod, reverse, acc)
     free(acc)
+
+
+# --- arithmetic ranges (cg_ranges.h) ------------------------------------------------
+
+cdef extern from "cg_ranges.h":
+    void cg_arange_f(float* out, Py_ssize_t n, double start, double step,
+                     Py_ssize_t chunk, Py_ssize_t lanes) noexcept nogil
+    void cg_arange_d(double* out, Py_ssize_t n, double start, double step,
+                     Py_ssize_t chunk, Py_ssize_t lanes) noexcept nogil
+    void cg_linspace_f(float* out, Py_ssize_t n, float start, float end,
+                       float step) noexcept nogil
+    void cg_linspace_d(double* out, Py_ssize_t n, double start, double end,
+                       double step) noexcept nogil
+
+
+def arange_fill(real_t[::1] out, double start, double step, Py_ssize_t chunk,
+                Py_ssize_t lanes):
+    """torch's arange in float32 or float64 (steps in double; see
+    cg_ranges.h): ``chunk`` elements per thread of torch's, ``lanes`` per
+    register of its kernel."""
+    cdef Py_ssize_t n = out.shape[0]
+    if chunk < 1 or lanes < 1:
+        raise ValueError(f"arange_fill: chunk {chunk} and lanes {lanes} must be >= 1")
+    if n == 0:
+        return
+    with nogil:
+        if real_t is float:
+            cg_arange_f(&out[0], n, start, step, chunk, lanes)
+        else:
+            cg_arange_d(&out[0], n, start, step, chunk, lanes)
+
+
+def linspace_fill(real_t[::1] out, real_t start, real_t end, real_t step):
+    """torch's linspace in ``out``'s dtype (see cg_ranges.h; integer results
+    are made in double and truncated by the caller)."""
+    cdef Py_ssize_t n = out.shape[0]
+    if n == 0:
+        return
+    with nogil:
+        if real_t is float:
+            cg_linspace_f(&out[0], n, start, end, step)
+        else:
+            cg_linspace_d(&out[0], n, start, end, step)
