@@ -65,12 +65,15 @@ def test_agree(name):
         np.testing.assert_array_equal(got["cygrad"], got["torch"], err_msg=name)
 
 
-def _interleaved(rounds=9):
+def interleaved(names, make, rounds=9):
+    """Print, per case of ``names``, the median time of ``make(lib, name)()``
+    for cygrad and torch, run in alternation round after round, and the
+    median of the per-round ratios (process time)."""
     import time
 
     print(f"{'case':24s} {'cygrad':>10s} {'torch':>10s} {'ratio':>7s}")
-    for name in NAMES:
-        steps = {lib: case(lib, name) for lib in SIDES}
+    for name in names:
+        steps = {lib: make(lib, name) for lib in SIDES}
         for fn in steps.values():
             fn()
         t0 = time.process_time()
@@ -92,4 +95,4 @@ if __name__ == "__main__":
     import benchmarks.conftest as _conf  # the same thread policy as the suite
 
     _conf._apply_threads(__import__("benchmarks").requested_threads())
-    _interleaved()
+    interleaved(NAMES, case)

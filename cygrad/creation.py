@@ -338,6 +338,61 @@ def _dtype_or_default(dtype):
     return _default_dtype if dtype is None else _dt.to_numpy(dtype)
 
 
+def _fill_scalar(value, d, numel):
+    """torch's conversion of a fill value to ``d`` (c10's checked cast):
+    RuntimeError for a value the dtype cannot hold (infinities and NaN fit
+    a float), a negative int wraps into an unsigned dtype down to -max
+    (``full((2,), -1, uint8)`` is 255), bool takes any value, and an int
+    beyond 64 bits is an OverflowError.  A float16 tensor of one element
+    takes any value, as torch's one-element fill (70000 gives inf)."""
+    if isinstance(value, TensorBase):
+        value = value.item()
+    if isinstance(value, (bool, np.bool_)):
+        return value
+    if d == np.float16 and numel == 1 and not (isinstance(value, numbers.Integral)
+                                               and not -2 ** 63 <= value < 2 ** 64):
+        with np.errstate(over="ignore"):
+            return np.float16(value)
+    if isinstance(value, numbers.Integral):
+        value = int(value)
+        if not -2 ** 63 <= value < 2 ** 64:
+            raise OverflowError("int too big to convert")
+        if d.kind == "b":
+            return value
+        if d.kind == "f":
+            ok = abs(value) <= float(np.finfo(d).max)
+        else:
+            info = np.iinfo(d)
+            if d.kind == "u" and -info.max <= value < 0:
+                return value + info.max + 1
+            ok = info.min <= value <= info.max
+    elif isinstance(value, numbers.Real):
+        value = float(value)
+        if d.kind == "b":
+            return value
+        if d.kind == "f":
+            ok = not math.isfinite(value) or abs(value) <= float(np.finfo(d).max)
+        else:
+            info = np.iinfo(d)
+            ok = info.min <= value <= info.max          # False for NaN
+    else:
+        return value
+    if not ok:
+        ctype = {"float16": "c10::Half", "float32": "float", "float64": "double",
+                 "int32": "int"}.get(
+            d.name, f"{'u' if d.kind == 'u' else ''}int{d.itemsize * 8}_t")
+        raise RuntimeError(f"value cannot be converted to type {ctype} without overflow")
+    return value
+
+
+def _filled(shape, value, d):
+    """``np.full(shape, value, d)`` without its Python layers (a third of a
+    small ``ones``): the same unsafe cast of ``value``."""
+    arr = np.empty(shape, d)
+    arr.fill(value)
+    return arr
+
+
 def _make(arr, requires_grad):
     t = _wrap(arr)
     if requires_grad:
@@ -354,7 +409,7 @@ def zeros(*size: Shape, dtype: DType | None = None, device: Device | None = None
 @_factory(size=True)
 def ones(*size: Shape, dtype: DType | None = None, device: Device | None = None,
          requires_grad: bool = False) -> Tensor:
-    return _make(np.ones(_shape_arg(size), _dtype_or_default(dtype)), requires_grad)
+    return _make(_filled(_shape_arg(size), 1, _dtype_or_default(dtype)), requires_grad)
 
 
 @_factory(size=True)
@@ -371,7 +426,8 @@ def full(size: Sequence[int], fill_value: Number, dtype: DType | None = None,
          device: Device | None = None, requires_grad: bool = False) -> Tensor:
     if dtype is None:
         dtype = _infer_dtype(fill_value)
-    return _make(np.full(_shape_arg((size,)), fill_value, _dt.to_numpy(dtype)),
+    d, shape = _dt.to_numpy(dtype), _shape_arg((size,))
+    return _make(_filled(shape, _fill_scalar(fill_value, d, math.prod(shape)), d),
                  requires_grad)
 
 
@@ -421,8 +477,8 @@ def empty_like(t: Tensor, dtype: DType | None = None, device: Device | None = No
 def full_like(t: Tensor, fill_value: Number, dtype: DType | None = None,
               device: Device | None = None, requires_grad: bool = False,
               memory_format: Any = None) -> Tensor:
-    return _make(_like(t, dtype, memory_format, _fill_with(fill_value)),
-                 requires_grad)
+    value = _fill_scalar(fill_value, _like_dtype(t, dtype), t._arr.size)
+    return _make(_like(t, dtype, memory_format, _fill_with(value)), requires_grad)
 
 
 # --- random numbers -------------------------------------------------------------

@@ -1,6 +1,8 @@
 """resize_, resize, resize_as_, apply_ and the ranges (arange, linspace,
-logspace) against torch."""
+logspace) and the fill values of full against torch."""
 
+
+import itertools
 
 import numpy as np
 import pytest
@@ -145,3 +147,27 @@ def test_range_errors_as_torch(call):
     with pytest.raises(RuntimeError) as got:
         call(cygrad)
     assert str(got.value) == str(want.value)
+
+
+FILL_VALUES = [-1, -255, -256, 255, 256, 2 ** 31, 2 ** 63, -2 ** 63, 2 ** 64, 3.5, -0.5,
+               300.0, 1e40, 70000, 65504, float("nan"), float("inf"), True, 2 ** 70]
+
+
+@pytest.mark.parametrize("dtype", ["uint8", "int8", "int32", "int64", "float16",
+                                   "float32", "float64", "bool"])
+def test_fill_values_convert_as_torchs(dtype):
+    """full / full_like: a value the dtype cannot hold raises torch's error
+    (type and message), a negative int wraps into uint8 from -255, the rest
+    fill with torch's values (a one-element float16 takes any value)."""
+    for value, n in itertools.product(FILL_VALUES, (1, 2)):
+        for make in (lambda m: m.full((n,), value, dtype=getattr(m, dtype)),
+                     lambda m: m.full_like(m.zeros(n, dtype=getattr(m, dtype)), value)):
+            try:
+                want = make(torch).tolist()
+            except Exception as e:      # noqa: BLE001 (torch's error is the reference)
+                with pytest.raises(type(e)) as got:
+                    make(cygrad)
+                assert str(got.value) == str(e), (value, dtype)
+                continue
+            np.testing.assert_array_equal(np.array(make(cygrad).tolist(), float),
+                                          np.array(want, float), err_msg=f"{value}")

@@ -320,6 +320,8 @@ def np_aliases(fn):
     """``fn`` also taking NumPy's ``axis=`` for ``dim=`` and ``keepdims=`` for
     ``keepdim=``, as torch's reductions and shape ops do."""
     def wrapper(*args, axis=_UNSET, keepdims=_UNSET, **kwargs):
+        if axis is _UNSET and keepdims is _UNSET:
+            return fn(*args, **kwargs)
         for alias, name, value in (("axis", "dim", axis), ("keepdims", "keepdim",
                                                            keepdims)):
             if value is _UNSET:
