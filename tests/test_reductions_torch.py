@@ -499,3 +499,26 @@ def test_named_results_print_and_are_named_as_torch(call):
     assert type(got).__name__ == type(want).__name__
     assert type(got).__module__ == "torch.return_types"
     assert isinstance(got, tuple) and len(got) == len(want)
+
+
+@settings(max_examples=60, deadline=None)
+@given(rows=st.integers(1, 40), n=st.integers(1, 40),
+       dtype=st.sampled_from([np.float32, np.float64]), seed=st.integers(0, 2 ** 16),
+       nan=st.booleans())
+def test_row_reductions_short_and_long_rows(rows, n, dtype, seed, nan):
+    """max/min (values and first index), amax/amin and sums along the last
+    dim, and sums along the first, of rows short and long (the short rows
+    take their own compiled loops): torch's values, ties, NaN and -0.0."""
+    r = np.random.default_rng(seed)
+    a = r.integers(-3, 3, (rows, n)).astype(dtype)
+    a[a == 0] = -0.0 if seed % 2 else 0.0
+    if nan:
+        a[r.random(a.shape) < 0.1] = np.nan
+    fns = [lambda m, x: x.max(-1), lambda m, x: x.min(-1), lambda m, x: x.amax(-1),
+           lambda m, x: x.amin(-1), lambda m, x: x.sum(-1), lambda m, x: x.sum(0),
+           lambda m, x: x.mean(0, keepdim=True)]
+    for fn in fns:
+        got, _ = _run(cygrad, fn, [a], False)
+        want, _ = _run(torch, fn, [a], False)
+        for g, w in zip(got, want, strict=True):
+            np.testing.assert_allclose(g, w, rtol=1e-6, atol=1e-6, equal_nan=True)

@@ -76,4 +76,10 @@ def equal(input, other):
     """Whether ``input`` and ``other`` have the same shape and values."""
     a = _tensor_arg("equal", "input", 1, input)
     b = _tensor_arg("equal", "other", 2, other)
-    return a.shape == b.shape and bool(np.array_equal(a, b))
+    if a.shape != b.shape:
+        return False
+    # the first 1024 elements, then the rest: tensors that differ mostly
+    # differ early (torch stops at the first difference; two different
+    # tensors of 100k elements took 14 us here, torch's 0.8)
+    fa, fb = a.reshape(-1), b.reshape(-1)
+    return bool((fa[:1024] == fb[:1024]).all()) and bool((fa[1024:] == fb[1024:]).all())

@@ -17,6 +17,7 @@ from cygrad import dtypes as _dt
 from cygrad._kernels import engine as _engine
 from cygrad._kernels.bmm import matmul as _bmm_matmul
 from cygrad._kernels.engine import TensorBase, _wrap
+from cygrad._kernels.optim import vector_norm as _flat_norm
 from cygrad._tensor import Tensor, _canon_dim
 from cygrad.autograd.function import Function
 from cygrad.ops.registry import OPS, _ns, _NumpyNS, _TensorNS, op, xp_helper
@@ -608,6 +609,13 @@ class VectorNorm(Function):
     @staticmethod
     def forward(ctx, x, ord, dims, keepdim):
         xa = x._arr
+        if (len(dims) == xa.ndim and xa.dtype.type in (np.float32, np.float64)
+                and xa.flags.c_contiguous):
+            # every element: one compiled pass summing in double (NumPy's
+            # |x|, power and sum took three passes and 2.7x torch's time)
+            with np.errstate(over="ignore"):
+                n = np.full((1,) * xa.ndim, _flat_norm(xa.reshape(-1), ord), xa.dtype)
+            return VectorNorm._finish(ctx, x, n, ord, dims, keepdim)
         if ord == 2:
             n = _sum_squares(xa, dims)
             np.sqrt(n, out=n)

@@ -11,6 +11,7 @@ from cygrad._kernels import engine as _engine
 from cygrad._kernels import reductions as _R
 from cygrad._kernels.engine import TensorBase, _wrap
 from cygrad._kernels.reduce import sum_all as _sum_all
+from cygrad._kernels.reduce import sum_to_shape as _sum_to_shape
 from cygrad._tensor import _canon_dim
 from cygrad.autograd.function import Function
 from cygrad.ops.elementwise import exp, maximum, minimum
@@ -55,6 +56,12 @@ class Sum(Function):
             out = np.empty(x2.shape[0], arr.dtype)
             _R.sum_fwd(x2, out)
             return _wrap(out.reshape(ctx.kept if keepdim else arr.shape[:-len(axes)]))
+        if arr.dtype.type in _KERNEL_FLOATS and arr.flags.c_contiguous and axes:
+            # Leading (or middle) axes: the compiled column sums of
+            # sum_to_shape (NumPy's axis-0 sum of a (10000, 10) array: 160 us)
+            out = _sum_to_shape(arr, ctx.kept)
+            return _wrap(out if keepdim else out.reshape(
+                tuple(n for i, n in enumerate(arr.shape) if i not in axes)))
         return _wrap(np.asarray(np.sum(arr, axis=axes, keepdims=keepdim)))
 
     @staticmethod
@@ -662,7 +669,16 @@ class AMax(Function):
     def forward(ctx, x, axes, keepdim, is_min):
         arr = x._arr
         kept = _kept_shape(arr.shape, axes)
-        val = (np.min if is_min else np.max)(arr, axis=axes, keepdims=True)
+        if (axes == (arr.ndim - 1,) and arr.size and arr.flags.c_contiguous
+                and arr.dtype.type in _KERNEL_FLOATS):
+            # the last dim of a contiguous array: the compiled row extremes
+            # (NumPy's reduction of short rows cost 45 ns a row)
+            x2 = arr.reshape(-1, arr.shape[-1])
+            val = np.empty(x2.shape[0], arr.dtype)
+            _R.extreme_dim_fwd(x2, val, np.empty(x2.shape[0], np.int64), is_min)
+            val = val.reshape(kept)
+        else:
+            val = (np.min if is_min else np.max)(arr, axis=axes, keepdims=True)
         ctx.val, ctx.axes, ctx.kept, ctx.in_shape = val, axes, kept, arr.shape
         ctx.save_for_backward(x)
         return _wrap(val.reshape(kept if keepdim else tuple(
