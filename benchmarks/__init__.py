@@ -19,11 +19,13 @@ imported, so module-level size lists can depend on :func:`fast_mode`.
 
 import importlib
 import os
+import time
 
 import numpy as np
 import pytest
 
 LIBS = ("cygrad", "numpy", "torch")
+SIDES = ("cygrad", "torch")      # the cases without a NumPy line
 
 _STATE = {"fast": os.environ.get("CYGRAD_BENCH_FAST", "0") not in ("", "0")}
 _MODULES = {}
@@ -134,6 +136,20 @@ def libs_agree(case, op, rtol, atol):
                                        err_msg=f"{lib} {op}")
 
 
+def sides_agree(case, name, rtol=0.0, atol=0.0):
+    """``case(lib, name)()`` gives the same values in cygrad and torch (equal
+    when ``rtol`` and ``atol`` are 0); nothing to compare without torch."""
+    got = {}
+    for lib in SIDES:
+        try:
+            got[lib] = to_numpy(case(lib, name)())
+        except pytest.skip.Exception:
+            continue
+    if len(got) == 2:
+        np.testing.assert_allclose(got["cygrad"], got["torch"], rtol=rtol, atol=atol,
+                                   err_msg=name)
+
+
 def run(benchmark, fn, setup=None, rounds=None):
     """Time ``fn``; with ``setup``, each round gets fresh state.
 
@@ -156,3 +172,27 @@ def rss_bytes():
         return pages * os.sysconf("SC_PAGE_SIZE")
     except (OSError, ValueError, IndexError):
         return None
+
+
+def interleaved(names, make, rounds=9):
+    """Print, per case of ``names``, the median time of ``make(lib, name)()``
+    for cygrad and torch, run in alternation round after round, and the
+    median of the per-round ratios (process time)."""
+    print(f"{'case':24s} {'cygrad':>10s} {'torch':>10s} {'ratio':>7s}")
+    for name in names:
+        steps = {lib: make(lib, name) for lib in SIDES}
+        for fn in steps.values():
+            fn()
+        t0 = time.process_time()
+        steps["torch"]()
+        reps = max(1, int(0.05 / max(time.process_time() - t0, 1e-6)))
+        times = {lib: [] for lib in SIDES}
+        for _ in range(rounds):
+            for lib in SIDES:
+                t0 = time.process_time()
+                for _ in range(reps):
+                    steps[lib]()
+                times[lib].append((time.process_time() - t0) / reps)
+        ratios = [a / b for a, b in zip(times["cygrad"], times["torch"], strict=True)]
+        print(f"{name:24s} {np.median(times['cygrad']) * 1e6:8.1f}us "
+              f"{np.median(times['torch']) * 1e6:8.1f}us {np.median(ratios):6.2f}x")

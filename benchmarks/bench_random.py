@@ -10,14 +10,12 @@ from 65 categories), where per-call overhead counts.
     python -m benchmarks.bench_random      # interleaved rounds, median ratios
 """
 
-import numpy as np
 import pytest
 
-from benchmarks import need, pick, run, tag, to_numpy
+from benchmarks import SIDES, interleaved, need, pick, run, sides_agree, tag
 
 N = pick(131072, 64)
 SHAPE = pick((32, 64, 64), (4, 4, 4))
-SIDES = ("cygrad", "torch")     # NumPy has no torch stream to compare
 
 
 def _cases(T):
@@ -55,40 +53,7 @@ def test_sampler(benchmark, name, lib):
 
 @pytest.mark.parametrize("name", NAMES)
 def test_agree(name):
-    got = {}
-    for lib in SIDES:
-        try:
-            got[lib] = to_numpy(case(lib, name)())
-        except pytest.skip.Exception:
-            continue
-    if len(got) == 2:
-        np.testing.assert_array_equal(got["cygrad"], got["torch"], err_msg=name)
-
-
-def interleaved(names, make, rounds=9):
-    """Print, per case of ``names``, the median time of ``make(lib, name)()``
-    for cygrad and torch, run in alternation round after round, and the
-    median of the per-round ratios (process time)."""
-    import time
-
-    print(f"{'case':24s} {'cygrad':>10s} {'torch':>10s} {'ratio':>7s}")
-    for name in names:
-        steps = {lib: make(lib, name) for lib in SIDES}
-        for fn in steps.values():
-            fn()
-        t0 = time.process_time()
-        steps["torch"]()
-        reps = max(1, int(0.05 / max(time.process_time() - t0, 1e-6)))
-        times = {lib: [] for lib in SIDES}
-        for _ in range(rounds):
-            for lib in SIDES:
-                t0 = time.process_time()
-                for _ in range(reps):
-                    steps[lib]()
-                times[lib].append((time.process_time() - t0) / reps)
-        ratios = [a / b for a, b in zip(times["cygrad"], times["torch"], strict=True)]
-        print(f"{name:24s} {np.median(times['cygrad']) * 1e6:8.1f}us "
-              f"{np.median(times['torch']) * 1e6:8.1f}us {np.median(ratios):6.2f}x")
+    sides_agree(case, name)
 
 
 if __name__ == "__main__":

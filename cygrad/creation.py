@@ -338,6 +338,10 @@ def _dtype_or_default(dtype):
     return _default_dtype if dtype is None else _dt.to_numpy(dtype)
 
 
+_FLOAT_MAX = {np.dtype(t): float(np.finfo(t).max) for t in (np.float16, np.float32,
+                                                            np.float64)}
+
+
 def _fill_scalar(value, d, numel):
     """torch's conversion of a fill value to ``d`` (c10's checked cast):
     RuntimeError for a value the dtype cannot hold (infinities and NaN fit
@@ -345,6 +349,8 @@ def _fill_scalar(value, d, numel):
     (``full((2,), -1, uint8)`` is 255), bool takes any value, and an int
     beyond 64 bits is an OverflowError.  A float16 tensor of one element
     takes any value, as torch's one-element fill (70000 gives inf)."""
+    if type(value) is float and d.kind == "f" and abs(value) <= _FLOAT_MAX[d]:
+        return value                                    # the usual case
     if isinstance(value, TensorBase):
         value = value.item()
     if isinstance(value, (bool, np.bool_)):
