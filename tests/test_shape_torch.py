@@ -375,3 +375,33 @@ def test_broadcast_error_names_the_last_mismatch_as_torch(shapes):
             m.ones(*shapes[0]) * m.ones(*shapes[1])
         messages.append(str(err.value))
     assert messages[0].startswith(messages[1])
+
+
+VIEW_OPS = {
+    "view": lambda x: x.view(4, 6), "reshape": lambda x: x.reshape(-1),
+    "transpose": lambda x: x.transpose(0, 2), "permute": lambda x: x.permute(2, 0, 1),
+    "t": lambda x: x.view(4, 6).t(), "mT": lambda x: x.mT, "T": lambda x: x.view(4, 6).T,
+    "unsqueeze": lambda x: x.unsqueeze(1), "squeeze": lambda x: x[:, :1].squeeze(1),
+    "movedim": lambda x: x.movedim(0, 2), "flatten": lambda x: x.flatten(1),
+}
+
+
+@pytest.mark.parametrize("name", sorted(VIEW_OPS))
+def test_compiled_views_match_torch(name):
+    """The views with compiled nodes (ViewNode, PermuteNode): torch's node
+    name, values, storage and version shared with the input, first and
+    second derivatives."""
+    got = {}
+    for m in (cygrad, torch):
+        x = m.tensor(np.arange(24.0).reshape(2, 3, 4), requires_grad=True)
+        base = x * 1
+        out = VIEW_OPS[name](base)
+        weight = m.tensor(np.linspace(-1, 2, out.numel()).reshape(tuple(out.shape)))
+        g, = m.autograd.grad((out * out * weight).sum(), x, create_graph=True)
+        gg, = m.autograd.grad(g.sum(), x)
+        base.add_(1)                     # the view sees the in-place update
+        got[m] = (out.grad_fn.name(), out.detach().numpy().copy(), g.detach().numpy(),
+                  gg.numpy())
+    assert got[cygrad][0] == got[torch][0]
+    for a, b in zip(got[cygrad][1:], got[torch][1:], strict=True):
+        np.testing.assert_array_equal(a, b)

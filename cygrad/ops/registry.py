@@ -254,7 +254,7 @@ def _register_view(root, t):
 
 # --- torch's node names ----------------------------------------------------------
 # Scripts print ``t.grad_fn``; one cygrad op can stand for several torch ops
-# (Permute for transpose and t, Reshape for squeeze, sum / n for mean), so
+# (a PermuteNode for transpose and t, Reshape for squeeze, sum / n for mean), so
 # the op names the node after the torch op the user called.
 
 _NAMED_NODES = {}

@@ -9,9 +9,19 @@ from cygrad import dtypes as _dt
 from cygrad._device import check_device, device
 from cygrad._kernels import engine as _engine
 from cygrad._kernels.engine import TensorBase, _wrap
+from cygrad._kernels.engine import permute_view as _permute_view
+from cygrad._kernels.engine import view_shape as _view_shape
 from cygrad._tensor import Tensor, _canon_dim
 from cygrad.autograd.function import Function
-from cygrad.ops.registry import _dims, _ns, _view_of, apply_named, np_aliases, op
+from cygrad.ops.registry import (
+    _dims,
+    _ns,
+    _register_view,
+    _view_of,
+    apply_named,
+    np_aliases,
+    op,
+)
 
 # --- dtype cast, clone, copy ---------------------------------------------------------------
 
@@ -216,9 +226,8 @@ class Reshape(Function):
 def reshape(input, *shape):
     """out = x with shape ``shape`` (-1 inferred); a view when the layout allows."""
     shape = _infer_shape(_shape_args(shape), input._arr.size)
-    if shape == input._arr.shape:
-        return Reshape.apply(input, shape, False)
-    return Reshape.apply(input, shape, False)
+    res = _view_shape(input, shape, None, _register_view)     # compiled, when a view
+    return Reshape.apply(input, shape, False) if res is None else res
 
 
 @op("view", methods=("view",), kind="shape")
@@ -227,28 +236,8 @@ def view(input, *shape):
     if len(shape) == 1 and not isinstance(shape[0], (tuple, list, int)):
         return input.to(shape[0])
     shape = _infer_shape(_shape_args(shape), input._arr.size)
-    return Reshape.apply(input, shape, True)
-
-
-class Permute(Function):
-    """out = x with axes permuted (a view); grad = g with the inverse permutation."""
-
-    _half_native = True     # exact in float16 (see registry: float16)
-
-    _node_name = "PermuteBackward0"
-
-    @staticmethod
-    def forward(ctx, x, axes):
-        inv = [0] * len(axes)
-        for i, a in enumerate(axes):    # the inverse permutation (np.argsort
-            inv[a] = i                  # of a tuple cost 3 us a call)
-        ctx.inv = tuple(inv)
-        return _view_of(x, x._arr.transpose(axes))
-
-    @staticmethod
-    def backward(ctx, g):
-        xp = _ns()
-        return xp.out(xp.transpose(xp.val(g), ctx.inv)), None
+    res = _view_shape(input, shape, None, _register_view)     # compiled, when a view
+    return Reshape.apply(input, shape, True) if res is None else res
 
 
 @op("permute", methods=("permute",), primitive=True, kind="shape")
@@ -264,7 +253,7 @@ def permute(input, *dims):
     axes = tuple(_canon_dim(d, nd) for d in dims)
     if len(set(axes)) != nd:
         raise RuntimeError(f"permute(): duplicate dims are not allowed: {list(dims)}")
-    return Permute.apply(input, axes)
+    return _permute_view(input, axes, None, _register_view)     # compiled
 
 
 @op("transpose", methods=("transpose", "swapaxes", "swapdims"), kind="shape",
@@ -277,7 +266,7 @@ def transpose(input, dim0, dim1):
     d0, d1 = _canon_dim(dim0, nd), _canon_dim(dim1, nd)
     axes = list(range(nd))
     axes[d0], axes[d1] = axes[d1], axes[d0]
-    return apply_named(Permute, "TransposeBackward0", input, tuple(axes))
+    return _permute_view(input, tuple(axes), "TransposeBackward0", _register_view)
 
 
 def _t(input):
@@ -285,7 +274,7 @@ def _t(input):
     if nd > 2:
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is "
                            f"{nd}D")
-    return apply_named(Permute, "TBackward0", input, (1, 0)) if nd == 2 else input
+    return _permute_view(input, (1, 0), "TBackward0", _register_view) if nd == 2 else input
 
 
 Tensor.t = _t
@@ -296,7 +285,7 @@ def _T(self):
     nd = self._arr.ndim
     if nd < 2:
         return self
-    return Permute.apply(self, tuple(reversed(range(nd))))
+    return _permute_view(self, tuple(reversed(range(nd))), None, _register_view)
 
 
 Tensor.T = property(_T)
@@ -371,8 +360,9 @@ def squeeze(input, dim=None):
     else:
         axes = _dims(dim, input._arr.ndim) if input._arr.ndim else ()
         new = tuple(s for i, s in enumerate(shape) if not (i in axes and s == 1))
-    return apply_named(Reshape, "SqueezeBackward0" if dim is None else
-                       "SqueezeBackward1", input, new, False)
+    name = "SqueezeBackward0" if dim is None else "SqueezeBackward1"
+    res = _view_shape(input, new, name, _register_view)      # compiled, when a view
+    return apply_named(Reshape, name, input, new, False) if res is None else res
 
 
 @op("unsqueeze", methods=("unsqueeze",), kind="shape")
@@ -386,7 +376,10 @@ def unsqueeze(input, dim):
     d = dim % nd
     shape = list(input._arr.shape)
     shape.insert(d, 1)
-    return apply_named(Reshape, "UnsqueezeBackward0", input, tuple(shape), False)
+    res = _view_shape(input, tuple(shape), "UnsqueezeBackward0", _register_view)
+    if res is None:         # an empty tensor
+        return apply_named(Reshape, "UnsqueezeBackward0", input, tuple(shape), False)
+    return res
 
 
 @op("flatten", methods=("flatten",), kind="shape")
@@ -559,7 +552,7 @@ def movedim(input, source, destination):
     order = [d for d in range(nd) if d not in src]
     for d, s in sorted(zip(dst, src)):
         order.insert(d, s)
-    return Permute.apply(input, tuple(order))
+    return _permute_view(input, tuple(order), None, _register_view)
 
 
 def _broadcast_shape(shapes):
