@@ -174,25 +174,34 @@ def rss_bytes():
         return None
 
 
+def round_robin(name, steps, rounds=9, unit="us", width=24, clock=time.process_time):
+    """Print one row: the median per-round times of ``steps`` ({"cygrad": fn,
+    "torch": fn}), run in alternation round after round (about 50 ms per
+    library per round), and the median of the per-round ratios (robust when
+    other work shares the cores, where the minimum of separate runs favours
+    whichever hit a quiet moment).  ``unit``: "us" or "ms"."""
+    for fn in steps.values():
+        fn()
+        fn()
+    t0 = clock()
+    steps["torch"]()
+    reps = max(1, int(0.05 / max(clock() - t0, 1e-6)))
+    times = {lib: [] for lib in SIDES}
+    for _ in range(rounds):
+        for lib in SIDES:
+            t0 = clock()
+            for _ in range(reps):
+                steps[lib]()
+            times[lib].append((clock() - t0) / reps)
+    ratios = [a / b for a, b in zip(times["cygrad"], times["torch"], strict=True)]
+    k = 1e6 if unit == "us" else 1e3
+    print(f"{name:{width}s} {np.median(times['cygrad']) * k:8.2f}{unit} "
+          f"{np.median(times['torch']) * k:8.2f}{unit} {np.median(ratios):6.2f}x")
+
+
 def interleaved(names, make, rounds=9):
-    """Print, per case of ``names``, the median time of ``make(lib, name)()``
-    for cygrad and torch, run in alternation round after round, and the
-    median of the per-round ratios (process time)."""
+    """A table of ``round_robin`` rows, one per case of ``names``, with the
+    steps ``make(lib, name)`` (process time, microseconds)."""
     print(f"{'case':24s} {'cygrad':>10s} {'torch':>10s} {'ratio':>7s}")
     for name in names:
-        steps = {lib: make(lib, name) for lib in SIDES}
-        for fn in steps.values():
-            fn()
-        t0 = time.process_time()
-        steps["torch"]()
-        reps = max(1, int(0.05 / max(time.process_time() - t0, 1e-6)))
-        times = {lib: [] for lib in SIDES}
-        for _ in range(rounds):
-            for lib in SIDES:
-                t0 = time.process_time()
-                for _ in range(reps):
-                    steps[lib]()
-                times[lib].append((time.process_time() - t0) / reps)
-        ratios = [a / b for a, b in zip(times["cygrad"], times["torch"], strict=True)]
-        print(f"{name:24s} {np.median(times['cygrad']) * 1e6:8.1f}us "
-              f"{np.median(times['torch']) * 1e6:8.1f}us {np.median(ratios):6.2f}x")
+        round_robin(name, {lib: make(lib, name) for lib in SIDES}, rounds)

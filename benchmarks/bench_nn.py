@@ -31,7 +31,7 @@ import importlib
 import numpy as np
 import pytest
 
-from benchmarks import need, pick, run, tag, to_numpy
+from benchmarks import need, pick, round_robin, run, tag, to_numpy
 
 F32 = np.float32
 LIBS = ("cygrad", "torch")
@@ -273,24 +273,8 @@ def _interleaved(rounds=9):
     cases += [("embed_ln_drop", embed_step)]
     print(f"{'case':44s} {'cygrad':>10s} {'torch':>10s} {'ratio':>7s}")
     for name, make in cases:
-        steps = {lib: make(lib) for lib in LIBS}
-        for fn in steps.values():
-            fn()
-            fn()
-        # about 50 ms per library per round
-        t0 = time.perf_counter()
-        steps["torch"]()
-        reps = max(1, int(0.05 / max(time.perf_counter() - t0, 1e-6)))
-        times = {lib: [] for lib in LIBS}
-        for _ in range(rounds):
-            for lib in LIBS:
-                t0 = time.perf_counter()
-                for _ in range(reps):
-                    steps[lib]()
-                times[lib].append((time.perf_counter() - t0) / reps)
-        ratios = [a / b for a, b in zip(times["cygrad"], times["torch"], strict=True)]
-        print(f"{name:44s} {np.median(times['cygrad']) * 1e3:8.2f}ms "
-              f"{np.median(times['torch']) * 1e3:8.2f}ms {np.median(ratios):6.2f}x")
+        round_robin(name, {lib: make(lib) for lib in LIBS}, rounds, "ms", 44,
+                    time.perf_counter)
 
 
 if __name__ == "__main__":

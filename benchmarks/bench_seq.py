@@ -28,12 +28,11 @@ same losses and parameters after a few steps.
 """
 
 import importlib
-import time
 
 import numpy as np
 import pytest
 
-from benchmarks import need, pick, run, tag, to_numpy
+from benchmarks import need, pick, round_robin, run, tag, to_numpy
 
 F32 = np.float32
 LIBS = ("cygrad", "torch")
@@ -240,31 +239,11 @@ def _interleaved(rounds=9):
     print(f"{'case':20s} {'cygrad':>10s} {'torch':>10s} {'ratio':>7s}")
     for name, make in CASES.items():
         if name == "char_lstm":
-            _round_robin("char_lstm products",
-                         {"cygrad": char_lstm_products(), "torch": make("torch")}, rounds)
-        _round_robin(name, {lib: make(lib) for lib in LIBS}, rounds)
-
-
-def _round_robin(name, steps, rounds):
-    """Print the median per-round times and cygrad/torch ratio of ``steps``
-    ({"cygrad": fn, "torch": fn}), timed in process time in alternation."""
-    for fn in steps.values():
-        fn()
-        fn()
-    t0 = time.process_time()
-    steps["torch"]()
-    reps = max(1, int(0.05 / max(time.process_time() - t0, 1e-6)))
-    times = {lib: [] for lib in LIBS}
-    for _ in range(rounds):
-        for lib in LIBS:
-            t0 = time.process_time()
-            for _ in range(reps):
-                steps[lib]()
-            times[lib].append((time.process_time() - t0) / reps)
-    ratios = [a / b for a, b in zip(times["cygrad"], times["torch"], strict=True)]
-    unit, k = ("us", 1e6) if name == "lstm_cell" else ("ms", 1e3)
-    print(f"{name:20s} {np.median(times['cygrad']) * k:8.2f}{unit} "
-          f"{np.median(times['torch']) * k:8.2f}{unit} {np.median(ratios):6.2f}x")
+            round_robin("char_lstm products",
+                        {"cygrad": char_lstm_products(), "torch": make("torch")}, rounds,
+                        "ms", 20)
+        round_robin(name, {lib: make(lib) for lib in LIBS}, rounds,
+                    "us" if name == "lstm_cell" else "ms", 20)
 
 
 if __name__ == "__main__":
