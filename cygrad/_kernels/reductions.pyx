@@ -382,6 +382,10 @@ def sum_fwd(const real_t[:, ::1] x,     # in  (rows, n)
         raise ValueError(f"sum_fwd: out has length {out.shape[0]}, expected {rows}")
     if rows == 0:
         return
+    if n == 0:                  # (no element to point at: empty rows sum to 0)
+        for r in range(rows):
+            out[r] = 0
+        return
     with nogil:
         if n < 16:
             _short_row_sums(&x[0, 0], &out[0], rows, n)

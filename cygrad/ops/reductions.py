@@ -129,6 +129,9 @@ def _to_rows(arr, axes):
     ``arr`` is not contiguous).
     """
     nd = arr.ndim
+    if axes == (nd - 1,) and arr.flags.c_contiguous:   # the usual case: a reshape
+        n = arr.shape[-1]
+        return arr.reshape(arr.size // n if n else _prod(arr.shape[:-1]), n), None
     rest = [d for d in range(nd) if d not in axes]
     perm = rest + list(axes)
     n = _prod(arr.shape[d] for d in axes)

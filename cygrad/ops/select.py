@@ -82,8 +82,11 @@ def _where_fits(c, a, b):
             a.dtype.type not in _SELECT_DTYPES:
         return False
     shape, nd = c.shape, c.ndim
-    return all((v.shape == shape and v.flags.c_contiguous) or
-               (v.size == 1 and v.ndim <= nd) for v in (a, b))
+    for v in (a, b):        # a loop, not all() of a generator (0.6 us a call)
+        if not ((v.shape == shape and v.flags.c_contiguous)
+                or (v.size == 1 and v.ndim <= nd)):
+            return False
+    return True
 
 
 def _select(xp, c, a, b):
@@ -100,6 +103,9 @@ def _where_dtype(input, other):
     """torch's result type of where(c, input, other): tensors decide within
     their category; a Python scalar of a higher category (bool < int <
     float) gives that category's default (int64; the default float)."""
+    if isinstance(input, TensorBase) and isinstance(other, TensorBase) and \
+            input._arr.dtype == other._arr.dtype:
+        return input._arr.dtype                         # the usual case
     tensors = [t._arr.dtype for t in (input, other) if isinstance(t, TensorBase)]
     scalars = [v for v in (input, other) if not isinstance(v, TensorBase)]
     rank = {"b": 0, "u": 1, "i": 1, "f": 2, "c": 3}

@@ -468,6 +468,8 @@ def cat(tensors, dim=0):
         raise RuntimeError("zero-dimensional tensor (at position 0) cannot be "
                            "concatenated")
     d = _canon_dim(dim, nd)
+    rs = ref._arr.shape
+    before, after = rs[:d], rs[d + 1:]
     keep = []
     for i, t in enumerate(tensors):
         s = t._arr.shape
@@ -477,12 +479,11 @@ def cat(tensors, dim=0):
             raise RuntimeError(
                 f"Tensors must have same number of dimensions: got {nd} and {len(s)} "
                 f"(tensor number {i} in the list)")
-        for k in range(nd):
-            if k != d and s[k] != ref._arr.shape[k]:
-                raise RuntimeError(
-                    f"Sizes of tensors must match except in dimension {d}. Expected "
-                    f"size {ref._arr.shape[k]} but got size {s[k]} for tensor number "
-                    f"{i} in the list.")
+        if s[:d] != before or s[d + 1:] != after:     # (tuple compares, no loop)
+            k = next(k for k in range(nd) if k != d and s[k] != rs[k])
+            raise RuntimeError(
+                f"Sizes of tensors must match except in dimension {d}. Expected "
+                f"size {rs[k]} but got size {s[k]} for tensor number {i} in the list.")
         keep.append(t)
     keep = _promote_all(keep)
     return Cat.apply(d, *keep)
