@@ -564,7 +564,7 @@ cdef class PermuteNode(Node):
         return ((<cnp.ndarray>grads).transpose(self.inv),)
 
 
-cdef TensorBase _view_result(TensorBase t, object v, object register):
+cpdef TensorBase view_result(TensorBase t, object v, object register):
     """A tensor over ``v``, a view of t's array: t's version counter, the
     root of t's views as its base, noted there by ``register(root, view)``
     (for in-place updates of the root)."""
@@ -589,7 +589,7 @@ cdef inline void _view_node(TensorBase t, TensorBase res, Node node) except *:
 
 def view_shape(TensorBase t, tuple shape, str node_name, register):
     """``t`` with the (checked, inferred) ``shape`` as a view, recorded with
-    a ViewNode named ``node_name`` (None: ViewBackward0; see _view_result
+    a ViewNode named ``node_name`` (None: ViewBackward0; see view_result
     for ``register``).  None when no view has
     that shape (the array would need a copy) or it is empty: the caller's
     Function then copies or refuses."""
@@ -598,7 +598,7 @@ def view_shape(TensorBase t, tuple shape, str node_name, register):
     cdef ViewNode node
     if cnp.PyArray_SIZE(v) == 0 or cnp.PyArray_DATA(v) != cnp.PyArray_DATA(arr):
         return None
-    cdef TensorBase res = _view_result(t, v, register)
+    cdef TensorBase res = view_result(t, v, register)
     if cygrad_grad_mode and t._requires_grad:
         node = ViewNode.__new__(ViewNode)
         node.in_shape = (<object>arr).shape
@@ -612,7 +612,7 @@ def view_shape(TensorBase t, tuple shape, str node_name, register):
 def permute_view(TensorBase t, tuple axes, str node_name, register):
     """``t`` with its axes permuted to ``axes`` (checked), a view recorded
     with a PermuteNode named ``node_name`` (None: PermuteBackward0)."""
-    cdef TensorBase res = _view_result(t, t._arr.transpose(axes), register)
+    cdef TensorBase res = view_result(t, t._arr.transpose(axes), register)
     cdef PermuteNode node
     cdef list inv
     cdef Py_ssize_t i

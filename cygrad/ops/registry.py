@@ -15,7 +15,7 @@ import numpy as np
 
 from cygrad._kernels import engine as _engine
 from cygrad._kernels.bmm import matmul as _bmm_matmul
-from cygrad._kernels.engine import _alias, _wrap, function_apply, is_grad_enabled
+from cygrad._kernels.engine import _wrap, function_apply, is_grad_enabled
 from cygrad._kernels.reduce import sum_to_shape as _np_sum_to_shape
 from cygrad._tensor import Tensor, _canon_dim
 from cygrad.autograd.function import Function
@@ -237,12 +237,9 @@ def sum_to_shape(x, shape):
 # --- views ------------------------------------------------------------------------
 
 def _view_of(x, arr):
-    """A Tensor over ``arr`` that shares x's storage and version counter."""
-    t = _alias(x, arr)
-    root = x if x._base is None else x._base
-    t._base = root
-    _register_view(root, t)
-    return t
+    """A Tensor over ``arr`` that shares x's storage and version counter
+    (the compiled views' own helper)."""
+    return _engine.view_result(x, arr, _register_view)
 
 
 def _register_view(root, t):
