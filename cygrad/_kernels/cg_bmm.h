@@ -22,6 +22,67 @@
 typedef float cg_bmm_vf __attribute__((vector_size(32)));
 typedef double cg_bmm_vd __attribute__((vector_size(32)));
 
+#if defined(__GNUC__) && !defined(__clang__)
+#define CG_BMM_INLINE static inline __attribute__((always_inline))
+#else
+#define CG_BMM_INLINE static inline
+#endif
+#define CG_BMM_SH(a, b, ...) __builtin_shufflevector((a), (b), __VA_ARGS__)
+
+/* The panel of B = X^T where X's rows (N of them, ``sx`` apart) hold K
+   contiguous elements (the transposed view in q @ k^T and dY @ V^T):
+   pack[k][j] = x[j * sx + k], padded with zeros to Np columns.  Blocks of
+   8 x 8 are transposed in registers (three shuffle levels), so each X row
+   is read as vectors; the element-wise gather it replaces read a new cache
+   line per element and cost a third of q @ k^T at 64 x 32 x 16 x 32.
+   Returns 1 (done). */
+CG_BMM_INLINE int cg_bmm_pack_t_f(const float *x, Py_ssize_t sx, float *pack,
+                                  Py_ssize_t Np, Py_ssize_t K, Py_ssize_t N) {
+    Py_ssize_t j0, k0, j, k;
+    for (j0 = 0; j0 + 8 <= N; j0 += 8) {
+        for (k0 = 0; k0 + 8 <= K; k0 += 8) {
+            cg_bmm_vf r[8], t[8], u[8];
+            for (j = 0; j < 8; j++)
+                memcpy(&r[j], x + (j0 + j) * sx + k0, sizeof(cg_bmm_vf));
+            for (j = 0; j < 8; j += 2) {
+                t[j] = CG_BMM_SH(r[j], r[j + 1], 0, 8, 1, 9, 4, 12, 5, 13);
+                t[j + 1] = CG_BMM_SH(r[j], r[j + 1], 2, 10, 3, 11, 6, 14, 7, 15);
+            }
+            for (j = 0; j < 8; j += 4) {
+                u[j] = CG_BMM_SH(t[j], t[j + 2], 0, 1, 8, 9, 4, 5, 12, 13);
+                u[j + 1] = CG_BMM_SH(t[j], t[j + 2], 2, 3, 10, 11, 6, 7, 14, 15);
+                u[j + 2] = CG_BMM_SH(t[j + 1], t[j + 3], 0, 1, 8, 9, 4, 5, 12, 13);
+                u[j + 3] = CG_BMM_SH(t[j + 1], t[j + 3], 2, 3, 10, 11, 6, 7, 14, 15);
+            }
+            /* u[0..3] hold columns 0-3 of rows 0-3 (low half) and columns
+               4-7 (high half); u[4..7] the same for rows 4-7 */
+            for (k = 0; k < 4; k++) {
+                cg_bmm_vf lo = CG_BMM_SH(u[k], u[k + 4], 0, 1, 2, 3, 8, 9, 10, 11);
+                cg_bmm_vf hi = CG_BMM_SH(u[k], u[k + 4], 4, 5, 6, 7, 12, 13, 14, 15);
+                memcpy(pack + (k0 + k) * Np + j0, &lo, sizeof(cg_bmm_vf));
+                memcpy(pack + (k0 + k + 4) * Np + j0, &hi, sizeof(cg_bmm_vf));
+            }
+        }
+        for (k = k0; k < K; k++)
+            for (j = j0; j < j0 + 8; j++)
+                pack[k * Np + j] = x[j * sx + k];
+    }
+    for (k = 0; k < K; k++) {
+        for (j = j0; j < N; j++)
+            pack[k * Np + j] = x[j * sx + k];
+        for (; j < Np; j++)
+            pack[k * Np + j] = 0;
+    }
+    return 1;
+}
+
+/* double: the element-wise gather (no register transpose written). */
+CG_BMM_INLINE int cg_bmm_pack_t_d(const double *x, Py_ssize_t sx, double *pack,
+                                  Py_ssize_t Np, Py_ssize_t K, Py_ssize_t N) {
+    (void)x; (void)sx; (void)pack; (void)Np; (void)K; (void)N;
+    return 0;
+}
+
 #define CG_BMM_DEF(S, T, V)                                                     \
 CG_SIMD_FN(void, cg_bmm_##S, (const T *A, const T *B, T *C, T *pack,            \
         Py_ssize_t B1, Py_ssize_t B2, Py_ssize_t M, Py_ssize_t N, Py_ssize_t K, \
@@ -30,20 +91,29 @@ CG_SIMD_FN(void, cg_bmm_##S, (const T *A, const T *B, T *C, T *pack,            
         (A, B, C, pack, B1, B2, M, N, K, sa1, sa2, sam, sak, sb1, sb2, sbk, sbn), { \
     const Py_ssize_t L = (Py_ssize_t)(sizeof(V) / sizeof(T));                   \
     const Py_ssize_t Np = (N + 2 * L - 1) / (2 * L) * (2 * L);                  \
-    const T *packed = NULL;                                                     \
+    const T *packed = NULL, *panel = pack;                                      \
+    Py_ssize_t ps = Np;                                                         \
     Py_ssize_t b1, b2, i0, j0, k, r, j;                                         \
     for (b1 = 0; b1 < B1; b1++)                                                 \
         for (b2 = 0; b2 < B2; b2++) {                                           \
             const T *a = A + b1 * sa1 + b2 * sa2;                               \
             const T *b = B + b1 * sb1 + b2 * sb2;                               \
             T *c = C + (b1 * B2 + b2) * M * N;                                  \
-            if (b != packed) {        /* a broadcast B is packed once */        \
-                for (k = 0; k < K; k++) {                                       \
-                    T *row = pack + k * Np;                                     \
-                    for (j = 0; j < N; j++) row[j] = b[k * sbk + j * sbn];      \
-                    for (; j < Np; j++) row[j] = 0;                             \
-                }                                                               \
+            if (sbn == 1 && N == Np) {  /* rows of B serve as the panel */   \
+                panel = b;                                                      \
+                ps = sbk;                                                       \
+            } else if (b != packed) { /* a broadcast B is packed once */        \
+                if (sbk == 1 && cg_bmm_pack_t_##S(b, sbn, pack, Np, K, N))      \
+                    ;                 /* B^T of rows: transposed in blocks */   \
+                else                                                            \
+                    for (k = 0; k < K; k++) {                                   \
+                        T *row = pack + k * Np;                                 \
+                        for (j = 0; j < N; j++) row[j] = b[k * sbk + j * sbn];  \
+                        for (; j < Np; j++) row[j] = 0;                         \
+                    }                                                           \
                 packed = b;                                                     \
+                panel = pack;                                                   \
+                ps = Np;                                                        \
             }                                                                   \
             for (i0 = 0; i0 < M; i0 += 4) {                                     \
                 Py_ssize_t rows = M - i0 < 4 ? M - i0 : 4;                      \
@@ -57,8 +127,8 @@ CG_SIMD_FN(void, cg_bmm_##S, (const T *A, const T *B, T *C, T *pack,            
                     if (rows == 4) {                                            \
                         for (k = 0; k < K; k++) {                               \
                             V p0, p1;                                           \
-                            memcpy(&p0, pack + k * Np + j0, sizeof(V));         \
-                            memcpy(&p1, pack + k * Np + j0 + L, sizeof(V));     \
+                            memcpy(&p0, panel + k * ps + j0, sizeof(V));        \
+                            memcpy(&p1, panel + k * ps + j0 + L, sizeof(V));    \
                             T x0 = ar[k * sak], x1 = ar[sam + k * sak];         \
                             T x2 = ar[2 * sam + k * sak], x3 = ar[3 * sam + k * sak]; \
                             acc[0][0] += x0 * p0; acc[0][1] += x0 * p1;         \
@@ -69,8 +139,8 @@ CG_SIMD_FN(void, cg_bmm_##S, (const T *A, const T *B, T *C, T *pack,            
                     } else {                                                    \
                         for (k = 0; k < K; k++) {                               \
                             V p0, p1;                                           \
-                            memcpy(&p0, pack + k * Np + j0, sizeof(V));         \
-                            memcpy(&p1, pack + k * Np + j0 + L, sizeof(V));     \
+                            memcpy(&p0, panel + k * ps + j0, sizeof(V));        \
+                            memcpy(&p1, panel + k * ps + j0 + L, sizeof(V));    \
                             for (r = 0; r < rows; r++) {                        \
                                 T x = ar[r * sam + k * sak];                    \
                                 acc[r][0] += x * p0;                            \
