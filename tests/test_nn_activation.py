@@ -234,7 +234,7 @@ def test_gelu_kept_kernels_check_their_lengths():
     from cygrad._kernels import act
 
     x = np.zeros(4, np.float32)
-    with pytest.raises(ValueError, match="phi has length 3, expected 4"):
-        act.gelu_keep(x, x.copy(), np.zeros(3, np.float32), x.copy())
+    with pytest.raises(ValueError, match="d has length 3, expected 4"):
+        act.gelu_keep(x, x.copy(), np.zeros(3, np.float32))
     with pytest.raises(ValueError, match="out has length 5, expected 4"):
-        act.gelu_bwd_kept(x, x, x, x, np.zeros(5, np.float32))
+        act.gelu_bwd_kept(x, x, x, np.zeros(5, np.float32))

@@ -2,9 +2,11 @@
  *
  * The op table's gelu node saves x only, so its backward computes the
  * Gaussian and Phi a second time: at (512, 256) forward + backward cost
- * ~515 us, torch's ~450.  cg_gelu_keep_f writes, beside y, Phi(x) and the
- * density term d = phi(x) = 0.3989... exp(-x^2 / 2) of each element, and
- * cg_gelu_bwd_kept_f is then one multiply-add: g (Phi + x d).
+ * ~515 us, torch's ~450.  cg_gelu_keep_f writes, beside y, the derivative
+ * d = Phi(x) + x phi(x) of each element (phi(x) = 0.3989... exp(-x^2 / 2)),
+ * and cg_gelu_bwd_kept_f is then one multiply: g d.  (An earlier version
+ * kept Phi and phi apart: one more array written and read for the same
+ * bits.)
  *
  * Bits: the same as the table's kernels (elementwise.pyx, generated from
  * optable.py's gelu row), element for element: the fast lanes are the
@@ -38,8 +40,8 @@ CG_INLINE float cg_dgelu_slow_f(float g, float x) {
    ~130 us at 131k elements for one such element). */
 #define CG_ACT_BLOCK 256
 
-CG_SIMD_FN(void, cg_gelu_keep_f, (const float *x, float *y, float *phi, float *dens,
-                                  Py_ssize_t n), (x, y, phi, dens, n), {
+CG_SIMD_FN(void, cg_gelu_keep_f, (const float *x, float *y, float *d, Py_ssize_t n),
+           (x, y, d, n), {
     Py_ssize_t i0, i, m;
     for (i0 = 0; i0 < n; i0 += CG_ACT_BLOCK) {
         int bad = 0;
@@ -49,8 +51,7 @@ CG_SIMD_FN(void, cg_gelu_keep_f, (const float *x, float *y, float *phi, float *d
             float a = cg_pick_f(ax, 13.0f, ax < 13.0f);
             float g = cg_gaussf_fast(a);
             float p = cg_phif_from(xi, a, g);
-            phi[i] = p;
-            dens[i] = 0.3989422804014327f * g;
+            d[i] = p + xi * (0.3989422804014327f * g);     /* cg_dgeluf_fast */
             y[i] = xi * p;
             bad |= !cg_phif_ok(xi);
         }
@@ -61,15 +62,15 @@ CG_SIMD_FN(void, cg_gelu_keep_f, (const float *x, float *y, float *phi, float *d
     }
 })
 
-CG_SIMD_FN(void, cg_gelu_bwd_kept_f, (const float *g, const float *x, const float *phi,
-                                      const float *dens, float *out, Py_ssize_t n),
-           (g, x, phi, dens, out, n), {
+CG_SIMD_FN(void, cg_gelu_bwd_kept_f, (const float *g, const float *x, const float *d,
+                                      float *out, Py_ssize_t n),
+           (g, x, d, out, n), {
     Py_ssize_t i0, i, m;
     for (i0 = 0; i0 < n; i0 += CG_ACT_BLOCK) {
         int bad = 0;
         m = n - i0 < CG_ACT_BLOCK ? n : i0 + CG_ACT_BLOCK;
         for (i = i0; i < m; i++) {
-            out[i] = g[i] * (phi[i] + x[i] * dens[i]);
+            out[i] = g[i] * d[i];
             bad |= !(fabsf(x[i]) < 13.0f);
         }
         if (bad)

@@ -74,10 +74,10 @@ def mish(input: Tensor, inplace: bool = False) -> Tensor:
 
 
 class _GeluKept(Function):
-    """float32 ``gelu`` that keeps Phi(x) and phi(x) for its backward
-    (``act.gelu_keep``): the table's gelu node saves only x, and its
-    backward computes the Gaussian and Phi again.  The same bits both ways
-    as the table's kernels; under ``create_graph`` the backward is the
+    """float32 ``gelu`` that keeps its derivative Phi(x) + x phi(x) for the
+    backward (``act.gelu_keep``): the table's gelu node saves only x, and
+    its backward computes the Gaussian and Phi again.  The same bits both
+    ways as the table's kernels; under ``create_graph`` the backward is the
     table's derivative over Tensors."""
 
     _node_name = "GeluBackward0"
@@ -85,9 +85,9 @@ class _GeluKept(Function):
     @staticmethod
     def forward(ctx, x):
         xa = np.ascontiguousarray(x._arr).reshape(-1)
-        y, phi, dens = (np.empty_like(xa) for _ in range(3))
-        _act.gelu_keep(xa, y, phi, dens)
-        ctx.kept = (xa, phi, dens)
+        y, d = np.empty_like(xa), np.empty_like(xa)
+        _act.gelu_keep(xa, y, d)
+        ctx.kept = (xa, d)
         ctx.save_for_backward(x)
         return from_numpy(y.reshape(x._arr.shape))
 
@@ -97,10 +97,10 @@ class _GeluKept(Function):
         if is_grad_enabled():
             phi = 0.5 + 0.5 * ops.erf(x * 0.7071067811865476)
             return g * (phi + x * (0.3989422804014327 * ops.exp(-0.5 * (x * x))))
-        xa, phi, dens = ctx.kept
+        xa, d = ctx.kept
         ga = np.ascontiguousarray(g._arr, dtype=np.float32).reshape(-1)
         out = np.empty_like(xa)
-        _act.gelu_bwd_kept(ga, xa, phi, dens, out)
+        _act.gelu_bwd_kept(ga, xa, d, out)
         return from_numpy(out.reshape(x._arr.shape))
 
 
