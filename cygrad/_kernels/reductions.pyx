@@ -59,8 +59,10 @@ cdef extern from "cg_reductions.h":
                        float* y, Py_ssize_t n) noexcept nogil
     void cg_exp_axpy_d(const double* x, double shift, double a, const double* b,
                        double* y, Py_ssize_t n) noexcept nogil
-    void cg_scale_f(const float* x, float a, float* y, Py_ssize_t n) noexcept nogil
-    void cg_scale_d(const double* x, double a, double* y, Py_ssize_t n) noexcept nogil
+    void cg_softmax_rows_f(const float* x, const float* rowmax, float* y, Py_ssize_t rows,
+                           Py_ssize_t n) noexcept nogil
+    void cg_softmax_rows_d(const double* x, const double* rowmax, double* y,
+                           Py_ssize_t rows, Py_ssize_t n) noexcept nogil
     void cg_sub2_f(const float* x, float a, float b, float* y,
                    Py_ssize_t n) noexcept nogil
     void cg_sub2_d(const double* x, double a, double b, double* y,
@@ -134,14 +136,6 @@ cdef void sigmoid(const real_t* x, real_t* y, Py_ssize_t n) noexcept nogil:
         cg_sigmoid_d(x, y, n)
 
 
-cdef inline void _scale(const real_t* x, real_t a, real_t* y,
-                        Py_ssize_t n) noexcept nogil:
-    if real_t is float:
-        cg_scale_f(x, a, y, n)
-    else:
-        cg_scale_d(x, a, y, n)
-
-
 cdef inline void _sub2(const real_t* x, real_t a, real_t b, real_t* y,
                        Py_ssize_t n) noexcept nogil:
     if real_t is float:
@@ -191,15 +185,19 @@ cdef void _softmax_rows(const real_t* x, const real_t* rowmax, real_t* y,
                         Py_ssize_t rows, Py_ssize_t n, bint take_log) noexcept nogil:
     cdef Py_ssize_t r
     cdef real_t m
+    if not take_log:
+        # max, exp and sum, scale: one compiled loop over the rows
+        if real_t is float:
+            cg_softmax_rows_f(x, rowmax, y, rows, n)
+        else:
+            cg_softmax_rows_d(x, rowmax, y, rows, n)
+        return
     for r in range(rows):
         m = rowmax[r] if rowmax != NULL else row_max(x, n)
-        if take_log:
-            # exp is only summed, never stored: y is written once.  Then
-            # (x - m) - log(s), in this order, as torch: x - m is exact
-            # near the maximum, so entries close to 0 keep their digits.
-            _sub2(x, m, <real_t>log(exp_sum(x, m, NULL, n)), y, n)
-        else:
-            _scale(y, <real_t>(1.0 / exp_sum(x, m, y, n)), y, n)
+        # exp is only summed, never stored: y is written once.  Then
+        # (x - m) - log(s), in this order, as torch: x - m is exact
+        # near the maximum, so entries close to 0 keep their digits.
+        _sub2(x, m, <real_t>log(exp_sum(x, m, NULL, n)), y, n)
         x += n
         y += n
 

@@ -237,8 +237,9 @@ def _packed(_linear, x, in_proj_weight, in_proj_bias, out_proj_weight, out_proj_
     bsz, tgt_len, e = (int(n) for n in x.shape)
     hd = e // h
     qkv = _linear(x, in_proj_weight, in_proj_bias)
-    qkv = qkv.reshape(bsz, tgt_len, 3, h, hd).permute(2, 0, 3, 1, 4)
-    q, k, v = qkv[0], qkv[1], qkv[2]
+    # unbind: one node whose backward stacks the three gradients (three
+    # selects each scattered theirs into a zero (3, B, h, T, hd) array)
+    q, k, v = qkv.reshape(bsz, tgt_len, 3, h, hd).permute(2, 0, 3, 1, 4).unbind(0)
     if mask is not None and mask.shape[0] != 1:
         mask = mask.reshape(bsz, h, tgt_len, tgt_len)
     if kpm is not None:
