@@ -550,26 +550,39 @@ class _MinDim(_ExtremeDim):
     _node_name = "MinBackward0"
 
 
+def _all_extreme(arr, is_min):
+    """The max (min) of every element of ``arr`` as a 0-d array; NaN if it
+    holds one.  Contiguous floats: the compiled row extreme (NumPy's
+    reduction and its NaN check cost ~6 us a call at 1,000 elements)."""
+    if arr.dtype.type in _KERNEL_FLOATS and arr.size and arr.flags.c_contiguous:
+        val = np.empty(1, arr.dtype)
+        _R.extreme_dim_fwd(arr.reshape(1, -1), val, np.empty(1, np.int64), is_min)
+        return val.reshape(())
+    return np.asarray(arr.min() if is_min else arr.max())  # NaN propagates
+
+
 class _ExtremeAll(Function):
     """out = max (or min) of every element; the gradient is split evenly among
-    the elements equal to it (torch's rule for the full reduction)."""
+    the elements equal to it (torch's rule for the full reduction; it saves
+    the input, as torch's node does)."""
 
     _node_name = "MaxBackward1"
 
     @staticmethod
     def forward(ctx, x, is_min):
-        arr = x._arr
-        val = np.asarray(arr.min() if is_min else arr.max())  # NaN propagates
-        mask = np.asarray(np.isnan(arr) if np.isnan(val) else (arr == val))
-        ctx.mask = mask
-        ctx.count = int(np.count_nonzero(mask))
-        return _wrap(val)
+        val = _all_extreme(x._arr, is_min)
+        ctx.val = val
+        ctx.save_for_backward(x)
+        return _wrap(val.copy())
 
     @staticmethod
     def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        arr, val = x._arr, ctx.val
+        mask = np.isnan(arr) if np.isnan(val) else (arr == val)
         xp = _ns()
         gv = xp.val(g)
-        return xp.out(xp.const(ctx.mask.astype(gv.dtype)) * (gv / ctx.count)), None
+        return xp.out(xp.const(mask.astype(gv.dtype)) * (gv / int(np.count_nonzero(mask)))), None
 
 
 class _MinAll(_ExtremeAll):
@@ -590,8 +603,8 @@ def _extreme(input, dim, keepdim, is_min, name):
                 f"{name}(): Expected reduction dim to be specified for "
                 "input.numel() == 0. Specify the reduction dim with the 'dim' "
                 "argument.")
-        if arr.dtype.kind != "f":
-            return _wrap(np.asarray(arr.min() if is_min else arr.max()))
+        if arr.dtype.kind != "f" or not input.requires_grad:
+            return _wrap(_all_extreme(arr, is_min))
         return (_MinAll if is_min else _ExtremeAll).apply(input, is_min)
     d = _canon_dim(dim, arr.ndim)
     result = _MinMax["min" if is_min else "max"]
@@ -633,6 +646,17 @@ def min(input, dim=None, keepdim=False):
 
 def _arg_extreme(input, dim, keepdim, is_min):
     arr = input._arr
+    d = None if dim is None or arr.ndim == 0 else _canon_dim(dim, arr.ndim)
+    if (arr.dtype.type in _KERNEL_FLOATS and arr.size and arr.flags.c_contiguous
+            and (dim is None or d == arr.ndim - 1)):
+        # all elements, or the last dim of a contiguous array: the compiled
+        # row extremes' indices (first NaN wins), no values node
+        x2 = arr.reshape(1, -1) if dim is None else arr.reshape(-1, arr.shape[-1])
+        idx = np.empty(x2.shape[0], np.int64)
+        _R.extreme_dim_fwd(x2, np.empty(x2.shape[0], arr.dtype), idx, is_min)
+        if dim is None:
+            return _wrap(idx.reshape(()))
+        return _wrap(idx.reshape(arr.shape[:-1] + ((1,) if keepdim else ())))
     if dim is None:
         if arr.size == 0:
             raise RuntimeError("argmax(): Expected reduction dim to be specified for "
