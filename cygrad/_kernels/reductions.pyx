@@ -59,6 +59,8 @@ cdef extern from "cg_reductions.h":
                        float* y, Py_ssize_t n) noexcept nogil
     void cg_exp_axpy_d(const double* x, double shift, double a, const double* b,
                        double* y, Py_ssize_t n) noexcept nogil
+    float cg_prod_f(const float* x, Py_ssize_t n) noexcept nogil
+    double cg_prod_d(const double* x, Py_ssize_t n) noexcept nogil
     void cg_softmax_rows_f(const float* x, const float* rowmax, float* y, Py_ssize_t rows,
                            Py_ssize_t n) noexcept nogil
     void cg_softmax_rows_d(const double* x, const double* rowmax, double* y,
@@ -434,6 +436,16 @@ cdef inline Py_ssize_t _find(const real_t* x, real_t m, Py_ssize_t n) noexcept n
         return cg_find_f(x, m, n)
     else:
         return cg_find_d(x, m, n)
+
+
+def prod_all(const real_t[::1] x):
+    """The product of every element of x (1 when empty), in lanes."""
+    cdef real_t p
+    if x.shape[0] == 0:
+        return 1.0
+    with nogil:
+        p = cg_prod_f(&x[0], x.shape[0]) if real_t is float else cg_prod_d(&x[0], x.shape[0])
+    return p
 
 
 def extreme_dim_fwd(const real_t[:, ::1] x,     # in  (rows, n), n >= 1

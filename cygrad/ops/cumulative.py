@@ -6,7 +6,8 @@ import numpy as np
 
 from cygrad import dtypes as _dt
 from cygrad._kernels import scan as _scan_k
-from cygrad._kernels.engine import _wrap
+from cygrad._kernels.reductions import prod_all as _prod_all
+from cygrad._kernels.engine import _wrap, is_grad_enabled
 from cygrad._tensor import Tensor, _canon_dim
 from cygrad.autograd.function import Function
 from cygrad.ops.reductions import sum as _sum
@@ -197,12 +198,84 @@ Tensor.cumsum_ = _cumsum_
 Tensor.cumprod_ = _cumprod_
 
 
+class Prod(Function):
+    """out = the product over ``dim`` (None: every element), NumPy's
+    product loop.  grad = g (out / x) where the reduced row holds no zero
+    (torch's formula); a row with zeros gets the exact products of the
+    others (``_prod_zero_grad``): at a single zero the product of the
+    rest, 0 elsewhere."""
+
+    _node_name = "ProdBackward0"
+
+    @staticmethod
+    def forward(ctx, x, dim, keepdim):
+        arr = x._arr
+        if dim is None and arr.flags.c_contiguous and arr.dtype.type in (np.float32,
+                                                                         np.float64):
+            out = np.full((1,) * arr.ndim, _prod_all(arr.reshape(-1)), arr.dtype)
+        else:
+            out = np.prod(arr, axis=dim, keepdims=True)
+        ctx.dim, ctx.out = dim, out
+        ctx.save_for_backward(x)
+        if dim is None:
+            return _wrap(np.asarray(out.reshape(())))
+        return _wrap(out if keepdim else out.reshape(arr.shape[:dim] + arr.shape[dim + 1:]))
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        dim = ctx.dim
+        if is_grad_enabled():
+            return _prod_grad_tensors(x, g, dim), None, None
+        arr, out = x._arr, ctx.out
+        gk = np.asarray(g._arr, dtype=arr.dtype).reshape(out.shape)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            grad = gk * (out / arr)
+        zero = arr == 0
+        if zero.any():
+            rows = zero.any(axis=dim, keepdims=True)
+            grad = np.where(rows, _prod_zero_grad(arr, gk, dim), grad)
+        return _wrap(np.ascontiguousarray(grad)), None, None
+
+
+class _ProdDim(Prod):
+    _node_name = "ProdBackward1"
+
+
+def _prod_zero_grad(arr, g, dim):
+    """g times the product of the other elements along ``dim`` (every
+    element when None), exact with zeros: the gradient of cumprod's last
+    entry."""
+    flat = arr.reshape(-1) if dim is None else arr
+    d = 0 if dim is None else dim
+    cum = np.cumprod(flat, axis=d)
+    gl = np.zeros(flat.shape, arr.dtype)
+    last = (slice(None),) * d + (slice(-1, None),)
+    gl[last] = g.reshape(gl[last].shape)
+    return _cumprod_grad_arrays(flat, cum, gl, d).reshape(arr.shape)
+
+
+def _prod_grad_tensors(x, g, dim):
+    """The same gradient over Tensors (create_graph): the product of the
+    others as the last entry of a cumprod of x with each element in turn
+    replaced by 1 (the n x n form of ``_cumprod_grad_tensors``) where the
+    row holds a zero, g (out / x) elsewhere."""
+    flat = reshape(x, (-1,)) if dim is None else x
+    d = 0 if dim is None else dim
+    n = flat.shape[d]
+    xm = movedim(flat, d, -1)
+    others = cumprod(where(_wrap(np.eye(n, dtype=bool)), 1.0, unsqueeze(xm, -2)), -1)
+    others = movedim(others[..., -1], -1, d)
+    gk = g if dim is None or g.dim() == x.dim() else unsqueeze(g, d)
+    return reshape(gk * others, tuple(x.shape))
+
+
 @op("prod", methods=("prod",), kind="reduce")
 @np_aliases
 def prod(input, dim=None, keepdim=False, *, dtype=None):
     """Product over ``dim`` (all elements when None; integers and bool give
-    int64): the last element of a cumprod, so the gradient is exact with
-    zeros (the product of the others at a single zero, 0 elsewhere)."""
+    int64); the gradient is exact with zeros (the product of the others at
+    a single zero, 0 elsewhere)."""
     arr = input._arr
     out_dtype = _scan_dtype(arr, dtype)
     if out_dtype.kind != "f":
@@ -212,14 +285,8 @@ def prod(input, dim=None, keepdim=False, *, dtype=None):
     if arr.dtype != out_dtype:
         input = input.to(out_dtype)
     if dim is None:
-        flat = reshape(input, (-1,))
-        if flat._arr.size == 0:
-            return _sum(flat * 0.0) + 1.0
-        return cumprod(flat, 0)[-1]
+        return Prod.apply(input, None, False)
     d = _canon_dim(dim, arr.ndim)
     if arr.ndim == 0:
         return input.clone()
-    if arr.shape[d] == 0:
-        return _sum(input * 0.0, d, keepdim) + 1.0
-    last = cumprod(input, d)[(slice(None),) * d + (-1,)]
-    return unsqueeze(last, d) if keepdim else last
+    return _ProdDim.apply(input, d, bool(keepdim))
