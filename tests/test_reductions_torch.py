@@ -205,6 +205,35 @@ def test_prod_of_all_with_one_and_two_zeros():
     same(lambda m, x: m.prod(x), ZEROS)
 
 
+@pytest.mark.parametrize("call", [lambda m, x: m.prod(x), lambda m, x: x.prod(1),
+                                  lambda m, x: m.prod(x, -1, keepdim=True)])
+def test_prod_nodes_and_double_backward_match_torch(call):
+    """torch's node names (ProdBackward0 over everything, 1 over a dim, no
+    unsqueeze for keepdim) and its second derivatives, rows with zeros
+    included (ZEROS has rows with one and two zeros)."""
+    for arr in (X[0], ZEROS):
+        got, want = (call(m, m.tensor(arr, requires_grad=True)) for m in (cygrad, torch))
+        assert got.grad_fn.name() == want.grad_fn.name()
+        grads = []
+        for m in (cygrad, torch):
+            t = m.tensor(arr, requires_grad=True)
+            (g,) = m.autograd.grad(call(m, t).sum(), t, create_graph=True)
+            (gg,) = m.autograd.grad((g * g).sum(), t)
+            grads.append((g.detach().numpy(), gg.numpy()))
+        for a, b in zip(*grads):
+            np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-14)
+
+
+def test_prod_of_many_float32_elements_is_torchs_to_rounding():
+    # factors near 1, so that the product stays a normal float32; each
+    # side's rounding walks ~1e-5 away from the exact product
+    x = RNG.uniform(0.999, 1.001, 100_003).astype(np.float32)
+    got, want = cygrad.tensor(x).prod().item(), torch.tensor(x).prod().item()
+    exact = np.prod(x.astype(np.float64))
+    np.testing.assert_allclose(got, want, rtol=2e-4)
+    np.testing.assert_allclose(got, exact, rtol=2e-4)
+
+
 def test_cumprod_second_order_with_zeros():
     x = cygrad.tensor(ZEROS, requires_grad=True)
     assert gradcheck(lambda t: t.cumprod(1), [x])
