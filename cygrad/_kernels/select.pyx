@@ -71,24 +71,32 @@ cdef inline real_t _pick(real_t a, real_t b, bint c) noexcept nogil:
         return cg_pick_d(a, b, c)
 
 
-cdef void _clamp_fwd(const real_t* x, real_t lo, real_t hi, real_t* out,
-                     Py_ssize_t n) noexcept nogil:
-    cdef Py_ssize_t i
-    cdef real_t v
-    for i in range(n):
-        v = x[i]
-        v = _pick(lo, v, v < lo)
-        out[i] = _pick(hi, v, v > hi)
+cdef extern from "cg_clamp.h":
+    void cg_clamp_fwd_f(const float* x, float lo, float hi, float* out,
+                        Py_ssize_t n) noexcept nogil
+    void cg_clamp_fwd_d(const double* x, double lo, double hi, double* out,
+                        Py_ssize_t n) noexcept nogil
+    void cg_clamp_bwd_f(const float* x, const float* g, float lo, float hi, float* out,
+                        Py_ssize_t n) noexcept nogil
+    void cg_clamp_bwd_d(const double* x, const double* g, double lo, double hi,
+                        double* out, Py_ssize_t n) noexcept nogil
 
 
-cdef void _clamp_bwd(const real_t* x, const real_t* g, real_t lo, real_t hi,
-                     real_t* out, Py_ssize_t n) noexcept nogil:
+cdef inline void _clamp_fwd(const real_t* x, real_t lo, real_t hi, real_t* out,
+                            Py_ssize_t n) noexcept nogil:
+    if real_t is float:
+        cg_clamp_fwd_f(x, lo, hi, out, n)
+    else:
+        cg_clamp_fwd_d(x, lo, hi, out, n)
+
+
+cdef inline void _clamp_bwd(const real_t* x, const real_t* g, real_t lo, real_t hi,
+                            real_t* out, Py_ssize_t n) noexcept nogil:
     # torch's rule: the gradient passes where lo <= x <= hi (bounds included).
-    cdef Py_ssize_t i
-    cdef real_t v
-    for i in range(n):
-        v = x[i]
-        out[i] = _pick(g[i], 0, (v >= lo) & (v <= hi))
+    if real_t is float:
+        cg_clamp_bwd_f(x, g, lo, hi, out, n)
+    else:
+        cg_clamp_bwd_d(x, g, lo, hi, out, n)
 
 
 def clamp_fwd(const real_t[::1] x,     # in
