@@ -4,11 +4,12 @@
  * comparison holds, and comparisons with NaN are false); backward: g where
  * lo <= x <= hi (torch's rule: the gradient passes at a bound), else 0.
  * The loops were Cython's, compiled for the baseline CPU only: at 100,000
- * float32 clamp took 44 us, torch's 15.  Selects, not arithmetic, so every
- * copy gives the same bits; written as conditionals, which compile to
- * max/min and masks (cg_pick's integer masks ran at half the speed). */
+ * float32 clamp took 44 us, torch's 15.  Selects through cg_pick's integer
+ * masks (branch-free in every copy, see select.pyx), not arithmetic, so
+ * every copy gives the same bits. */
 #ifndef CG_CLAMP_H
 #define CG_CLAMP_H
+#include "cg_math.h"
 #include "cg_simd.h"
 
 #define CG_CLAMP_DEF(S, T)                                                      \
@@ -16,15 +17,15 @@ CG_SIMD_FN(void, cg_clamp_fwd_##S, (const T *x, T lo, T hi, T *out,            \
                                     Py_ssize_t n), (x, lo, hi, out, n), {      \
     for (Py_ssize_t i = 0; i < n; i++) {                                        \
         T v = x[i];                                                             \
-        v = v < lo ? lo : v;                                                    \
-        out[i] = v > hi ? hi : v;                                               \
+        v = cg_pick_##S(lo, v, v < lo);                                         \
+        out[i] = cg_pick_##S(hi, v, v > hi);                                    \
     }                                                                           \
 })                                                                              \
 CG_SIMD_FN(void, cg_clamp_bwd_##S, (const T *x, const T *g, T lo, T hi, T *out, \
                                     Py_ssize_t n), (x, g, lo, hi, out, n), {   \
     for (Py_ssize_t i = 0; i < n; i++) {                                        \
         T v = x[i];                                                             \
-        out[i] = (v >= lo) & (v <= hi) ? g[i] : (T)0;                           \
+        out[i] = cg_pick_##S(g[i], 0, (v >= lo) & (v <= hi));                   \
     }                                                                           \
 })
 
