@@ -7,6 +7,7 @@ import numpy as np
 from cygrad import dtypes as _dt
 from cygrad._kernels import engine as _engine
 from cygrad._kernels import optable as _optable
+from cygrad._kernels import select as _select_k
 from cygrad._kernels.engine import TensorBase, _wrap, _wrap_int
 from cygrad._tensor import Tensor
 from cygrad.autograd.function import Function
@@ -323,14 +324,43 @@ def _float_only(name, kernel, *ts):
                 f'"{kernel}" not implemented for \'{_scalar_type(t._arr.dtype)}\'')
 
 
+class _LerpScalar(Function):
+    """lerp of two tensors of one float dtype and shape with a number
+    weight: one compiled pass with torch's fma roundings (``cg_lerp.h``);
+    grad_input = g (1 - weight), grad_end = g weight, as torch's."""
+
+    _node_name = "LerpBackward0"
+
+    @staticmethod
+    def forward(ctx, a, b, w):
+        out = np.empty(a._arr.shape, a._arr.dtype)
+        _select_k.lerp_fwd(np.ascontiguousarray(a._arr).reshape(-1),
+                           np.ascontiguousarray(b._arr).reshape(-1), w, out.reshape(-1))
+        ctx.w = w
+        return _wrap(out)
+
+    @staticmethod
+    def backward(ctx, g):
+        w = ctx.w
+        needs = ctx.needs_input_grad
+        return (g * (1.0 - w) if needs[0] else None, g * w if needs[1] else None, None)
+
+
 @op("lerp", methods=("lerp",), kind="other")
 def lerp(input, end, weight):
     """out = input + weight * (end - input) (weight a number or a tensor);
     grad_input = g * (1 - weight), grad_end = g * weight, grad_weight =
     g * (end - input).  torch switches to end - (end - input) * (1 - weight)
-    where |weight| >= 0.5, for an exact end at weight 1; so does cygrad."""
+    where |weight| >= 0.5, for an exact end at weight 1; so does cygrad.
+    Two float tensors of one shape and a number weight: torch's kernel (one
+    fma per element, the same bits); anything else composes table ops."""
     _float_only("lerp", "lerp_kernel_scalar" if not isinstance(weight, TensorBase)
                 else "lerp_kernel_tensor", input, end, weight)
+    if (isinstance(weight, (int, float)) and isinstance(input, TensorBase)
+            and isinstance(end, TensorBase) and input._arr.dtype == end._arr.dtype
+            and input._arr.dtype.type in (np.float32, np.float64)
+            and input._arr.shape == end._arr.shape):
+        return _LerpScalar.apply(input, end, float(weight))
     diff = end - input
     if isinstance(weight, TensorBase):
         big = weight.abs() >= 0.5
