@@ -394,6 +394,28 @@ def test_lerp_of_equal_shapes_has_torchs_bits(weight, dtype):
         np.testing.assert_array_equal(got, want)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("value", [1, 0.5, -0.3, 3])
+@pytest.mark.parametrize("name", ["addcmul", "addcdiv"])
+def test_addcmul_addcdiv_of_equal_shapes_have_torchs_bits(name, value, dtype):
+    """torch's kernels: fma(value * t1, t2, self) and self + (value * t1) / t2;
+    values, the three gradients and the node equal torch's bit for bit."""
+    rng = np.random.default_rng(4)
+    a, b, c, g = (rng.normal(size=(30, 41)).astype(dtype) for _ in range(4))
+    if name == "addcdiv":
+        c = np.abs(c) + 0.5
+    a[0, :3] = [np.inf, np.nan, -0.0]
+    res = []
+    for m in (cygrad, torch):
+        ts = [m.tensor(z, requires_grad=True) for z in (a, b, c)]
+        out = getattr(m, name)(*ts, value=value)
+        out.backward(m.tensor(g))
+        res.append([out.grad_fn.name(), out.detach().numpy()] + [t.grad.numpy() for t in ts])
+    assert res[0][0] == res[1][0]
+    for got, want in zip(res[0][1:], res[1][1:]):
+        np.testing.assert_array_equal(got, want)
+
+
 def test_ternary_inplace_forms_and_refusals():
     rng = np.random.default_rng(2)
     a, b, c = (rng.normal(size=(2, 3)) for _ in range(3))

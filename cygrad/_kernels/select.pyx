@@ -1,6 +1,6 @@
 """Branch-free selects: fused clamp with scalar bounds, where, masked_fill;
-lerp with a number weight (a blend of two tensors, ``cg_lerp.h``); and the
-gather / scatter-add loops along one dim.
+lerp, addcmul and addcdiv with a number weight or value (torch's roundings,
+``cg_ternary.h``); and the gather / scatter-add loops along one dim.
 
 Why not the kernel table: ``clamp(x, min, max)`` with two numbers composes
 two table rows (clamp_min, clamp_max), i.e. two passes each way plus a
@@ -100,18 +100,22 @@ cdef inline void _clamp_bwd(const real_t* x, const real_t* g, real_t lo, real_t 
         cg_clamp_bwd_d(x, g, lo, hi, out, n)
 
 
-cdef extern from "cg_lerp.h":
+cdef extern from "cg_ternary.h":
     void cg_lerp_f(const float* a, const float* b, float w, float* out,
                    Py_ssize_t n) noexcept nogil
     void cg_lerp_d(const double* a, const double* b, double w, double* out,
                    Py_ssize_t n) noexcept nogil
+    void cg_addc_f(const float* s, const float* t1, const float* t2, float value,
+                   int div, float* out, Py_ssize_t n) noexcept nogil
+    void cg_addc_d(const double* s, const double* t1, const double* t2, double value,
+                   int div, double* out, Py_ssize_t n) noexcept nogil
 
 
 def lerp_fwd(const real_t[::1] a,       # in: start
              const real_t[::1] b,       # in: end
              double w,                  # the weight, rounded to real_t
              real_t[::1] out):          # out, may be a or b
-    """out = lerp(a, b, w) with torch's fma roundings (``cg_lerp.h``)."""
+    """out = lerp(a, b, w) with torch's fma roundings (``cg_ternary.h``)."""
     cdef Py_ssize_t n = a.shape[0]
     if b.shape[0] != n or out.shape[0] != n:
         raise ValueError(f"lerp_fwd: lengths {b.shape[0]}/{out.shape[0]}, expected {n}")
@@ -122,6 +126,27 @@ def lerp_fwd(const real_t[::1] a,       # in: start
             cg_lerp_f(&a[0], &b[0], <float>w, &out[0], n)
         else:
             cg_lerp_d(&a[0], &b[0], w, &out[0], n)
+
+
+def addc_fwd(const real_t[::1] s,       # in: self
+             const real_t[::1] t1,      # in
+             const real_t[::1] t2,      # in
+             double value,              # rounded to real_t
+             bint div,                  # addcdiv, else addcmul
+             real_t[::1] out):          # out, may be any input
+    """out = addcmul(s, t1, t2, value=value) (addcdiv when ``div``) with
+    torch's roundings (``cg_ternary.h``)."""
+    cdef Py_ssize_t n = s.shape[0]
+    if t1.shape[0] != n or t2.shape[0] != n or out.shape[0] != n:
+        raise ValueError(f"addc_fwd: lengths {t1.shape[0]}/{t2.shape[0]}/"
+                         f"{out.shape[0]}, expected {n}")
+    if n == 0:
+        return
+    with nogil:
+        if real_t is float:
+            cg_addc_f(&s[0], &t1[0], &t2[0], <float>value, div, &out[0], n)
+        else:
+            cg_addc_d(&s[0], &t1[0], &t2[0], value, div, &out[0], n)
 
 
 def clamp_fwd(const real_t[::1] x,     # in

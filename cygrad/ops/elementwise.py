@@ -370,10 +370,65 @@ def lerp(input, end, weight):
     return end - diff * (1 - weight)
 
 
+class _Addc(Function):
+    """addcmul (addcdiv when ``div``) of three tensors of one float dtype and
+    shape with a number value: one compiled pass with torch's roundings
+    (``cg_ternary.h``); the gradients in torch's formulas and order."""
+
+    @staticmethod
+    def forward(ctx, s, t1, t2, value, div):
+        out = np.empty(s._arr.shape, s._arr.dtype)
+        flat = [np.ascontiguousarray(t._arr).reshape(-1) for t in (s, t1, t2)]
+        _select_k.addc_fwd(*flat, value, div, out.reshape(-1))
+        ctx.value, ctx.div = value, div
+        ctx.save_for_backward(t1 if ctx.needs_input_grad[2] else None,
+                              t2 if ctx.needs_input_grad[1] or div else None)
+        return _wrap(out)
+
+    @staticmethod
+    def backward(ctx, g):
+        t1, t2 = ctx.saved_tensors
+        v = ctx.value
+        needs = ctx.needs_input_grad
+        g1 = g2 = None
+        if ctx.div:
+            if needs[1]:
+                g1 = g * (v / t2)
+            if needs[2]:
+                g2 = -g * ((v * t1) / (t2 * t2))
+        else:
+            if needs[1]:
+                g1 = g * (t2 * v)
+            if needs[2]:
+                g2 = g * (t1 * v)
+        return g if needs[0] else None, g1, g2, None, None
+
+
+class _Addcmul(_Addc):
+    _node_name = "AddcmulBackward0"
+
+
+class _Addcdiv(_Addc):
+    _node_name = "AddcdivBackward0"
+
+
+def _fused_addc(input, tensor1, tensor2, value):
+    """Three tensors of one float dtype and shape and a number value."""
+    ts = (input, tensor1, tensor2)
+    if not (isinstance(value, (int, float)) and all(isinstance(t, TensorBase) for t in ts)):
+        return False
+    dt, shape = input._arr.dtype, input._arr.shape
+    return dt.type in (np.float32, np.float64) and all(
+        t._arr.dtype == dt and t._arr.shape == shape for t in ts)
+
+
 @op("addcmul", methods=("addcmul",), kind="other")
 def addcmul(input, tensor1, tensor2, *, value=1):
     """out = input + value * tensor1 * tensor2 (broadcasting); the gradients
-    are those of that expression."""
+    are those of that expression.  Three float tensors of one shape and a
+    number value: torch's kernel, fma(value * tensor1, tensor2, input)."""
+    if _fused_addc(input, tensor1, tensor2, value):
+        return _Addcmul.apply(input, tensor1, tensor2, float(value), False)
     prod = tensor1 * tensor2
     return input + (prod * value if value != 1 else prod)
 
@@ -381,7 +436,9 @@ def addcmul(input, tensor1, tensor2, *, value=1):
 @op("addcdiv", methods=("addcdiv",), kind="other")
 def addcdiv(input, tensor1, tensor2, *, value=1):
     """out = input + value * tensor1 / tensor2 (broadcasting); integer
-    tensor1 and tensor2 are refused, as torch refuses them."""
+    tensor1 and tensor2 are refused, as torch refuses them.  Three float
+    tensors of one shape and a number value: torch's kernel and order,
+    input + (value * tensor1) / tensor2."""
     if all(isinstance(t, TensorBase) and t._arr.dtype.kind in "biu"
            for t in (tensor1, tensor2)):
         raise RuntimeError(
@@ -392,5 +449,7 @@ def addcdiv(input, tensor1, tensor2, *, value=1):
             "as (input + value * tensor1 / tensor2) for float inputs. The future "
             "addcdiv behavior is just the latter implementation: (input + value * "
             "tensor1 / tensor2), for all dtypes.")
+    if _fused_addc(input, tensor1, tensor2, value):
+        return _Addcdiv.apply(input, tensor1, tensor2, float(value), True)
     quot = tensor1 / tensor2
     return input + (quot * value if value != 1 else quot)
