@@ -416,6 +416,34 @@ def test_addcmul_addcdiv_of_equal_shapes_have_torchs_bits(name, value, dtype):
         np.testing.assert_array_equal(got, want)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("name", ["add", "sub"])
+def test_add_sub_with_alpha_have_torchs_bits(name, dtype):
+    """alpha != 1 on two float tensors of one shape: torch's single rounding
+    fma(other, alpha, self), with and without gradients, in place (``p.add_(g,
+    alpha=-lr)``, other aliasing self too), and torch's node and gradients.
+    (Broadcast operands keep the composed ops: torch itself rounds them as
+    its vectorized loop or its scalar one, depending on the strides.)"""
+    rng = np.random.default_rng(5)
+    a, b, g = (rng.normal(size=(30, 41)).astype(dtype) for _ in range(3))
+    for alpha in (0.3, -0.01, 2):
+        res = []
+        for m in (cygrad, torch):
+            x, y = m.tensor(a, requires_grad=True), m.tensor(b, requires_grad=True)
+            out = getattr(m, name)(x, y, alpha=alpha)
+            out.backward(m.tensor(g))
+            with m.no_grad():
+                plain = getattr(m, name)(x, y, alpha=alpha)
+            c, d = m.tensor(a), m.tensor(a)
+            getattr(c, name + "_")(m.tensor(b), alpha=alpha)
+            getattr(d, name + "_")(d, alpha=alpha)
+            res.append((out.grad_fn.name(), out.detach().numpy(), x.grad.numpy(),
+                        y.grad.numpy(), plain.numpy(), c.numpy(), d.numpy()))
+        assert res[0][0] == res[1][0]
+        for got, want in zip(res[0][1:], res[1][1:]):
+            np.testing.assert_array_equal(got, want)
+
+
 def test_ternary_inplace_forms_and_refusals():
     rng = np.random.default_rng(2)
     a, b, c = (rng.normal(size=(2, 3)) for _ in range(3))

@@ -3,8 +3,9 @@
  *
  * lerp: fma(w, end - start, start) where |w| < 0.5, fma(-(end - start),
  * 1 - w, end) elsewhere (exact at both ends); addcmul: fma(value * t1, t2,
- * self); addcdiv: self + (value * t1) / t2.  w, 1 - w and value are in
- * the tensor's dtype.  One fma per element where torch's kernel has one:
+ * self); addcdiv: self + (value * t1) / t2; add and sub with alpha:
+ * fma(other, alpha, self) (sub negates alpha).  w, 1 - w, value and alpha
+ * are in the tensor's dtype.  One fma per element where torch's kernel has one:
  * an instruction in the AVX2 and AVX-512 copies, the C library's fma
  * (which rounds the same way) in the portable one.  Composed of table ops
  * (no fma, or value applied last) about a fifth of the float32 elements
@@ -41,6 +42,15 @@ CG_SIMD_FN(void, cg_addc_##S, (const T *s, const T *t1, const T *t2, T value,  \
     }                                                                           \
 })
 
+#define CG_AXPY_DEF(S, T, FMA)                                                  \
+CG_SIMD_FN(void, cg_add_alpha_##S, (const T *a, const T *b, T alpha, T *out,   \
+                                    Py_ssize_t n), (a, b, alpha, out, n), {    \
+    for (Py_ssize_t i = 0; i < n; i++)                                          \
+        out[i] = FMA(b[i], alpha, a[i]);                                        \
+})
+
+CG_AXPY_DEF(f, float, fmaf)
+CG_AXPY_DEF(d, double, fma)
 CG_TERNARY_DEF(f, float, fmaf)
 CG_TERNARY_DEF(d, double, fma)
 

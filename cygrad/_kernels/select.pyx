@@ -1,6 +1,6 @@
 """Branch-free selects: fused clamp with scalar bounds, where, masked_fill;
-lerp, addcmul and addcdiv with a number weight or value (torch's roundings,
-``cg_ternary.h``); and the gather / scatter-add loops along one dim.
+lerp, addcmul, addcdiv and add/sub with alpha, with a number weight, value
+or alpha (torch's roundings, ``cg_ternary.h``); and the gather / scatter-add loops along one dim.
 
 Why not the kernel table: ``clamp(x, min, max)`` with two numbers composes
 two table rows (clamp_min, clamp_max), i.e. two passes each way plus a
@@ -105,6 +105,10 @@ cdef extern from "cg_ternary.h":
                    Py_ssize_t n) noexcept nogil
     void cg_lerp_d(const double* a, const double* b, double w, double* out,
                    Py_ssize_t n) noexcept nogil
+    void cg_add_alpha_f(const float* a, const float* b, float alpha, float* out,
+                        Py_ssize_t n) noexcept nogil
+    void cg_add_alpha_d(const double* a, const double* b, double alpha, double* out,
+                        Py_ssize_t n) noexcept nogil
     void cg_addc_f(const float* s, const float* t1, const float* t2, float value,
                    int div, float* out, Py_ssize_t n) noexcept nogil
     void cg_addc_d(const double* s, const double* t1, const double* t2, double value,
@@ -126,6 +130,24 @@ def lerp_fwd(const real_t[::1] a,       # in: start
             cg_lerp_f(&a[0], &b[0], <float>w, &out[0], n)
         else:
             cg_lerp_d(&a[0], &b[0], w, &out[0], n)
+
+
+def add_alpha_fwd(const real_t[::1] a,     # in: self
+                  const real_t[::1] b,     # in: other
+                  double alpha,            # rounded to real_t (sub: negated)
+                  real_t[::1] out):        # out, may be a or b
+    """out = a + alpha * b with torch's rounding, fma(b, alpha, a)."""
+    cdef Py_ssize_t n = a.shape[0]
+    if b.shape[0] != n or out.shape[0] != n:
+        raise ValueError(f"add_alpha_fwd: lengths {b.shape[0]}/{out.shape[0]}, "
+                         f"expected {n}")
+    if n == 0:
+        return
+    with nogil:
+        if real_t is float:
+            cg_add_alpha_f(&a[0], &b[0], <float>alpha, &out[0], n)
+        else:
+            cg_add_alpha_d(&a[0], &b[0], alpha, &out[0], n)
 
 
 def addc_fwd(const real_t[::1] s,       # in: self

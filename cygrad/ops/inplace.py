@@ -474,6 +474,27 @@ def _view_aware_inplace(name, opname, self, other):
     return res
 
 
+def _add_alpha_(self, other, alpha, name, opname):
+    """``add_``/``sub_`` with alpha on two float tensors of one shape:
+    torch's single rounding (``elementwise._add_alpha``), written straight
+    into a contiguous self outside the graph (an optimizer's ``p.add_(g,
+    alpha=-lr)``); else through the out-of-place op and the graph's rules."""
+    a = -float(alpha) if name == "sub" else float(alpha)
+    arr, src = self._arr, other._arr
+    if (not _through_view(self, other) and arr.flags.c_contiguous
+            and not (is_grad_enabled() and (self._requires_grad or other._requires_grad))
+            and (src is arr or not np.may_share_memory(arr, src))):
+        _check_overlap(self)
+        self._writable_check(opname)
+        _engine._check_inplace(self, opname)
+        _ew._add_alpha(arr, src, a, out=arr)
+        _engine._mark_inplace(self, opname)
+        _after_inplace(self)
+        return self
+    return _inplace_apply(self, lambda t: getattr(_ew, name)(t, other, alpha=alpha),
+                          opname, other)
+
+
 def _view_aware_method(name, opname, alpha):
     """``add_``/``sub_``/``mul_``/``div_`` with the same view handling."""
     def method(self, other):
@@ -489,6 +510,8 @@ def _view_aware_method(name, opname, alpha):
     if alpha:
         def fn(self, other, alpha=1):
             if alpha != 1:
+                if _ew._same_float_pair(self, other) and isinstance(alpha, (int, float)):
+                    return _add_alpha_(self, other, alpha, name, opname)
                 other = other * alpha
             return method(self, other)
     else:
