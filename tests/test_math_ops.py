@@ -374,7 +374,7 @@ def test_lerp(weight, dtype):
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
-@pytest.mark.parametrize("weight", [0.3, -0.49, 0.5, 0.7, 1.0, 2.5])
+@pytest.mark.parametrize("weight", [0.3, -0.49, 0.5, 0.7, 1.0, 2.5, "tensor"])
 def test_lerp_of_equal_shapes_has_torchs_bits(weight, dtype):
     """Same-shape tensors and a number weight take torch's kernel: one fma
     per element, so values and gradients equal torch's bit for bit (ends,
@@ -382,13 +382,16 @@ def test_lerp_of_equal_shapes_has_torchs_bits(weight, dtype):
     rng = np.random.default_rng(3)
     a, b, g = (rng.normal(size=(40, 37)).astype(dtype) for _ in range(3))
     a[0, :4] = [np.inf, -np.inf, np.nan, -0.0]
+    w = rng.uniform(-1.0, 2.0, (40, 37)).astype(dtype)
+    w[1, :4] = [0.5, -0.5, 1.0, 0.0]
     res = []
     for m in (cygrad, torch):
         ta, tb = m.tensor(a, requires_grad=True), m.tensor(b, requires_grad=True)
-        out = m.lerp(ta, tb, weight)
+        tw = m.tensor(w, requires_grad=True) if weight == "tensor" else weight
+        out = m.lerp(ta, tb, tw)
         out.backward(m.tensor(g))
         res.append((out.grad_fn.name(), out.detach().numpy(), ta.grad.numpy(),
-                    tb.grad.numpy()))
+                    tb.grad.numpy()) + ((tw.grad.numpy(),) if weight == "tensor" else ()))
     assert res[0][0] == res[1][0]
     for got, want in zip(res[0][1:], res[1][1:]):
         np.testing.assert_array_equal(got, want)

@@ -28,6 +28,16 @@ CG_SIMD_FN(void, cg_lerp_##S, (const T *a, const T *b, T w, T *out,            \
             out[i] = FMA(-(b[i] - a[i]), c, b[i]);                              \
     }                                                                           \
 })                                                                              \
+/* a weight per element: torch's blend of the two forms, fma(w or w - 1,  \
+   end - start, start or end) (w - 1 = -(1 - w) exactly) */                     \
+CG_SIMD_FN(void, cg_lerp_t_##S, (const T *a, const T *b, const T *w, T *out,   \
+                                 Py_ssize_t n), (a, b, w, out, n), {           \
+    for (Py_ssize_t i = 0; i < n; i++) {                                        \
+        T wi = w[i];                                                            \
+        int near = wi < (T)0.5 && wi > (T)-0.5;                                 \
+        out[i] = FMA(near ? wi : wi - (T)1, b[i] - a[i], near ? a[i] : b[i]);   \
+    }                                                                           \
+})                                                                              \
 /* div: addcdiv, else addcmul */                                                \
 CG_SIMD_FN(void, cg_addc_##S, (const T *s, const T *t1, const T *t2, T value,  \
                                int div, T *out, Py_ssize_t n),                 \

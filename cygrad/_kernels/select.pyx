@@ -105,6 +105,10 @@ cdef extern from "cg_ternary.h":
                    Py_ssize_t n) noexcept nogil
     void cg_lerp_d(const double* a, const double* b, double w, double* out,
                    Py_ssize_t n) noexcept nogil
+    void cg_lerp_t_f(const float* a, const float* b, const float* w, float* out,
+                     Py_ssize_t n) noexcept nogil
+    void cg_lerp_t_d(const double* a, const double* b, const double* w, double* out,
+                     Py_ssize_t n) noexcept nogil
     void cg_add_alpha_f(const float* a, const float* b, float alpha, float* out,
                         Py_ssize_t n) noexcept nogil
     void cg_add_alpha_d(const double* a, const double* b, double alpha, double* out,
@@ -130,6 +134,24 @@ def lerp_fwd(const real_t[::1] a,       # in: start
             cg_lerp_f(&a[0], &b[0], <float>w, &out[0], n)
         else:
             cg_lerp_d(&a[0], &b[0], w, &out[0], n)
+
+
+def lerp_tensor_fwd(const real_t[::1] a,    # in: start
+                    const real_t[::1] b,    # in: end
+                    const real_t[::1] w,    # in: the weights
+                    real_t[::1] out):       # out, may be any input
+    """out = lerp(a, b, w) with a weight per element, torch's roundings."""
+    cdef Py_ssize_t n = a.shape[0]
+    if b.shape[0] != n or w.shape[0] != n or out.shape[0] != n:
+        raise ValueError(f"lerp_tensor_fwd: lengths {b.shape[0]}/{w.shape[0]}/"
+                         f"{out.shape[0]}, expected {n}")
+    if n == 0:
+        return
+    with nogil:
+        if real_t is float:
+            cg_lerp_t_f(&a[0], &b[0], &w[0], &out[0], n)
+        else:
+            cg_lerp_t_d(&a[0], &b[0], &w[0], &out[0], n)
 
 
 def add_alpha_fwd(const real_t[::1] a,     # in: self

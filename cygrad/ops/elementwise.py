@@ -398,14 +398,41 @@ class _LerpScalar(Function):
         return (g * (1.0 - w) if needs[0] else None, g * w if needs[1] else None, None)
 
 
+class _LerpTensor(Function):
+    """lerp of three float tensors of one dtype and shape (a weight per
+    element): torch's kernel and roundings (``cg_ternary.h``); grad_input =
+    g (1 - weight), grad_end = g weight, grad_weight = g (end - input), as
+    torch's."""
+
+    _node_name = "LerpBackward1"
+
+    @staticmethod
+    def forward(ctx, a, b, w):
+        out = np.empty(a._arr.shape, a._arr.dtype)
+        flat = [np.ascontiguousarray(t._arr).reshape(-1) for t in (a, b, w)]
+        _select_k.lerp_tensor_fwd(*flat, out.reshape(-1))
+        needs = ctx.needs_input_grad
+        ctx.save_for_backward(a if needs[2] else None, b if needs[2] else None,
+                              w if needs[0] or needs[1] else None)
+        return _wrap(out)
+
+    @staticmethod
+    def backward(ctx, g):
+        a, b, w = ctx.saved_tensors
+        needs = ctx.needs_input_grad
+        return (g * (1 - w) if needs[0] else None, g * w if needs[1] else None,
+                g * (b - a) if needs[2] else None)
+
+
 @op("lerp", methods=("lerp",), kind="other")
 def lerp(input, end, weight):
     """out = input + weight * (end - input) (weight a number or a tensor);
     grad_input = g * (1 - weight), grad_end = g * weight, grad_weight =
     g * (end - input).  torch switches to end - (end - input) * (1 - weight)
     where |weight| >= 0.5, for an exact end at weight 1; so does cygrad.
-    Two float tensors of one shape and a number weight: torch's kernel (one
-    fma per element, the same bits); anything else composes table ops."""
+    Float tensors of one shape and a number weight or a weight tensor of
+    that shape: torch's kernel (one fma per element, the same bits); anything
+    else composes table ops."""
     _float_only("lerp", "lerp_kernel_scalar" if not isinstance(weight, TensorBase)
                 else "lerp_kernel_tensor", input, end, weight)
     if (isinstance(weight, (int, float)) and isinstance(input, TensorBase)
@@ -413,6 +440,8 @@ def lerp(input, end, weight):
             and input._arr.dtype.type in (np.float32, np.float64)
             and input._arr.shape == end._arr.shape):
         return _LerpScalar.apply(input, end, float(weight))
+    if _same_float_pair(input, end) and _same_float_pair(input, weight):
+        return _LerpTensor.apply(input, end, weight)
     diff = end - input
     if isinstance(weight, TensorBase):
         big = weight.abs() >= 0.5
