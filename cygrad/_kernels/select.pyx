@@ -119,23 +119,6 @@ cdef extern from "cg_ternary.h":
                    int div, double* out, Py_ssize_t n) noexcept nogil
 
 
-def lerp_fwd(const real_t[::1] a,       # in: start
-             const real_t[::1] b,       # in: end
-             double w,                  # the weight, rounded to real_t
-             real_t[::1] out):          # out, may be a or b
-    """out = lerp(a, b, w) with torch's fma roundings (``cg_ternary.h``)."""
-    cdef Py_ssize_t n = a.shape[0]
-    if b.shape[0] != n or out.shape[0] != n:
-        raise ValueError(f"lerp_fwd: lengths {b.shape[0]}/{out.shape[0]}, expected {n}")
-    if n == 0:
-        return
-    with nogil:
-        if real_t is float:
-            cg_lerp_f(&a[0], &b[0], <float>w, &out[0], n)
-        else:
-            cg_lerp_d(&a[0], &b[0], w, &out[0], n)
-
-
 def lerp_tensor_fwd(const real_t[::1] a,    # in: start
                     const real_t[::1] b,    # in: end
                     const real_t[::1] w,    # in: the weights
@@ -154,22 +137,29 @@ def lerp_tensor_fwd(const real_t[::1] a,    # in: start
             cg_lerp_t_d(&a[0], &b[0], &w[0], &out[0], n)
 
 
-def add_alpha_fwd(const real_t[::1] a,     # in: self
-                  const real_t[::1] b,     # in: other
-                  double alpha,            # rounded to real_t (sub: negated)
-                  real_t[::1] out):        # out, may be a or b
-    """out = a + alpha * b with torch's rounding, fma(b, alpha, a)."""
+def axpy_fwd(const real_t[::1] a,       # in: self (lerp: start)
+             const real_t[::1] b,       # in: other (lerp: end)
+             double w,                  # alpha or the weight, rounded to real_t
+             bint lerp,                 # lerp(a, b, w), else a + w * b
+             real_t[::1] out):          # out, may be a or b
+    """out = a + w * b as torch rounds it, fma(b, w, a) (add/sub with alpha;
+    sub passes -alpha), or lerp(a, b, w) with torch's fma roundings
+    (``cg_ternary.h``)."""
     cdef Py_ssize_t n = a.shape[0]
     if b.shape[0] != n or out.shape[0] != n:
-        raise ValueError(f"add_alpha_fwd: lengths {b.shape[0]}/{out.shape[0]}, "
-                         f"expected {n}")
+        raise ValueError(f"axpy_fwd: lengths {b.shape[0]}/{out.shape[0]}, expected {n}")
     if n == 0:
         return
     with nogil:
         if real_t is float:
-            cg_add_alpha_f(&a[0], &b[0], <float>alpha, &out[0], n)
+            if lerp:
+                cg_lerp_f(&a[0], &b[0], <float>w, &out[0], n)
+            else:
+                cg_add_alpha_f(&a[0], &b[0], <float>w, &out[0], n)
+        elif lerp:
+            cg_lerp_d(&a[0], &b[0], w, &out[0], n)
         else:
-            cg_add_alpha_d(&a[0], &b[0], alpha, &out[0], n)
+            cg_add_alpha_d(&a[0], &b[0], w, &out[0], n)
 
 
 def addc_fwd(const real_t[::1] s,       # in: self

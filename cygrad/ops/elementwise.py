@@ -58,8 +58,8 @@ def _add_alpha(a, b, alpha, out=None):
     ``a`` itself)."""
     if out is None:
         out = np.empty(a.shape, a.dtype)
-    _select_k.add_alpha_fwd(np.ascontiguousarray(a).reshape(-1),
-                            np.ascontiguousarray(b).reshape(-1), alpha, out.reshape(-1))
+    _select_k.axpy_fwd(np.ascontiguousarray(a).reshape(-1),
+                       np.ascontiguousarray(b).reshape(-1), alpha, False, out.reshape(-1))
     return out
 
 
@@ -386,8 +386,9 @@ class _LerpScalar(Function):
     @staticmethod
     def forward(ctx, a, b, w):
         out = np.empty(a._arr.shape, a._arr.dtype)
-        _select_k.lerp_fwd(np.ascontiguousarray(a._arr).reshape(-1),
-                           np.ascontiguousarray(b._arr).reshape(-1), w, out.reshape(-1))
+        _select_k.axpy_fwd(np.ascontiguousarray(a._arr).reshape(-1),
+                           np.ascontiguousarray(b._arr).reshape(-1), w, True,
+                           out.reshape(-1))
         ctx.w = w
         return _wrap(out)
 
