@@ -6,8 +6,8 @@ import numpy as np
 
 from cygrad import dtypes as _dt
 from cygrad._kernels import scan as _scan_k
-from cygrad._kernels.reductions import prod_all as _prod_all
 from cygrad._kernels.engine import _wrap, is_grad_enabled
+from cygrad._kernels.reductions import prod_all as _prod_all
 from cygrad._tensor import Tensor, _canon_dim
 from cygrad.autograd.function import Function
 from cygrad.ops.reductions import sum as _sum

@@ -11,7 +11,7 @@ from cygrad._kernels import select as _select_k
 from cygrad._kernels.engine import TensorBase, _wrap, _wrap_int
 from cygrad._tensor import Tensor
 from cygrad.autograd.function import Function
-from cygrad.ops.registry import _no_grad, _ns, op
+from cygrad.ops.registry import _no_grad, op
 from cygrad.ops.select import where
 
 # --- elementwise ops from the op table -----------------------------------------------
@@ -378,7 +378,7 @@ def _float_only(name, kernel, *ts):
 
 class _LerpScalar(Function):
     """lerp of two tensors of one float dtype and shape with a number
-    weight: one compiled pass with torch's fma roundings (``cg_lerp.h``);
+    weight: one compiled pass with torch's fma roundings (``cg_ternary.h``);
     grad_input = g (1 - weight), grad_end = g weight, as torch's."""
 
     _node_name = "LerpBackward0"
@@ -436,10 +436,7 @@ def lerp(input, end, weight):
     else composes table ops."""
     _float_only("lerp", "lerp_kernel_scalar" if not isinstance(weight, TensorBase)
                 else "lerp_kernel_tensor", input, end, weight)
-    if (isinstance(weight, (int, float)) and isinstance(input, TensorBase)
-            and isinstance(end, TensorBase) and input._arr.dtype == end._arr.dtype
-            and input._arr.dtype.type in (np.float32, np.float64)
-            and input._arr.shape == end._arr.shape):
+    if isinstance(weight, (int, float)) and _same_float_pair(input, end):
         return _LerpScalar.apply(input, end, float(weight))
     if _same_float_pair(input, end) and _same_float_pair(input, weight):
         return _LerpTensor.apply(input, end, weight)
@@ -496,12 +493,8 @@ class _Addcdiv(_Addc):
 
 def _fused_addc(input, tensor1, tensor2, value):
     """Three tensors of one float dtype and shape and a number value."""
-    ts = (input, tensor1, tensor2)
-    if not (isinstance(value, (int, float)) and all(isinstance(t, TensorBase) for t in ts)):
-        return False
-    dt, shape = input._arr.dtype, input._arr.shape
-    return dt.type in (np.float32, np.float64) and all(
-        t._arr.dtype == dt and t._arr.shape == shape for t in ts)
+    return (isinstance(value, (int, float)) and _same_float_pair(input, tensor1)
+            and _same_float_pair(input, tensor2))
 
 
 @op("addcmul", methods=("addcmul",), kind="other")
