@@ -23,6 +23,7 @@ from cygrad.ops.registry import _ns, _NumpyNS, _view_of, apply_named, op, xp_hel
 
 _INT, _SLICE, _NONE, _ELL, _ARR, _MASK = range(6)
 _INDEX_INTS = (np.dtype(np.int64), np.dtype(np.int32))   # torch's long and int
+_INT64 = np.dtype(np.int64)
 _MASK_DTYPES = (np.dtype(np.bool_), np.dtype(np.uint8))  # bool and (legacy) byte
 _SEQUENCES = (list, tuple, range, np.ndarray, TensorBase)
 
@@ -101,9 +102,16 @@ def _norm_index(index, shape):
     kind = type(index)
     if kind is int or kind is slice:
         return _plain_index((index,), shape)
+    if isinstance(index, TensorBase):
+        fast = _long_indices((index,), shape)
+        if fast is not None:
+            return fast
     if kind is tuple:
         if all(type(k) is int or type(k) is slice for k in index):
             return _plain_index(index, shape)
+        fast = _long_indices(index, shape)
+        if fast is not None:
+            return fast
         items = index
     elif isinstance(index, list) and _seq_as_tuple(index):
         items = tuple(index)
@@ -161,6 +169,26 @@ def _norm_index(index, shape):
     if not adv:
         return tuple(basic), None
     return tuple(basic), tuple(adv.get(i, slice(None)) for i in range(max(adv) + 1))
+
+
+def _long_indices(items, shape):
+    """The fast path of ``_norm_index`` for int64 index tensors only, one per
+    leading dim, every index in [0, size) (``C[Xb]``, ``logits[rows, Y]``):
+    one compiled bounds pass each instead of tokens and two reductions.
+    None when it does not apply (negative indices included): the general
+    path decides, and raises."""
+    if len(items) > len(shape):
+        return None
+    adv = []
+    for dim, k in enumerate(items):
+        if not isinstance(k, TensorBase):
+            return None
+        a = k._arr
+        if a.dtype != _INT64 or a.ndim == 0 or not a.size or \
+                _select_k.index_bad(np.ascontiguousarray(a).reshape(-1), shape[dim]) >= 0:
+            return None
+        adv.append(a)
+    return (slice(None),) * len(adv) + (Ellipsis,), tuple(adv)
 
 
 def _plain_index(items, shape):
