@@ -3,10 +3,12 @@
  * NumPy's matmul of a stack calls BLAS once per matrix, and for the small
  * matrices of attention heads (32 x 16 @ 16 x 32) each call costs ~1.3 us,
  * mostly BLAS's setup: 64 of them took 88 us, torch's bmm 65.  Here one C
- * loop runs the whole stack: B[b] is copied once into a zero-padded,
- * row-major panel (any strides, a transposed view included), then each
- * block of 4 rows x 2 vectors of C is accumulated in registers over k, A's
- * entries broadcast from wherever they lie (any strides).
+ * loop runs the whole stack: B[b] with contiguous rows a multiple of two
+ * vectors long is read in place; any other B is copied once into a
+ * zero-padded, row-major panel (a transposed view by register transposes,
+ * other strides element by element); then each block of 4 rows x 2
+ * vectors of C is accumulated in registers over k, A's entries broadcast
+ * from wherever they lie (any strides).
  *
  * Each C entry is one running sum over k in order (acc += a * b, which the
  * AVX2 + FMA copy contracts into an FMA): deterministic, and as accurate as
@@ -32,56 +34,73 @@ typedef double cg_bmm_vd __attribute__((vector_size(32)));
 /* The panel of B = X^T where X's rows (N of them, ``sx`` apart) hold K
    contiguous elements (the transposed view in q @ k^T and dY @ V^T):
    pack[k][j] = x[j * sx + k], padded with zeros to Np columns.  Blocks of
-   8 x 8 are transposed in registers (three shuffle levels), so each X row
-   is read as vectors; the element-wise gather it replaces read a new cache
-   line per element and cost a third of q @ k^T at 64 x 32 x 16 x 32.
-   Returns 1 (done). */
-CG_BMM_INLINE int cg_bmm_pack_t_f(const float *x, Py_ssize_t sx, float *pack,
-                                  Py_ssize_t Np, Py_ssize_t K, Py_ssize_t N) {
-    Py_ssize_t j0, k0, j, k;
-    for (j0 = 0; j0 + 8 <= N; j0 += 8) {
-        for (k0 = 0; k0 + 8 <= K; k0 += 8) {
-            cg_bmm_vf r[8], t[8], u[8];
-            for (j = 0; j < 8; j++)
-                memcpy(&r[j], x + (j0 + j) * sx + k0, sizeof(cg_bmm_vf));
-            for (j = 0; j < 8; j += 2) {
-                t[j] = CG_BMM_SH(r[j], r[j + 1], 0, 8, 1, 9, 4, 12, 5, 13);
-                t[j + 1] = CG_BMM_SH(r[j], r[j + 1], 2, 10, 3, 11, 6, 14, 7, 15);
-            }
-            for (j = 0; j < 8; j += 4) {
-                u[j] = CG_BMM_SH(t[j], t[j + 2], 0, 1, 8, 9, 4, 5, 12, 13);
-                u[j + 1] = CG_BMM_SH(t[j], t[j + 2], 2, 3, 10, 11, 6, 7, 14, 15);
-                u[j + 2] = CG_BMM_SH(t[j + 1], t[j + 3], 0, 1, 8, 9, 4, 5, 12, 13);
-                u[j + 3] = CG_BMM_SH(t[j + 1], t[j + 3], 2, 3, 10, 11, 6, 7, 14, 15);
-            }
-            /* u[0..3] hold columns 0-3 of rows 0-3 (low half) and columns
-               4-7 (high half); u[4..7] the same for rows 4-7 */
-            for (k = 0; k < 4; k++) {
-                cg_bmm_vf lo = CG_BMM_SH(u[k], u[k + 4], 0, 1, 2, 3, 8, 9, 10, 11);
-                cg_bmm_vf hi = CG_BMM_SH(u[k], u[k + 4], 4, 5, 6, 7, 12, 13, 14, 15);
-                memcpy(pack + (k0 + k) * Np + j0, &lo, sizeof(cg_bmm_vf));
-                memcpy(pack + (k0 + k + 4) * Np + j0, &hi, sizeof(cg_bmm_vf));
-            }
-        }
-        for (k = k0; k < K; k++)
-            for (j = j0; j < j0 + 8; j++)
-                pack[k * Np + j] = x[j * sx + k];
-    }
-    for (k = 0; k < K; k++) {
-        for (j = j0; j < N; j++)
-            pack[k * Np + j] = x[j * sx + k];
-        for (; j < Np; j++)
-            pack[k * Np + j] = 0;
-    }
-    return 1;
+   L x L (L = the vector's lanes: 8 floats, 4 doubles) are transposed in
+   registers, so each X row is read as vectors; the element-wise gather it
+   replaces read a new cache line per element and cost a third of q @ k^T
+   at 64 x 32 x 16 x 32.  TRANSPOSE(r, c) turns the rows r[0..L-1] into the
+   columns c[0..L-1]. */
+#define CG_BMM_PACK_T(S, T, V, TRANSPOSE)                                       \
+CG_BMM_INLINE void cg_bmm_pack_t_##S(const T *x, Py_ssize_t sx, T *pack,        \
+                                     Py_ssize_t Np, Py_ssize_t K, Py_ssize_t N) { \
+    const Py_ssize_t L = (Py_ssize_t)(sizeof(V) / sizeof(T));                   \
+    Py_ssize_t j0, k0, j, k;                                                    \
+    for (j0 = 0; j0 + L <= N; j0 += L) {                                        \
+        for (k0 = 0; k0 + L <= K; k0 += L) {                                    \
+            V r[8], c[8];                                                       \
+            for (j = 0; j < L; j++)                                             \
+                memcpy(&r[j], x + (j0 + j) * sx + k0, sizeof(V));               \
+            TRANSPOSE(r, c);                                                    \
+            for (k = 0; k < L; k++)                                             \
+                memcpy(pack + (k0 + k) * Np + j0, &c[k], sizeof(V));            \
+        }                                                                       \
+        for (k = k0; k < K; k++)                                                \
+            for (j = j0; j < j0 + L; j++)                                       \
+                pack[k * Np + j] = x[j * sx + k];                               \
+    }                                                                           \
+    for (k = 0; k < K; k++) {                                                   \
+        for (j = j0; j < N; j++)                                                \
+            pack[k * Np + j] = x[j * sx + k];                                   \
+        for (; j < Np; j++)                                                     \
+            pack[k * Np + j] = 0;                                               \
+    }                                                                           \
 }
 
-/* double: the element-wise gather (no register transpose written). */
-CG_BMM_INLINE int cg_bmm_pack_t_d(const double *x, Py_ssize_t sx, double *pack,
-                                  Py_ssize_t Np, Py_ssize_t K, Py_ssize_t N) {
-    (void)x; (void)sx; (void)pack; (void)Np; (void)K; (void)N;
-    return 0;
-}
+/* 8 x 8 floats: pairs interleaved, then pairs of pairs, then the halves */
+#define CG_BMM_T8(r, c) do {                                                    \
+        cg_bmm_vf t_[8], u_[8];                                                 \
+        int q_;                                                                 \
+        for (q_ = 0; q_ < 8; q_ += 2) {                                         \
+            t_[q_] = CG_BMM_SH(r[q_], r[q_ + 1], 0, 8, 1, 9, 4, 12, 5, 13);     \
+            t_[q_ + 1] = CG_BMM_SH(r[q_], r[q_ + 1], 2, 10, 3, 11, 6, 14, 7, 15); \
+        }                                                                       \
+        for (q_ = 0; q_ < 8; q_ += 4) {                                         \
+            u_[q_] = CG_BMM_SH(t_[q_], t_[q_ + 2], 0, 1, 8, 9, 4, 5, 12, 13);   \
+            u_[q_ + 1] = CG_BMM_SH(t_[q_], t_[q_ + 2], 2, 3, 10, 11, 6, 7, 14, 15); \
+            u_[q_ + 2] = CG_BMM_SH(t_[q_ + 1], t_[q_ + 3], 0, 1, 8, 9, 4, 5, 12, 13); \
+            u_[q_ + 3] = CG_BMM_SH(t_[q_ + 1], t_[q_ + 3], 2, 3, 10, 11, 6, 7, 14, 15); \
+        }                                                                       \
+        /* u_[0..3]: columns 0-3 of rows 0-3 (low half), 4-7 (high half);    \
+           u_[4..7]: the same for rows 4-7 */                                   \
+        for (q_ = 0; q_ < 4; q_++) {                                            \
+            c[q_] = CG_BMM_SH(u_[q_], u_[q_ + 4], 0, 1, 2, 3, 8, 9, 10, 11);    \
+            c[q_ + 4] = CG_BMM_SH(u_[q_], u_[q_ + 4], 4, 5, 6, 7, 12, 13, 14, 15); \
+        }                                                                       \
+    } while (0)
+
+/* 4 x 4 doubles: pairs interleaved, then the halves */
+#define CG_BMM_T4(r, c) do {                                                    \
+        cg_bmm_vd t0_ = CG_BMM_SH(r[0], r[1], 0, 4, 2, 6);                      \
+        cg_bmm_vd t1_ = CG_BMM_SH(r[0], r[1], 1, 5, 3, 7);                      \
+        cg_bmm_vd t2_ = CG_BMM_SH(r[2], r[3], 0, 4, 2, 6);                      \
+        cg_bmm_vd t3_ = CG_BMM_SH(r[2], r[3], 1, 5, 3, 7);                      \
+        c[0] = CG_BMM_SH(t0_, t2_, 0, 1, 4, 5);                                 \
+        c[1] = CG_BMM_SH(t1_, t3_, 0, 1, 4, 5);                                 \
+        c[2] = CG_BMM_SH(t0_, t2_, 2, 3, 6, 7);                                 \
+        c[3] = CG_BMM_SH(t1_, t3_, 2, 3, 6, 7);                                 \
+    } while (0)
+
+CG_BMM_PACK_T(f, float, cg_bmm_vf, CG_BMM_T8)
+CG_BMM_PACK_T(d, double, cg_bmm_vd, CG_BMM_T4)
 
 #define CG_BMM_DEF(S, T, V)                                                     \
 CG_SIMD_FN(void, cg_bmm_##S, (const T *A, const T *B, T *C, T *pack,            \
@@ -103,8 +122,8 @@ CG_SIMD_FN(void, cg_bmm_##S, (const T *A, const T *B, T *C, T *pack,            
                 panel = b;                                                      \
                 ps = sbk;                                                       \
             } else if (b != packed) { /* a broadcast B is packed once */        \
-                if (sbk == 1 && cg_bmm_pack_t_##S(b, sbn, pack, Np, K, N))      \
-                    ;                 /* B^T of rows: transposed in blocks */   \
+                if (sbk == 1)         /* B^T of rows: transposed in blocks */   \
+                    cg_bmm_pack_t_##S(b, sbn, pack, Np, K, N);                  \
                 else                                                            \
                     for (k = 0; k < K; k++) {                                   \
                         T *row = pack + k * Np;                                 \
