@@ -83,23 +83,6 @@ cdef extern from "cg_clamp.h":
                         double* out, Py_ssize_t n) noexcept nogil
 
 
-cdef inline void _clamp_fwd(const real_t* x, real_t lo, real_t hi, real_t* out,
-                            Py_ssize_t n) noexcept nogil:
-    if real_t is float:
-        cg_clamp_fwd_f(x, lo, hi, out, n)
-    else:
-        cg_clamp_fwd_d(x, lo, hi, out, n)
-
-
-cdef inline void _clamp_bwd(const real_t* x, const real_t* g, real_t lo, real_t hi,
-                            real_t* out, Py_ssize_t n) noexcept nogil:
-    # torch's rule: the gradient passes where lo <= x <= hi (bounds included).
-    if real_t is float:
-        cg_clamp_bwd_f(x, g, lo, hi, out, n)
-    else:
-        cg_clamp_bwd_d(x, g, lo, hi, out, n)
-
-
 cdef extern from "cg_ternary.h":
     void cg_lerp_f(const float* a, const float* b, float w, float* out,
                    Py_ssize_t n) noexcept nogil
@@ -193,7 +176,10 @@ def clamp_fwd(const real_t[::1] x,     # in
     if n == 0:
         return
     with nogil:
-        _clamp_fwd(&x[0], <real_t>lo, <real_t>hi, &out[0], n)
+        if real_t is float:
+            cg_clamp_fwd_f(&x[0], <float>lo, <float>hi, &out[0], n)
+        else:
+            cg_clamp_fwd_d(&x[0], lo, hi, &out[0], n)
 
 
 def clamp_bwd(const real_t[::1] x,     # in  forward input
@@ -207,8 +193,11 @@ def clamp_bwd(const real_t[::1] x,     # in  forward input
                          f"expected {n}")
     if n == 0:
         return
-    with nogil:
-        _clamp_bwd(&x[0], &g[0], <real_t>lo, <real_t>hi, &out[0], n)
+    with nogil:     # torch's rule: the gradient passes where lo <= x <= hi
+        if real_t is float:
+            cg_clamp_bwd_f(&x[0], &g[0], <float>lo, <float>hi, &out[0], n)
+        else:
+            cg_clamp_bwd_d(&x[0], &g[0], lo, hi, &out[0], n)
 
 
 # --- where -------------------------------------------------------------------

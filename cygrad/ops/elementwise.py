@@ -460,6 +460,8 @@ class _Addc(Function):
         flat = [np.ascontiguousarray(t._arr).reshape(-1) for t in (s, t1, t2)]
         _select_k.addc_fwd(*flat, value, div, out.reshape(-1))
         ctx.value, ctx.div = value, div
+        # what the backward reads; torch's addcdiv node keeps tensor2 always
+        # (its in-place change then fails backward, as torch's does)
         ctx.save_for_backward(t1 if ctx.needs_input_grad[2] else None,
                               t2 if ctx.needs_input_grad[1] or div else None)
         return _wrap(out)

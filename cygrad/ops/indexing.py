@@ -173,10 +173,9 @@ def _norm_index(index, shape):
 
 def _long_indices(items, shape):
     """The fast path of ``_norm_index`` for int64 index tensors only, one per
-    leading dim, every index in [0, size) (``C[Xb]``, ``logits[rows, Y]``):
-    one compiled bounds pass each instead of tokens and two reductions.
-    None when it does not apply (negative indices included): the general
-    path decides, and raises."""
+    leading dim (``C[Xb]``, ``logits[rows, Y]``): the general path's result
+    without its tokens.  None when it does not apply: the general path
+    decides."""
     if len(items) > len(shape):
         return None
     adv = []
@@ -184,9 +183,9 @@ def _long_indices(items, shape):
         if not isinstance(k, TensorBase):
             return None
         a = k._arr
-        if a.dtype != _INT64 or a.ndim == 0 or not a.size or \
-                _select_k.index_bad(np.ascontiguousarray(a).reshape(-1), shape[dim]) >= 0:
+        if a.dtype != _INT64 or a.ndim == 0 or not a.size:
             return None
+        _check_bounds(a, shape[dim], dim)
         adv.append(a)
     return (slice(None),) * len(adv) + (Ellipsis,), tuple(adv)
 
@@ -210,6 +209,9 @@ def _plain_index(items, shape):
 def _check_bounds(a, size, dim):
     if a.size == 0:
         return
+    if a.dtype == _INT64 and _select_k.index_bad(
+            np.ascontiguousarray(a).reshape(-1), size) < 0:
+        return          # every index in [0, size): one compiled pass
     lo, hi = int(a.min()), int(a.max())
     if hi >= size or lo < -size:
         bad = hi if hi >= size else lo
