@@ -8,13 +8,15 @@
  * RMSprop and Adagrad spend their time in the divide/sqrt unit, whose
  * throughput grows with the vector width; SGD is bound by memory.
  *
- * Bits: every SIMD level gives the same results, bit for bit, as the
- * scalar loops always have.  Each operation is rounded on its own, in
- * the order torch's single-tensor path (foreach=False) performs it:
- * IEEE division and sqrt (no reciprocal estimates), and no contraction
- * of a * b + c into an FMA, which the AVX2 + FMA and AVX-512 copies would
- * otherwise do under GCC's default -ffp-contract=fast (it moved float64
- * trajectories off torch's by far more than the 1e-12 the tests allow).
+ * Bits: every SIMD level gives the same results, bit for bit.  Each
+ * operation is rounded as torch's single-tensor path (foreach=False)
+ * rounds it, in its order: IEEE division and sqrt (no reciprocal
+ * estimates), an explicit CG_O_FMA exactly where ATen's kernel has one
+ * (add with alpha, addcmul, lerp: the instruction in the SIMD copies, the
+ * C library's fma in the portable one), and no other contraction of
+ * a * b + c, which the AVX2 + FMA and AVX-512 copies would otherwise do
+ * under GCC's default -ffp-contract=fast.  Given IEEE square roots the
+ * updates are then torch's bit for bit (tests/test_optim_torch_bits.py).
  * setup.py compiles the modules that include this header with
  * -ffp-contract=off; the pragma below says the same to clang, and
  * CG_OPTIM_NO_CONTRACT guards against a build that forgets the flag. */
@@ -55,20 +57,24 @@
 #define S f
 #define CG_O_SQRT sqrtf
 #define CG_O_FABS fabsf
+#define CG_O_FMA fmaf
 #include "cg_optim_t.h"
 #undef T
 #undef S
 #undef CG_O_SQRT
 #undef CG_O_FABS
+#undef CG_O_FMA
 
 #define T double
 #define S d
 #define CG_O_SQRT sqrt
 #define CG_O_FABS fabs
+#define CG_O_FMA fma
 #include "cg_optim_t.h"
 #undef T
 #undef S
 #undef CG_O_SQRT
 #undef CG_O_FABS
+#undef CG_O_FMA
 
 #endif

@@ -11,11 +11,16 @@ Order of operations: the updates repeat PyTorch's single-tensor path
 (``torch/optim/*.py``, ``foreach=False``) operation by operation, in the
 parameter's dtype.  Scalars (``lr``, ``1 - beta1``, bias corrections, ...) are
 formed in double as Python forms them and rounded to ``real_t`` once before the
-loop, as ATen does when a float32 tensor op takes a Python scalar.  Two things
-keep the result from being bitwise equal to torch's: ATen's AVX2 kernels fuse
-some ``a * b + c`` into one FMA, and its vectorised ``sqrt`` is not correctly
-rounded (1 ulp away on ~20% of float32 inputs).  We round every operation
-(no FMA, IEEE ``sqrt``), so trajectories agree to a few ulps per step.
+loop, as ATen does when a float32 tensor op takes a Python scalar.  Where
+ATen's kernel rounds a multiply-add once, so do we (an explicit ``fma``):
+``x.add(y, alpha=a)`` is ``fma(y, a, x)``, ``addcmul(s, a, b, value=v)`` is
+``fma(v * a, b, s)``, ``lerp`` is ``fma(w, end - start, start)`` (or its
+mirror for ``|w| >= 0.5``); ``addcdiv(s, a, b, value=v)`` is ``s + (v * a) /
+b``.  Every other operation is rounded on its own, and ``sqrt`` is IEEE's.
+Given IEEE square roots, the updates are torch's bit for bit
+(tests/test_optim_torch_bits.py); torch's own vector ``sqrt`` goes through
+MKL, which on some CPUs is an ulp off on ~17% of float32 inputs, so there
+trajectories agree to a few ulps per step.
 
 Aliasing: no two arguments of one call may share memory (the wrappers check
 that the parameter is not its own gradient or state).  Buffers that an option
@@ -29,14 +34,18 @@ for AVX-512, for AVX2 + FMA and for the baseline (``CG_SIMD_FN``), and the
 widest copy this CPU runs is chosen when the module loads (``CYGRAD_SIMD=avx2``
 caps it, ``CYGRAD_NO_SIMD=1`` forces the baseline).  All three give the same
 bits: the module is compiled with ``-ffp-contract=off`` (setup.py), so no
-``a * b + c`` becomes an FMA, and vector division and sqrt are IEEE.  Each
+``a * b + c`` becomes an FMA that torch does not have, the explicit ones are
+an instruction in the SIMD copies and the C library's (equally rounded) fma
+in the baseline, and vector division and sqrt are IEEE.  Each
 loop body takes its options as flags, and is called with literal flags for
 the common configurations, so that each of those is its own branch-free loop.
 ``maximize`` is a multiplication by -1 or 1, which is exact and needs no flag.
 
 Speed: SGD is bound by memory.  Adam, RMSprop and Adagrad are bound by the
-divide/sqrt unit (two divisions and a sqrt per element; exact parity forbids
-multiplying by reciprocals), whose throughput grows with the vector width:
+divide/sqrt unit (a sqrt and two divisions per element; exact parity forbids
+multiplying by reciprocals, but Adam's division by the scalar
+``sqrt(1 - b2**t)`` is a product and two fmas that round as the division
+does, cg_o_div_unit in cg_optim_t.h), whose throughput grows with the vector width:
 the SSE2 baseline runs Adam at about a third of the memory bandwidth, the
 AVX2 copy halves its time (104 -> 55 us per 100,000 float32 elements).
 """
@@ -110,10 +119,10 @@ def sgd(
 ):
     """One SGD step, in place (torch's ``_single_tensor_sgd``).
 
-    ``g = -grad if maximize else grad; g = g + wd * p``; with momentum,
+    ``g = -grad if maximize else grad; g = fma(p, wd, g)``; with momentum,
     ``buf = g`` on ``first_step`` (the buffer's first use) else
-    ``buf = mu * buf + (1 - dampening) * g``, and ``g = g + mu * buf`` (nesterov)
-    or ``g = buf``; finally ``p = p - lr * g``.
+    ``buf = fma(g, 1 - dampening, buf * mu)``, and ``g = fma(buf, mu, g)``
+    (nesterov) or ``g = buf``; finally ``p = fma(g, -lr, p)``.
     """
     cdef Py_ssize_t n = param.shape[0]
     cdef int mode = 0 if momentum == 0 else (1 if first_step else 2)
@@ -160,8 +169,8 @@ def adam(
     """One Adam (or AdamW when ``decoupled``) step, in place; ``step`` >= 1.
 
     ``g = -grad if maximize else grad``; weight decay is ``p = p * (1 - lr*wd)``
-    when decoupled, else ``g = g + wd * p``; ``m = lerp(m, g, 1 - b1)``;
-    ``v = b2 * v + ((1 - b2) * g) * g``; ``vmax = max(vmax, v)`` (amsgrad);
+    when decoupled, else ``g = fma(p, wd, g)``; ``m = lerp(m, g, 1 - b1)``;
+    ``v = fma((1 - b2) * g, g, v * b2)``; ``vmax = max(vmax, v)`` (amsgrad);
     ``denom = sqrt(v or vmax) / sqrt(1 - b2**step) + eps``;
     ``p = p + (-(lr / (1 - b1**step)) * m) / denom``.
     """
@@ -217,11 +226,11 @@ def rmsprop(
 ):
     """One RMSprop step, in place (torch's ``_single_tensor_rmsprop``).
 
-    ``g = -grad if maximize else grad; g = g + wd * p``;
-    ``v = alpha * v + ((1 - alpha) * g) * g``; centered:
-    ``ga = lerp(ga, g, 1 - alpha)``, ``avg = sqrt(v - ga * ga) + eps``, else
-    ``avg = sqrt(v) + eps``; with momentum ``buf = mu * buf + g / avg`` and
-    ``p = p - lr * buf``, else ``p = p + (-lr * g) / avg``.
+    ``g = -grad if maximize else grad; g = fma(p, wd, g)``;
+    ``v = fma((1 - alpha) * g, g, v * alpha)``; centered:
+    ``ga = lerp(ga, g, 1 - alpha)``, ``avg = sqrt(fma(-ga, ga, v)) + eps``,
+    else ``avg = sqrt(v) + eps``; with momentum ``buf = buf * mu + g / avg``
+    and ``p = fma(buf, -lr, p)``, else ``p = p + (-lr * g) / avg``.
     """
     cdef Py_ssize_t n = param.shape[0]
     cdef bint centered = grad_avg is not None
@@ -267,7 +276,7 @@ def adagrad(
 ):
     """One Adagrad step with the decayed rate ``clr``, in place.
 
-    ``g = -grad if maximize else grad; g = g + wd * p``; ``s = s + g * g``;
+    ``g = -grad if maximize else grad; g = fma(p, wd, g)``; ``s = fma(g, g, s)``;
     ``p = p + (-clr * g) / (sqrt(s) + eps)``.
     """
     cdef Py_ssize_t n = param.shape[0]

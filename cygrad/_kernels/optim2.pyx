@@ -16,11 +16,12 @@ Order of operations: torch's single-tensor path (``foreach=False``) operation
 by operation, in the parameter's dtype.  Scalars are formed in double as
 torch's Python code forms them and rounded to ``real_t`` once, before the
 loop, as ATen does when a tensor op takes a Python scalar.  ATen's
-``addcdiv(s, a, b, value=v)`` is ``s + (v * a) / b`` and ``addcmul`` is
-``s + (v * a) * b``; ``x.add(y, alpha=a)`` is ``x + a * y``; a Python scalar
-divided by a tensor is ``reciprocal(t) * scalar``.  Every operation is
-rounded (no FMA, IEEE ``sqrt``), so trajectories agree with torch's to a few
-ulps per step.
+``addcdiv(s, a, b, value=v)`` is ``s + (v * a) / b``; ``addcmul`` is
+``fma(v * a, b, s)``, ``x.add(y, alpha=a)`` is ``fma(y, a, x)`` and ``lerp``
+one fma too, rounded once as ATen's kernels round them; a Python scalar
+divided by a tensor is ``reciprocal(t) * scalar``.  Every other operation is
+rounded on its own, with IEEE ``sqrt``: the updates are torch's bit for bit
+given IEEE square roots (see ``optim.pyx`` on torch's own).
 
 Aliasing: no two arguments of one call may share memory (the wrappers check
 the parameter against its gradient and first state buffer).
@@ -36,7 +37,7 @@ loop.  Adafactor keeps its row and column sums here; its elementwise passes
 (forming ``u`` and applying it) and its sums of squares are C helpers too.
 """
 
-from libc.math cimport fabs, sqrt
+from libc.math cimport fabs, fma, fmaf, sqrt
 from libc.stdlib cimport free, malloc
 
 from cygrad._kernels._types cimport real_t
@@ -114,11 +115,15 @@ include "simd_level.pxi"
 cdef inline real_t _lerp(
     real_t start, real_t end, real_t weight, bint small
 ) noexcept nogil:
-    # ATen's lerp: exact at both ends; ``small`` is |weight| < 0.5.  (The C
-    # loops have their own, cg_o_lerp in cg_optim_t.h.)
+    # ATen's lerp: exact at both ends, one fma; ``small`` is |weight| < 0.5.
+    # (The C loops have their own, cg_o_lerp in cg_optim_t.h.)
+    if real_t is float:
+        if small:
+            return fmaf(weight, end - start, start)
+        return fmaf(-(end - start), <float>1 - weight, end)
     if small:
-        return start + weight * (end - start)
-    return end - (end - start) * (<real_t>1 - weight)
+        return fma(weight, end - start, start)
+    return fma(-(end - start), <double>1 - weight, end)
 
 
 cdef int _check(str name, Py_ssize_t n, Py_ssize_t m, str what) except -1:
@@ -157,8 +162,8 @@ def nadam(
     """One NAdam step, in place; ``mu_product`` already includes ``mu``.
 
     ``g = -grad if maximize else grad``; weight decay ``p = p * (1 - lr*wd)``
-    (decoupled) or ``g = g + wd * p``; ``m = lerp(m, g, 1 - b1)``;
-    ``v = b2 * v + ((1 - b2) * g) * g``; ``d = sqrt(v / bc2) + eps``;
+    (decoupled) or ``g = fma(p, wd, g)``; ``m = lerp(m, g, 1 - b1)``;
+    ``v = fma((1 - b2) * g, g, v * b2)``; ``d = sqrt(v / bc2) + eps``;
     ``p = p + (cg * g) / d``, then ``p = p + (cm * m) / d`` with
     ``cg = -lr * (1 - mu) / (1 - mu_product)`` and
     ``cm = -lr * mu_next / (1 - mu_product * mu_next)``.
@@ -262,7 +267,7 @@ def adamax(
 ):
     """One Adamax step with ``clr = lr / (1 - beta1**t)``, in place.
 
-    ``g = -grad if maximize else grad; g = g + wd * p``; ``m = lerp(m, g,
+    ``g = -grad if maximize else grad; g = fma(p, wd, g)``; ``m = lerp(m, g,
     1 - b1)``; ``u = max(b2 * u, |g| + eps)`` (NaN wins);
     ``p = p + (-clr * m) / u``.
     """
@@ -304,10 +309,10 @@ def adadelta(
 ):
     """One Adadelta step, in place.
 
-    ``g = -grad if maximize else grad; g = g + wd * p``;
-    ``v = rho * v + ((1 - rho) * g) * g``;
+    ``g = -grad if maximize else grad; g = fma(p, wd, g)``;
+    ``v = fma((1 - rho) * g, g, v * rho)``;
     ``d = (sqrt(a + eps) / sqrt(v + eps)) * g``;
-    ``a = rho * a + ((1 - rho) * d) * d``; ``p = p - lr * d``.
+    ``a = fma((1 - rho) * d, d, a * rho)``; ``p = fma(d, -lr, p)``.
     """
     cdef Py_ssize_t n = param.shape[0]
     _check("adadelta", n, grad.shape[0], "grad")
@@ -382,8 +387,8 @@ def asgd(
 ):
     """One ASGD step with the current ``eta`` and ``mu``, in place.
 
-    ``g = -grad if maximize else grad; g = g + wd * p``;
-    ``p = p * (1 - lambd * eta)``; ``p = p - eta * g``;
+    ``g = -grad if maximize else grad; g = fma(p, wd, g)``;
+    ``p = p * (1 - lambd * eta)``; ``p = fma(g, -eta, p)``;
     ``ax = ax + (p - ax) * mu`` (``ax = p`` when ``mu == 1``).
     """
     cdef Py_ssize_t n = param.shape[0]
@@ -432,7 +437,7 @@ def adafactor(
     ``col_var`` likewise over rows, ``v = row_var * col_var / max(mean(row_var),
     eps1)``; else ``variance = lerp(variance, g * g, weight)``, ``v =
     variance``; ``u = g / sqrt(max(v, eps1**2))`` (``rsqrt(.) * g``);
-    ``p = p - alpha / max(1, |u| / (sqrt(numel) * d)) * u``.  Norms
+    ``p = fma(u, -alpha / max(1, |u| / (sqrt(numel) * d)), p)``.  Norms
     accumulate in double and are rounded to ``real_t`` as torch's are.
     """
     cdef Py_ssize_t n = param.shape[0]
