@@ -55,6 +55,7 @@ the thread count.  clamp runs serially.
 """
 
 from libc.stdint cimport int64_t
+from libc.stdlib cimport free, malloc
 
 from cygrad._kernels._types cimport real_t
 from cygrad._kernels.threads cimport run_blocks, threads_for
@@ -579,3 +580,134 @@ def topk_rows(const real_t[:, ::1] x,     # in  (rows, n), C-contiguous
         return
     with nogil:
         _topk_rows(&x[0, 0], rows, n, k, largest, &vals[0, 0], &idx[0, 0])
+
+
+# --------------------------------------------------------------- rank_rows
+#
+# The element of rank ``rank`` (0-based) of each row, as a stable ascending
+# sort with NaN last would place it (torch's kthvalue); with ``nan_first``,
+# a row holding a NaN gives its first NaN (torch's median).  Per row: a copy
+# of the numbers (the NaNs counted), then a
+# selection on a scratch copy (Hoare partitions around a median of three,
+# insertion sort once a range is under 16), then one scan for the index: of
+# the elements equal to the value, the (rank - #smaller)-th in index order.
+# O(n) per row for random data; a row that still spans 16 or more after
+# 2 log2(n) + 8 partitions (an adversarial order) is left at -1 for the
+# caller's sort.  Serial; ``scratch`` holds n.
+
+cdef inline void _swap(real_t* a, Py_ssize_t i, Py_ssize_t j) noexcept nogil:
+    cdef real_t t = a[i]
+    a[i] = a[j]
+    a[j] = t
+
+
+cdef bint _select(real_t* a, Py_ssize_t n, Py_ssize_t rank) noexcept nogil:
+    # a[rank] becomes the element of that rank; False when out of budget.
+    cdef Py_ssize_t lo = 0, hi = n - 1, i, j, mid, budget = 8
+    cdef real_t pivot, v
+    j = n
+    while j > 1:
+        budget += 2
+        j >>= 1
+    while hi - lo >= 16:
+        if budget == 0:
+            return False
+        budget -= 1
+        mid = lo + (hi - lo) // 2
+        if a[mid] < a[lo]:
+            _swap(a, mid, lo)
+        if a[hi] < a[lo]:
+            _swap(a, hi, lo)
+        if a[hi] < a[mid]:
+            _swap(a, hi, mid)
+        pivot = a[mid]
+        i = lo
+        j = hi
+        while i <= j:                  # a[lo] <= pivot <= a[hi]: sentinels
+            while a[i] < pivot:
+                i += 1
+            while a[j] > pivot:
+                j -= 1
+            if i <= j:
+                _swap(a, i, j)
+                i += 1
+                j -= 1
+        if rank <= j:
+            hi = j
+        elif rank >= i:
+            lo = i
+        else:                          # between the two: equal to pivot
+            return True
+    for i in range(lo + 1, hi + 1):    # insertion sort of [lo, hi]
+        v = a[i]
+        j = i
+        while j > lo and a[j - 1] > v:
+            a[j] = a[j - 1]
+            j -= 1
+        a[j] = v
+    return True
+
+
+cdef Py_ssize_t _nth_nan(const real_t* row, Py_ssize_t n, Py_ssize_t k) noexcept nogil:
+    # the index of the row's k-th NaN (0-based) in index order
+    cdef Py_ssize_t j
+    for j in range(n):
+        if row[j] != row[j]:
+            if k == 0:
+                return j
+            k -= 1
+    return -1
+
+
+cdef void _rank_rows(const real_t* x, Py_ssize_t rows, Py_ssize_t n, Py_ssize_t rank,
+                     bint nan_first, real_t* scratch, int64_t* out) noexcept nogil:
+    cdef Py_ssize_t r, j, m, below, seen
+    cdef const real_t* row
+    cdef real_t v
+    for r in range(rows):
+        row = x + r * n
+        out[r] = -1
+        m = 0
+        for j in range(n):
+            v = row[j]
+            if v == v:
+                scratch[m] = v
+                m += 1
+        if m < n and (nan_first or rank >= m):
+            out[r] = _nth_nan(row, n, 0 if nan_first else rank - m)
+            continue
+        if not _select(scratch, m, rank):
+            continue
+        v = scratch[rank]
+        below = 0
+        for j in range(n):
+            below += row[j] < v
+        seen = 0
+        for j in range(n):
+            if row[j] == v:
+                if seen == rank - below:
+                    out[r] = j
+                    break
+                seen += 1
+
+
+def rank_rows(const real_t[:, ::1] x,     # in  (rows, n), C-contiguous
+              Py_ssize_t rank,
+              bint nan_first,
+              int64_t[::1] out):          # out (rows,): column indices, or -1
+    """Per row, the column a stable ascending sort (NaN last) puts at
+    ``rank``, or with ``nan_first`` the first NaN of a row that has one; -1
+    for a row whose selection ran out of its partition budget (sort those);
+    0 <= rank < n."""
+    cdef Py_ssize_t rows = x.shape[0], n = x.shape[1]
+    cdef real_t* scratch
+    if out.shape[0] != rows or not 0 <= rank < n:
+        raise ValueError("rank_rows: shapes do not match")
+    if rows == 0:
+        return
+    scratch = <real_t*>malloc(n * sizeof(real_t))
+    if scratch == NULL:
+        raise MemoryError()
+    with nogil:
+        _rank_rows(&x[0, 0], rows, n, rank, nan_first, scratch, &out[0])
+    free(scratch)

@@ -202,25 +202,57 @@ def _rank_index(arr, rank, dim):
     work = arr.view(np.uint8) if arr.dtype == np.bool_ else arr
     v = np.take(np.partition(work, rank, axis=dim), [rank], axis=dim)
     eq = work == v
+    if arr.dtype.kind == "f":       # the rank falls on a NaN (last in order)
+        eq |= np.isnan(work) & np.isnan(v)
     target = rank + 1 - np.sum(work < v, axis=dim, keepdims=True)
     return np.argmax(eq & (np.cumsum(eq, axis=dim) == target), axis=dim,
                      keepdims=True)
 
 
-def _select_rank(input, rank, dim, keepdim, cls, tup):
-    """Element of rank ``rank`` (0-based, per row) along ``dim``, NaN first."""
-    arr = input._arr
-    if arr.ndim == 0:
-        return tup(input.clone(), _wrap(np.zeros((), np.int64)))
+def _sorted_rank(arr, rank, dim, nan_first):
+    """``_select_rank``'s indices (keepdims) by NumPy: a sort, or for large
+    inputs ``_rank_index`` (NaN last); with ``nan_first``, a row with a NaN
+    gives its first NaN."""
     if arr.size <= _SMALL:      # a few calls beat the partition's dozen
         idx = np.take(_order(arr, dim, False), [rank], axis=dim)
     else:
         idx = _rank_index(arr, rank, dim)
-    if arr.dtype.kind == "f":
+    if nan_first and arr.dtype.kind == "f":
         nan = np.isnan(arr)
         has = nan.any(axis=dim, keepdims=True)
         if has.any():           # a row with a NaN: its first NaN (torch)
             idx = np.where(has, np.argmax(nan, axis=dim, keepdims=True), idx)
+    return idx
+
+
+def _compiled_rank(arr, rank, dim, nan_first):
+    """The same indices by ``select.rank_rows`` (float32/float64): one
+    selection per row instead of a sort; rows it leaves at -1 (an order
+    that defeats its pivots) are sorted."""
+    last = dim == arr.ndim - 1
+    moved = arr if last else np.moveaxis(arr, dim, -1)
+    rows = np.ascontiguousarray(moved).reshape(-1, moved.shape[-1])
+    flat = np.empty(rows.shape[0], np.int64)
+    _S.rank_rows(rows, rank, nan_first, flat)
+    if flat.min() < 0:
+        left = np.flatnonzero(flat < 0)
+        flat[left] = _sorted_rank(rows[left], rank, 1, nan_first)[:, 0]
+    if last:
+        return flat.reshape(arr.shape[:-1] + (1,))
+    return np.expand_dims(flat.reshape(moved.shape[:-1]), dim)
+
+
+def _select_rank(input, rank, dim, keepdim, cls, tup, nan_first):
+    """Element of rank ``rank`` (0-based, per row) along ``dim``: NaN is the
+    largest value (kthvalue), or with ``nan_first`` a row's first NaN is
+    its result (median)."""
+    arr = input._arr
+    if arr.ndim == 0:
+        return tup(input.clone(), _wrap(np.zeros((), np.int64)))
+    if arr.dtype in (np.float32, np.float64) and arr.size:
+        idx = _compiled_rank(arr, rank, dim, nan_first)
+    else:
+        idx = _sorted_rank(arr, rank, dim, nan_first)
     idx = np.ascontiguousarray(idx, dtype=np.int64)
     vals = _gather(cls, input, idx, dim)
     return tup(_squeeze_dim(vals, dim, keepdim), _wrap(_squeeze_dim(idx, dim, keepdim)))
@@ -237,7 +269,7 @@ def kthvalue(input, k, dim=-1, keepdim=False):
     if not 1 <= int(k) <= n:
         raise RuntimeError(f"kthvalue(): selected number k out of range for "
                            f"dimension {d}")
-    return _select_rank(input, int(k) - 1, d, keepdim, _KthValues, _Kth)
+    return _select_rank(input, int(k) - 1, d, keepdim, _KthValues, _Kth, False)
 
 
 @op("median", methods=("median",), kind="sort")
@@ -253,13 +285,13 @@ def median(input, dim=None, keepdim=False):
                                  else np.float32))
         flat = input.reshape(-1)
         return _select_rank(flat, (arr.size - 1) // 2, 0, False, _MedianValues,
-                            _Median).values
+                            _Median, True).values
     d = _canon_dim(dim, arr.ndim) if arr.ndim else 0
     if arr.ndim and arr.shape[d] == 0:
         raise IndexError(f"median(): Expected reduction dim {d} to have non-zero "
                          "size.")
     n = arr.shape[d] if arr.ndim else 1
-    return _select_rank(input, (n - 1) // 2, d, keepdim, _MedianValues, _Median)
+    return _select_rank(input, (n - 1) // 2, d, keepdim, _MedianValues, _Median, True)
 
 
 @op("mode", methods=("mode",), kind="sort")
