@@ -46,8 +46,9 @@ def _new(cls, arr, requires_grad):
 
 
 def _attrs(t):
+    """t's Python attributes, but not the views noted on it (a copy has none)."""
     d = getattr(t, "__dict__", None)
-    return dict(d) if d else None
+    return {k: v for k, v in d.items() if k != "_views"} if d else None
 
 
 def copy_tensor(t):

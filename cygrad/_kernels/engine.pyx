@@ -56,6 +56,7 @@ from cygrad._kernels import elementwise as _ew
 from cygrad._kernels import optable as _optable
 from cygrad._kernels.reduce import sum_all as _reduce_sum_all
 from cygrad._kernels.reduce import sum_to_shape as _sum_to_shape
+from cygrad._kernels.reductions import sum_fwd as _row_sums
 
 cnp.import_array()
 

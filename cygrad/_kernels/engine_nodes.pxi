@@ -525,6 +525,62 @@ def sum_all(TensorBase t):
 
 @cython.final
 @cython.no_gc
+cdef class SumDimNode(Node):
+    """Backward of a sum over one dim (``x.sum(1)``, ``x.sum(0, keepdim=
+    True)``): grad = g with that dim back, broadcast to x's shape.  Compiled
+    for the same reason as SumNode: as a Python Function the forward alone
+    cost 5.4 us on a (32, 27) tensor (torch's 2.5)."""
+    cdef tuple in_shape
+    cdef tuple kept
+
+    def name(self):
+        if self._torch_name is not None:
+            return self._torch_name
+        return "SumBackward1"
+
+    cdef object apply(self, object grads, bint graph):
+        if graph:
+            return (_graph_expand(grads.reshape(self.kept), self.in_shape),)
+        return (np.broadcast_to((<cnp.ndarray>grads).reshape(self.kept),
+                                self.in_shape),)
+
+
+cdef TensorBase _sum_dim(TensorBase t, Py_ssize_t d, bint keepdim):
+    """The sum over dim ``d`` (0 <= d < ndim) of a C-contiguous, non-empty
+    float tensor: the compiled row sums of ``reductions.sum_fwd`` for the
+    last dim, the column sums of ``reduce.sum_to_shape`` for another (the
+    kernels, and so the bits, of the Python ``Sum``)."""
+    cdef cnp.ndarray arr = <cnp.ndarray>t._arr
+    cdef tuple shape = (<object>arr).shape
+    cdef Py_ssize_t nd = len(shape)          # (no wraparound here: no shape[-1])
+    cdef tuple kept = shape[:d] + (1,) + shape[d + 1:]
+    cdef cnp.ndarray out
+    cdef SumDimNode node
+    if d == nd - 1:
+        out = _empty_like_shape(kept, cnp.PyArray_TYPE(arr))
+        _row_sums(arr.reshape(-1, shape[d]), out.reshape(-1))
+    else:
+        out = _sum_to_shape(arr, kept)
+    cdef TensorBase res = _new_tensor(out if keepdim else
+                                      out.reshape(shape[:d] + shape[d + 1:]))
+    if cygrad_grad_mode and t._requires_grad:
+        node = SumDimNode.__new__(SumDimNode)
+        node._n_out = 1
+        node._n_in = 1
+        node._e0 = _edge(t)
+        if t._out_nr != 0:
+            node._nrs = (t._out_nr,)
+        node.in_shape = shape
+        node.kept = kept
+        _attach(res, node)
+    elif _debug_level > 0 and (
+            t._requires_grad or t._origin is not None):
+        _note_no_grad(res, t, None)
+    return res
+
+
+@cython.final
+@cython.no_gc
 cdef class ViewNode(Node):
     """Backward of a view with a new shape (view, reshape, flatten of a
     layout that allows one): grad = g reshaped to the input's shape.
@@ -629,15 +685,60 @@ def permute_view(TensorBase t, tuple axes, str node_name, register):
     return res
 
 
+@cython.final
+@cython.no_gc
+cdef class BasicIndexNode(Node):
+    """Backward of a basic index (ints, slices, None, Ellipsis: ``x[3]``,
+    ``x[:, 0]``, ``x[1:4]``), a view: grad = zeros of the input's shape with
+    g put at the index.  Compiled as the other views are: as a Python
+    Function ``x[3]`` cost 4.6 us (torch's 1.3)."""
+    cdef tuple in_shape
+    cdef tuple index
+
+    def name(self):
+        if self._torch_name is not None:
+            return self._torch_name
+        return "SelectBackward0"
+
+    cdef object apply(self, object grads, bint graph):
+        cdef cnp.ndarray out
+        if graph:
+            return (_graph_put_basic(grads, self.index, self.in_shape),)
+        out = np.zeros(self.in_shape, (<cnp.ndarray>grads).dtype)
+        out[self.index] = grads
+        return (out,)
+
+
+def basic_view(TensorBase t, tuple index, str node_name, register):
+    """``t[index]`` for a checked basic ``index`` (ints, slices with positive
+    steps, None, one Ellipsis), a view recorded with a BasicIndexNode named
+    ``node_name`` (see view_result for ``register``)."""
+    cdef cnp.ndarray arr = t._arr
+    cdef TensorBase res = view_result(t, arr[index], register)
+    cdef BasicIndexNode node
+    if cygrad_grad_mode and t._requires_grad:
+        node = BasicIndexNode.__new__(BasicIndexNode)
+        node.in_shape = (<object>arr).shape
+        node.index = index
+        node._torch_name = node_name
+        _view_node(t, res, node)
+    elif _debug_level > 0 and (t._requires_grad or t._origin is not None):
+        _note_no_grad(res, t, None)
+    return res
+
+
 def sum_method(fallback):
     """``Tensor.sum`` / ``cygrad.sum``, compiled: the sum of every element of
     a float tensor goes straight to ``sum_all`` (no Python frame: a third of
-    a small tensor's ``.sum()``); any other call goes to ``fallback``, the
+    a small tensor's ``.sum()``), and the sum over one dim of a contiguous
+    one to ``_sum_dim``; any other call goes to ``fallback``, the
     op of ``cygrad.ops.reductions``, with the same arguments (NumPy's
     ``axis=``/``keepdims=`` spellings included, as torch takes them)."""
     def sum(input, dim=None, keepdim=False, dtype=None, *, axis=None,
             keepdims=None, out=None):
         cdef int typenum
+        cdef Py_ssize_t d
+        cdef cnp.ndarray arr
         if axis is not None:
             if dim is not None:
                 raise TypeError("sum() got both 'dim' and its alias 'axis'")
@@ -646,11 +747,18 @@ def sum_method(fallback):
             keepdim = keepdims
         if out is not None:
             return _out_hook("sum", sum, (input, dim, keepdim, dtype), out)
-        if dim is None and dtype is None and not keepdim and isinstance(
-                input, TensorBase):
-            typenum = cnp.PyArray_TYPE(<cnp.ndarray>(<TensorBase>input)._arr)
+        if dtype is None and isinstance(input, TensorBase):
+            arr = <cnp.ndarray>(<TensorBase>input)._arr
+            typenum = cnp.PyArray_TYPE(arr)
             if typenum == cnp.NPY_FLOAT or typenum == cnp.NPY_DOUBLE:
-                return sum_all(<TensorBase>input)
+                if dim is None:
+                    if not keepdim:
+                        return sum_all(<TensorBase>input)
+                elif (type(dim) is int and cnp.PyArray_IS_C_CONTIGUOUS(arr)
+                        and cnp.PyArray_SIZE(arr) > 0
+                        and -cnp.PyArray_NDIM(arr) <= dim < cnp.PyArray_NDIM(arr)):
+                    d = dim if dim >= 0 else dim + cnp.PyArray_NDIM(arr)
+                    return _sum_dim(<TensorBase>input, d, keepdim)
         return fallback(input, dim, keepdim, dtype)
     sum.__doc__ = fallback.__doc__
     return sum

@@ -53,7 +53,7 @@ def _check_reduction(reduction):
 
 def _real(t, name):
     """The array of floating tensor ``t`` as a C-contiguous array."""
-    dt = np.dtype(t.dtype)
+    dt = t._arr.dtype
     if dt not in _REAL:
         raise NotImplementedError(
             f"{name}: no kernel for dtype {dt}; use float32 or float64 inputs"
@@ -244,7 +244,8 @@ def sigmoid(input: Tensor) -> Tensor:
 def _softmax_input(input, dtype, name):
     if dtype is not None:
         return input.to(dtype)
-    if not np.issubdtype(np.dtype(input.dtype), np.floating):
+    if input._arr.dtype.kind != "f" and not np.issubdtype(np.dtype(input.dtype),
+                                                          np.floating):
         raise NotImplementedError(
             f'"{name}_lastdim_kernel_impl" not implemented for '
             f"'{_TORCH_TYPE_NAMES.get(np.dtype(input.dtype), input.dtype)}' "
@@ -659,8 +660,8 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
             f"not {type(target).__name__}")
     if input.ndim == 0:
         raise ValueError("cross_entropy: input must have at least 1 dimension")
-    tdt = np.dtype(target.dtype)
-    if np.issubdtype(tdt, np.floating) and tuple(target.shape) == tuple(input.shape):
+    tdt = target._arr.dtype
+    if tdt.kind == "f" and target._arr.shape == input._arr.shape:
         return _soft_cross_entropy(input, target, weight, reduction, label_smoothing)
     if tdt not in (np.dtype(np.int64), np.dtype(np.uint8)):
         raise RuntimeError(

@@ -102,6 +102,7 @@ def engine_hooks():
     unary, binary = _graph_rules()
     return {"graph_unary": unary, "graph_binary": binary,
             "graph_sum_to": sum_to_shape, "graph_matmul": _matmul_graph_backward,
-            "graph_expand": expand, "inplace_views": _view_aware_inplace,
+            "graph_expand": expand, "graph_put_basic": indexing._put_basic_graph,
+            "inplace_views": _view_aware_inplace,
             "write_out": engine_out,
             "half_cast": half_cast, "half_function": half_function}

@@ -14,10 +14,11 @@ import warnings
 
 import numpy as np
 
+from cygrad._kernels import engine as _engine
 from cygrad._kernels import select as _select_k
 from cygrad._kernels.engine import TensorBase, _wrap
 from cygrad.autograd.function import Function
-from cygrad.ops.registry import _ns, _NumpyNS, _view_of, apply_named, op, xp_helper
+from cygrad.ops.registry import _ns, _NumpyNS, _register_view, _view_of, op, xp_helper
 
 # --- normalizing an index ---------------------------------------------------------------
 
@@ -322,6 +323,12 @@ class PutItem(Function):
 xp_helper("put_item", _put_item, PutItem.apply)
 
 
+def _put_basic_graph(g, index, shape):
+    """The compiled basic-index node's backward under create_graph: zeros of
+    ``shape`` with the Tensor ``g`` at ``index``, differentiable."""
+    return PutItem.apply(g, index, None, shape)
+
+
 class AddAt(Function):
     """out = x with v added at [basic][adv], one element after another (as
     torch's ``index_put_(accumulate=True)``, ``index_add`` and ``scatter_add``
@@ -357,24 +364,41 @@ def getitem(input, index):
     separate them.  The gradient scatters back, adding over repeated
     indices."""
     basic, adv = _norm_index(index, input._arr.shape)
-    if adv is None:
-        return apply_named(GetItem, _basic_node_name(basic), input, basic, adv)
+    if adv is None:         # a view, with the engine's compiled node
+        # (a bare slice, even ``x[:]``, slices in torch; in a tuple a full
+        # slice does nothing)
+        name = "SliceBackward0" if type(index) is slice else _basic_node_name(
+            basic, input._arr.shape)
+        return _engine.basic_view(input, basic, name, _register_view)
     return GetItem.apply(input, basic, adv)
 
 
-def _basic_node_name(idx):
+def _basic_node_name(idx, shape):
     """torch's node for a basic index: that of its last component that does
-    something (an int selects, a slice slices, None unsqueezes); ``x[:]``
-    slices, ``x[...]`` aliases."""
-    for k in reversed(idx):
-        if isinstance(k, slice):
-            if k != slice(None):
-                return "SliceBackward0"
-        elif k is None:
+    something (an int selects, a slice narrower than its dim slices, None
+    unsqueezes); an index that does nothing (``x[:]``, ``x[...]``,
+    ``x[0:len]``) aliases."""
+    dims = [None] * len(idx)            # the dim each int or slice indexes
+    d = 0
+    for pos, k in enumerate(idx):
+        if k is Ellipsis:
+            rest = sum(1 for j in idx[pos + 1:] if j is not None)
+            d = len(shape) - rest
+        elif k is not None:
+            dims[pos] = d
+            d += 1
+    for pos in range(len(idx) - 1, -1, -1):
+        k = idx[pos]
+        if k is None:
             return "UnsqueezeBackward0"
-        elif k is not Ellipsis:
+        if k is Ellipsis:
+            continue
+        if type(k) is not slice:
             return "SelectBackward0"
-    return "SliceBackward0" if slice(None) in idx else "AliasBackward0"
+        n = shape[dims[pos]]
+        if k.indices(n) != (0, n, 1):
+            return "SliceBackward0"
+    return "AliasBackward0"
 
 
 op("getitem", methods=("__getitem__",), primitive=True, kind="index")(getitem)

@@ -167,7 +167,10 @@ def _regenerate_views(root):
     views = root.__dict__.get("_views")
     if not views or not root._requires_grad:
         return
-    for v in list(views):
+    for ref in list(views):
+        v = ref()
+        if v is None:
+            continue
         ids = _view_ids(v._arr, root)
         o = _Gather.apply(root, ids, v._arr)
         v._grad_fn = o._grad_fn

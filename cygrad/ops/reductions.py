@@ -117,8 +117,11 @@ def mean(input, dim=None, keepdim=False, dtype=None):
     n = 1
     for a in axes:
         n *= input._arr.shape[a]
-    return named(Sum.apply(input, axes, bool(keepdim)) / (n if n else float("nan")),
-                 "MeanBackward1")
+    if len(axes) == 1:
+        total = sum(input, axes[0], bool(keepdim))      # a compiled node
+    else:
+        total = Sum.apply(input, axes, bool(keepdim))
+    return named(total / (n if n else float("nan")), "MeanBackward1")
 
 
 def _to_rows(arr, axes):

@@ -164,23 +164,20 @@ def _infer_shape(shape, n):
         if known != n:
             raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {n}")
         return tuple(shape)
-    shape = list(shape)
-    neg = [i for i, s in enumerate(shape) if s == -1]
-    if len(neg) > 1:
-        raise RuntimeError("only one dimension can be inferred")
+    neg = -1
     known = 1
-    for s in shape:
-        if s != -1:
-            if s < 0:
-                raise RuntimeError(f"invalid shape dimension {s}")
+    for i, s in enumerate(shape):
+        if s == -1:
+            if neg >= 0:
+                raise RuntimeError("only one dimension can be inferred")
+            neg = i
+        elif s < 0:
+            raise RuntimeError(f"invalid shape dimension {s}")
+        else:
             known *= s
-    if neg:
-        if known == 0 or n % known:
-            raise RuntimeError(f"shape '{shape}' is invalid for input of size {n}")
-        shape[neg[0]] = n // known
-    elif known != n:
-        raise RuntimeError(f"shape '{shape}' is invalid for input of size {n}")
-    return tuple(shape)
+    if known == 0 or n % known:
+        raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {n}")
+    return shape[:neg] + (n // known,) + shape[neg + 1:]
 
 
 def _shape_args(shape):
@@ -411,9 +408,10 @@ class Cat(Function):
 
     @staticmethod
     def forward(ctx, dim, *xs):
+        arrs = [x._arr for x in xs]
         ctx.dim = dim
-        ctx.sizes = [x._arr.shape[dim] for x in xs]
-        return _wrap(np.concatenate([x._arr for x in xs], axis=dim))
+        ctx.sizes = [a.shape[dim] for a in arrs]
+        return _wrap(np.concatenate(arrs, axis=dim))
 
     @staticmethod
     def backward(ctx, g):
@@ -443,6 +441,11 @@ def _as_tensor_list(tensors, name):
 
 def _promote_all(tensors):
     dt = tensors[0]._arr.dtype
+    for t in tensors:
+        if t._arr.dtype != dt:
+            break
+    else:
+        return tensors                  # one dtype (the usual case): no work
     for t in tensors[1:]:
         other = t._arr.dtype
         if other == dt:
@@ -462,7 +465,12 @@ def cat(tensors, dim=0):
     each input's gradient is its slice of g.  1-D empty tensors are skipped,
     as torch's legacy rule."""
     tensors = _as_tensor_list(tensors, "cat")
-    ref = next((t for t in tensors if t._arr.shape != (0,)), tensors[0])
+    ref = tensors[0]
+    if ref._arr.shape == (0,):
+        for t in tensors:
+            if t._arr.shape != (0,):
+                ref = t
+                break
     nd = ref._arr.ndim
     if nd == 0:
         raise RuntimeError("zero-dimensional tensor (at position 0) cannot be "
