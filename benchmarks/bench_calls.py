@@ -97,9 +97,42 @@ def _joined(op):
     return build
 
 
+def _logits(T):
+    """A makemore-sized batch of logits, (32, 27), that needs a gradient."""
+    return _leaf(T, _data(32 * 27).reshape(32, 27))
+
+
 def _column(T):
-    x = _leaf(T, _data(32 * 27).reshape(32, 27))
+    x = _logits(T)
     return lambda: x[:, 0]
+
+
+def _row(T):
+    x = _logits(T)
+    return lambda: x[3]
+
+
+def _method(name, *args, **kwargs):
+    def build(T):
+        x = _logits(T)
+        return lambda: getattr(x, name)(*args, **kwargs)
+    return build
+
+
+def _max_values(T):
+    x = _logits(T)
+    return lambda: x.max(1).values
+
+
+def _softmax(T):
+    x = _logits(T)
+    return lambda: T.nn.functional.softmax(x, 1)
+
+
+def _cross_entropy(T):
+    x = _logits(T)
+    y = T.tensor(np.random.default_rng(0).integers(0, 27, 32))
+    return lambda: T.nn.functional.cross_entropy(x, y)
 
 
 CASES = {
@@ -122,6 +155,14 @@ CASES = {
     "cat_4x16x16": _joined("cat"),
     "stack_4x16x16": _joined("stack"),
     "column_32x27": _column,
+    "row_32x27": _row,
+    "sum_dim1_32x27": _method("sum", 1),
+    "mean_dim0_keepdim_32x27": _method("mean", 0, keepdim=True),
+    "max_dim1_32x27": _max_values,
+    "view_flat_32x27": _method("view", -1),
+    "clamp_min_32x27": _method("clamp", 0),
+    "softmax_32x27": _softmax,
+    "cross_entropy_32x27": _cross_entropy,
 }
 
 

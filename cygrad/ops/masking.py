@@ -302,19 +302,42 @@ def bucketize(input, boundaries, *, out_int32=False, right=False):
 
 # --- triangles --------------------------------------------------------------------------
 
+_TRI_MASKS = {}      # (rows, cols, diagonal, lower) -> read-only bool mask
+
+
 def _tri_mask(input, diagonal, lower, opname):
+    """The triangle's bool mask, built once per shape and diagonal (a model
+    takes the same triangle every step; np.tri cost a third of the call)."""
     shape = input._arr.shape
     if len(shape) < 2:
         raise RuntimeError(f"{opname}: input tensor must have at least 2 dimensions")
-    r, c = shape[-2:]
-    if lower:
-        return np.tri(r, c, diagonal, dtype=bool)
-    return ~np.tri(r, c, diagonal - 1, dtype=bool)
+    key = (shape[-2], shape[-1], int(diagonal), lower)
+    keep = _TRI_MASKS.get(key)
+    if keep is None:
+        r, c, d = key[:3]
+        keep = np.tri(r, c, d, dtype=bool) if lower else ~np.tri(r, c, d - 1, dtype=bool)
+        keep.flags.writeable = False
+        if len(_TRI_MASKS) < 64:
+            _TRI_MASKS[key] = keep
+    return keep
+
+
+class _Tril(Where):
+    """tril: where(the lower triangle, x, 0), under torch's node name."""
+
+    _node_name = "TrilBackward0"
+
+
+class _Triu(Where):
+    """triu: where(the upper triangle, x, 0), under torch's node name."""
+
+    _node_name = "TriuBackward0"
 
 
 def _tri(input, diagonal, lower, opname):
     keep = _tri_mask(input, diagonal, lower, opname)
-    return Where.apply(_wrap(keep), input, _wrap(np.zeros((), input._arr.dtype)))
+    return (_Tril if lower else _Triu).apply(_wrap(keep), input,
+                                             _wrap(np.zeros((), input._arr.dtype)))
 
 
 @op("tril", methods=("tril",), kind="select")
