@@ -367,8 +367,9 @@ def getitem(input, index):
     if adv is None:         # a view, with the engine's compiled node
         # (a bare slice, even ``x[:]``, slices in torch; in a tuple a full
         # slice does nothing)
-        name = "SliceBackward0" if type(index) is slice else _basic_node_name(
-            basic, input._arr.shape)
+        kind = type(index)
+        name = ("SelectBackward0" if kind is int else "SliceBackward0"
+                if kind is slice else _basic_node_name(basic, input._arr.shape))
         return _engine.basic_view(input, basic, name, _register_view)
     return GetItem.apply(input, basic, adv)
 
@@ -378,6 +379,16 @@ def _basic_node_name(idx, shape):
     something (an int selects, a slice narrower than its dim slices, None
     unsqueezes); an index that does nothing (``x[:]``, ``x[...]``,
     ``x[0:len]``) aliases."""
+    if None not in idx and idx[-1] is Ellipsis and Ellipsis not in idx[:-1]:
+        # _plain_index's form (ints and slices, then Ellipsis): item i is dim i
+        for pos in range(len(idx) - 2, -1, -1):
+            k = idx[pos]
+            if type(k) is not slice:
+                return "SelectBackward0"
+            n = shape[pos]
+            if k.indices(n) != (0, n, 1):
+                return "SliceBackward0"
+        return "AliasBackward0"
     dims = [None] * len(idx)            # the dim each int or slice indexes
     d = 0
     for pos, k in enumerate(idx):
