@@ -87,13 +87,18 @@ typedef int64_t cg_v4l __attribute__((vector_size(32)));
    exp only ever sees -|x| <= 0.  y must not alias x. */
 #define CG_ROW_HELPERS(S, T, VT, VI, EXP, LOG1P)                                \
 static inline T cg_extreme_##S(const T *x, Py_ssize_t n, int is_min) {   \
+    /* Rows of at least L elements run in vectors only: four accumulators  \
+       over 4 L, one over L, then the last L elements again (a max or min  \
+       may see an element twice); rows of 27 or 32 floats ran a scalar     \
+       compare chain of ~1 ns an element (softmax's and cross-entropy's    \
+       row max at a classifier's or an attention's width). */            \
     const Py_ssize_t L = sizeof(VT) / sizeof(T);                         \
     VT a0, a1, a2, a3, v0, v1, v2, v3;                                   \
     VI bad = {0};                                                        \
     Py_ssize_t i = 0;                                                    \
     T m = x[0];                                                          \
     int k, anybad = 0;                                                   \
-    if (n >= 4 * L) {                                                    \
+    if (n >= L) {                                                        \
         memcpy(&a0, x, sizeof(VT));                                      \
         a1 = a2 = a3 = a0;                                               \
         for (; i + 4 * L <= n; i += 4 * L) {                             \
@@ -115,6 +120,14 @@ static inline T cg_extreme_##S(const T *x, Py_ssize_t n, int is_min) {   \
             }                                                            \
             bad |= (v0 != v0) | (v1 != v1) | (v2 != v2) | (v3 != v3);    \
         }                                                                \
+        for (; i < n; i += L) {                                          \
+            memcpy(&v0, x + (i + L <= n ? i : n - L), sizeof(VT));       \
+            if (is_min)                                                  \
+                a0 = CG_VPICK(VT, VI, a0, v0, <);                        \
+            else                                                         \
+                a0 = CG_VPICK(VT, VI, a0, v0, >);                        \
+            bad |= v0 != v0;                                             \
+        }                                                                \
         for (k = 0; k < L; k++) {                                        \
             anybad |= bad[k] != 0;                                       \
             m = (is_min ? a0[k] < m : a0[k] > m) ? a0[k] : m;            \
@@ -122,6 +135,7 @@ static inline T cg_extreme_##S(const T *x, Py_ssize_t n, int is_min) {   \
             m = (is_min ? a2[k] < m : a2[k] > m) ? a2[k] : m;            \
             m = (is_min ? a3[k] < m : a3[k] > m) ? a3[k] : m;            \
         }                                                                \
+        return anybad ? (T)NAN : m;                                      \
     }                                                                    \
     for (; i < n; i++) {                                                 \
         m = (is_min ? x[i] < m : x[i] > m) ? x[i] : m;                   \

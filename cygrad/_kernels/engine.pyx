@@ -44,6 +44,8 @@ from libc.string cimport memcpy, memset
 
 from cygrad._kernels.elementwise cimport (
     row_fn, unary_fwd, unary_bwd, binary_fwd, binary_bwd, nd_apply)
+from cygrad._kernels.reductions cimport (
+    softmax_rows as _rows_softmax, softmax_bwd_rows as _rows_softmax_bwd)
 
 import sys
 import threading

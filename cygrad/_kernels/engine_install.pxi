@@ -11,6 +11,8 @@ cdef object _graph_binary = None     # name -> (fn_a, fn_b)(g, a, b, y)
 cdef object _graph_sum_to = None     # fn(tensor, shape) differentiable
 cdef object _graph_matmul = None     # fn(g, a, b, need_a, need_b) over Tensors
 cdef object _graph_expand = None     # fn(tensor, shape): differentiable expand
+cdef object _graph_softmax = None    # fn(y, g, dim, take_log): softmax's
+                                     # backward over Tensors
 cdef object _graph_put_basic = None  # fn(tensor, index, shape): differentiable
                                      # zeros(shape) with the tensor at [index]
 cdef object _inplace_views = None    # fn(name, opname, self, other): the
@@ -71,14 +73,15 @@ def _inherit_number_slots(cls):
 
 def install(*, tensor_cls, backward, grad_warning, stale_hint, graph_unary,
             graph_binary, graph_sum_to, graph_matmul, graph_expand, graph_put_basic,
-            inplace_views, write_out, pkg_dir, half_cast=None, half_function=None):
+            graph_softmax, inplace_views, write_out, pkg_dir, half_cast=None, half_function=None):
     """Connect the Python layers above: called once, by ``cygrad/__init__.py``.
 
     ``tensor_cls``: the Python Tensor class; ``backward``: autograd.backward
     (Tensor.backward's general case); ``grad_warning(t)``: the warning on a
     non-leaf's ``.grad`` read; ``stale_hint(node, shape, gen)``: the hint of
     a gradient that reached a stale graph; ``graph_*``: differentiable forms
-    of the compiled nodes' backwards over Tensors (create_graph); and
+    of the compiled nodes' backwards over Tensors (create_graph; the
+    softmax node's is ``graph_softmax(y, g, dim, take_log)``); and
     ``inplace_views(name, opname, self, other)``: the view-aware path of the
     in-place operators; ``write_out(name, fn, args, out)``: ``fn(*args)``
     written into ``out`` (the ``out=`` keyword of the compiled functions).
@@ -89,7 +92,7 @@ def install(*, tensor_cls, backward, grad_warning, stale_hint, graph_unary,
     global _TensorCls, _graph_unary, _graph_binary, _graph_sum_to, _pkg_dir
     global _grad_warning, _backward_fn, _stale_hint_fn, _graph_matmul
     global _graph_expand, _inplace_views, _out_hook, _half_cast, _half_function
-    global _graph_put_basic
+    global _graph_put_basic, _graph_softmax
     _out_hook = write_out
     _half_cast = half_cast
     _half_function = half_function
@@ -99,6 +102,7 @@ def install(*, tensor_cls, backward, grad_warning, stale_hint, graph_unary,
     _graph_matmul = graph_matmul
     _graph_expand = graph_expand
     _graph_put_basic = graph_put_basic
+    _graph_softmax = graph_softmax
     _inplace_views = inplace_views
     _TensorCls = tensor_cls
     _inherit_number_slots(tensor_cls)

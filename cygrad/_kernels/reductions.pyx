@@ -183,8 +183,8 @@ cdef void _check_rows(Py_ssize_t r0, Py_ssize_t n0, Py_ssize_t r1, Py_ssize_t n1
 
 # --- softmax and log_softmax ------------------------------------------------------
 
-cdef void _softmax_rows(const real_t* x, const real_t* rowmax, real_t* y,
-                        Py_ssize_t rows, Py_ssize_t n, bint take_log) noexcept nogil:
+cdef void softmax_rows(const real_t* x, const real_t* rowmax, real_t* y,
+                       Py_ssize_t rows, Py_ssize_t n, bint take_log) noexcept nogil:
     cdef Py_ssize_t r
     cdef real_t m
     if not take_log:
@@ -221,7 +221,7 @@ def softmax_fwd(const real_t[:, ::1] x,     # in  (rows, n)
     if rows == 0 or n == 0:
         return
     with nogil:
-        _softmax_rows(&x[0, 0], &rowmax[0] if rowmax is not None else NULL,
+        softmax_rows(&x[0, 0], &rowmax[0] if rowmax is not None else NULL,
                       &out[0, 0], rows, n, take_log)
 
 
@@ -245,6 +245,14 @@ cdef void _log_softmax_bwd_rows(const real_t* y, const real_t* g, real_t* out,
         out += n
 
 
+cdef void softmax_bwd_rows(const real_t* y, const real_t* g, real_t* out,
+                           Py_ssize_t rows, Py_ssize_t n, bint take_log) noexcept nogil:
+    if take_log:
+        _log_softmax_bwd_rows(y, g, out, rows, n)
+    else:
+        _softmax_bwd_rows(y, g, out, rows, n)
+
+
 def softmax_bwd(const real_t[:, ::1] y,     # in  (rows, n) softmax output
                 const real_t[:, ::1] g,     # in  (rows, n) incoming gradient
                 real_t[:, ::1] out,         # out (rows, n)
@@ -256,10 +264,7 @@ def softmax_bwd(const real_t[:, ::1] y,     # in  (rows, n) softmax output
     if rows == 0 or n == 0:
         return
     with nogil:
-        if take_log:
-            _log_softmax_bwd_rows(&y[0, 0], &g[0, 0], &out[0, 0], rows, n)
-        else:
-            _softmax_bwd_rows(&y[0, 0], &g[0, 0], &out[0, 0], rows, n)
+        softmax_bwd_rows(&y[0, 0], &g[0, 0], &out[0, 0], rows, n, take_log)
 
 
 # --- logsumexp ---------------------------------------------------------------------

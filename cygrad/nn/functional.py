@@ -241,25 +241,13 @@ def sigmoid(input: Tensor) -> Tensor:
     return ops.sigmoid(input)
 
 
-def _softmax_input(input, dtype, name):
-    if dtype is not None:
-        return input.to(dtype)
-    if input._arr.dtype.kind != "f" and not np.issubdtype(np.dtype(input.dtype),
-                                                          np.floating):
-        raise NotImplementedError(
-            f'"{name}_lastdim_kernel_impl" not implemented for '
-            f"'{_TORCH_TYPE_NAMES.get(np.dtype(input.dtype), input.dtype)}' "
-            f"({name} needs a floating input; pass dtype= to convert)")
-    return input
-
-
 def softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3,
             dtype: DType | None = None) -> Tensor:
     """``exp(x) / sum(exp(x), dim)``, computed stably.  Without ``dim``,
     torch's deprecated guess (with its warning)."""
     if dim is None:
         dim = _act._softmax_dim("softmax", input.ndim, _stacklevel)
-    return ops.softmax(_softmax_input(input, dtype, "softmax"), dim)
+    return ops.softmax(input, dim, dtype)
 
 
 def log_softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3,
@@ -268,7 +256,7 @@ def log_softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3,
     deprecated guess (with its warning)."""
     if dim is None:
         dim = _act._softmax_dim("log_softmax", input.ndim, _stacklevel)
-    return ops.log_softmax(_softmax_input(input, dtype, "log_softmax"), dim)
+    return ops.log_softmax(input, dim, dtype)
 
 
 def _row_max(input, dim):

@@ -103,6 +103,7 @@ def engine_hooks():
     return {"graph_unary": unary, "graph_binary": binary,
             "graph_sum_to": sum_to_shape, "graph_matmul": _matmul_graph_backward,
             "graph_expand": expand, "graph_put_basic": indexing._put_basic_graph,
+            "graph_softmax": reductions._softmax_grad_tensors,
             "inplace_views": _view_aware_inplace,
             "write_out": engine_out,
             "half_cast": half_cast, "half_function": half_function}

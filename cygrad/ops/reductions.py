@@ -14,7 +14,7 @@ from cygrad._kernels.reduce import sum_all as _sum_all
 from cygrad._kernels.reduce import sum_to_shape as _sum_to_shape
 from cygrad._tensor import _canon_dim
 from cygrad.autograd.function import Function
-from cygrad.ops.elementwise import exp, maximum, minimum
+from cygrad.ops.elementwise import _scalar_type, exp, maximum, minimum
 from cygrad.ops.registry import (
     _KERNEL_FLOATS,
     _as_dtype,
@@ -230,11 +230,16 @@ class LogSoftmax(Softmax):
 def _softmax_dim(input, dim, name):
     if dim is None:
         raise TypeError(f"{name}() missing required argument 'dim'")
+    if input._arr.dtype.kind != "f":
+        # torch has no integer softmax kernel (dtype= converts first)
+        raise NotImplementedError(
+            f'"{name}_lastdim_kernel_impl" not implemented for '
+            f"'{_scalar_type(input.dtype)}' ({name} needs a floating input; pass "
+            "dtype= to convert)")
     return _canon_dim(dim, input._arr.ndim)
 
 
-@op("softmax", methods=("softmax",), primitive=True, kind="softmax")
-def softmax(input, dim=None, dtype=None):
+def _softmax(input, dim=None, dtype=None):
     """softmax along ``dim`` (stable); grad = y * (g - sum(g * y, dim))."""
     if dtype is not None:
         input = input.to(dtype)
@@ -242,13 +247,20 @@ def softmax(input, dim=None, dtype=None):
     return Softmax.apply(_float_input(input, "softmax"), d, False)
 
 
-@op("log_softmax", methods=("log_softmax",), primitive=True, kind="softmax")
-def log_softmax(input, dim=None, dtype=None):
+def _log_softmax(input, dim=None, dtype=None):
     """log(softmax) along ``dim`` (stable); grad = g - exp(y) * sum(g, dim)."""
     if dtype is not None:
         input = input.to(dtype)
     d = _softmax_dim(input, dim, "log_softmax")
     return LogSoftmax.apply(_float_input(input, "log_softmax"), d, True)
+
+
+# Over the last dim of a contiguous float tensor, compiled nodes of the
+# engine (the same kernels); every other call runs the Functions above.
+softmax = op("softmax", methods=("softmax",), primitive=True, kind="softmax")(
+    _engine.softmax_method(_softmax, False))
+log_softmax = op("log_softmax", methods=("log_softmax",), primitive=True,
+                 kind="softmax")(_engine.softmax_method(_log_softmax, True))
 
 
 class LogSumExp(Function):
