@@ -393,7 +393,8 @@ def test_tensor_reads_any_sequence_as_a_list_as_torch(i):
     range, an array.array: torch reads every object with the sequence
     protocol as a list."""
     torch = pytest.importorskip("torch")
-    ours, theirs = cg.tensor(_sequence_data(cg)[i]), torch.tensor(_sequence_data(torch)[i])
+    ours = cg.tensor(_sequence_data(cg)[i])
+    theirs = torch.tensor(_sequence_data(torch)[i])
     assert str(ours.dtype) == str(theirs.dtype).replace("torch.", "")
     np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
 
