@@ -512,8 +512,10 @@ _SCALAR_WARNED = []
 
 def _warn_scalar_conversion():
     """torch warns once per process when float() or complex() takes the value
-    of a tensor that requires grad (int() and item() do not warn)."""
-    if not _SCALAR_WARNED:
+    of a tensor that requires grad (int() and item() do not warn), and only
+    while grad mode is on: under no_grad (LBFGS's step reads its loss with
+    float()) it stays silent and the one warning is still to come."""
+    if not _SCALAR_WARNED and _engine.is_grad_enabled():
         _SCALAR_WARNED.append(True)
         warnings.warn("Converting a tensor with requires_grad=True to a scalar may "
                       "lead to unexpected behavior.\nConsider using tensor.detach() "

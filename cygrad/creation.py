@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections.abc
 import functools
 import math
 import numbers
@@ -113,7 +114,12 @@ def _infer_dtype(obj):
             continue
         if isinstance(x, numbers.Complex):
             raise TypeError("cygrad does not support complex numbers in tensor()")
-        raise TypeError(
+        if _is_sequence(x):
+            stack.extend(x)
+            continue
+        if isinstance(x, str):
+            raise TypeError(f"new(): invalid data type '{type(x).__name__}'")
+        raise RuntimeError(      # torch's type, though TypeError would fit better
             f"Could not infer dtype of {type(x).__name__}: tensor() takes numbers, "
             "(nested) lists or tuples of numbers, NumPy arrays or tensors")
     if floats:
@@ -125,11 +131,23 @@ def _infer_dtype(obj):
     return _default_dtype        # no element at all: torch.tensor([]) is float
 
 
+def _is_sequence(x):
+    """Any other object with the sequence protocol (a deque, a range, an
+    array.array): torch reads it as a list; text, mappings and sets are not."""
+    cls = type(x)
+    return (hasattr(cls, "__getitem__") and hasattr(cls, "__len__")
+            and not isinstance(x, (str, bytes, collections.abc.Mapping)))
+
+
 def _unwrap_nested(obj):
     """``obj`` with each tensor inside replaced by its array; a list or tuple
-    of plain Python numbers is returned as it is."""
+    of plain Python numbers is returned as it is, any other sequence (a deque
+    of returns, in pytorch/examples' REINFORCE) as a list."""
     if isinstance(obj, TensorBase):
         return obj._arr
+    if (not isinstance(obj, (list, tuple, np.ndarray, np.generic))
+            and _is_sequence(obj)):
+        return [_unwrap_nested(x) for x in obj]
     if isinstance(obj, (list, tuple)):
         for x in obj:
             t = type(x)

@@ -268,7 +268,31 @@ def test_attributes_are_frozen_after_init():
 def test_pin_memory_is_accepted():
     loader = DataLoader(TensorDataset(cygrad.arange(4)), batch_size=2,
                         pin_memory=True, pin_memory_device="cpu")
-    assert [b[0].tolist() for b in loader] == [[0, 1], [2, 3]]
+    with pytest.warns(UserWarning):
+        assert [b[0].tolist() for b in loader] == [[0, 1], [2, 3]]
+
+
+@pytest.mark.parametrize("device", ["", "cpu"])
+def test_pin_memory_warns_at_each_iterator_as_torch_without_accelerator(device):
+    """torch on a machine without an accelerator warns that pin_memory=True
+    does nothing (karpathy/makemore's loader sets it), once per iterator."""
+    import warnings
+    torch = pytest.importorskip("torch")
+
+    def messages(m):
+        loader = m.utils.data.DataLoader(m.utils.data.TensorDataset(m.arange(4)),
+                                         batch_size=2, pin_memory=True,
+                                         pin_memory_device=device)
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            for _ in range(2):
+                assert [b[0].tolist() for b in loader] == [[0, 1], [2, 3]]
+        return [(type(x.message), str(x.message)) for x in w]
+
+    if torch.accelerator.is_available():
+        pytest.skip("torch sees an accelerator here")
+    ours = messages(cygrad)
+    assert ours == messages(torch) and len(ours) == (4 if device else 2)
 
 
 def test_errors_in_the_main_process_propagate_unchanged():

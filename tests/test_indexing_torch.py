@@ -740,3 +740,22 @@ def test_index_rank_errors_name_self_or_input_as_torch(call):
     with pytest.raises(RuntimeError) as got:
         call(cygrad)
     assert str(got.value) == str(want.value)
+
+
+@pytest.mark.parametrize("shape, idx", [
+    ((5, 3), ([0, 1], [0, 1, 2])),
+    ((5, 3, 4), ([0, 1], [0, 1, 2], [[[0, 1, 2, 3]]])),
+    ((6, 3), ([[0, 1], [2, 3]], [0, 1, 2])),
+])
+def test_unbroadcastable_index_tensors_name_their_shapes_as_torch(shape, idx):
+    """The message lists the index shapes as torch does ("[2], [3]"); cygrad
+    then adds the indexed tensor's shape (a notebook cell picked rows with a
+    batch of 32 and a column index of the whole data set's length)."""
+    def message(m):
+        x = m.zeros(shape)
+        with pytest.raises(IndexError) as info:
+            x[tuple(m.tensor(i) for i in idx)]
+        return str(info.value)
+
+    theirs = message(torch)
+    assert message(cygrad) == f"{theirs} (indexing a tensor of shape {list(shape)})"

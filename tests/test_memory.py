@@ -201,7 +201,34 @@ def _scenario_retain_grad_leafless():
     return ys
 
 
+class _DoubleInPlace(cygrad.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        x.mul_(2)
+        ctx.mark_dirty(x)
+        return x
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad * 2
+
+
+def _scenario_inplace_on_non_leaf():
+    """In-place writes on an op's output (ReLU(inplace=True) after a Linear,
+    copy_, a Function that marks its input dirty): the dirty tensor's new
+    grad_fn is the node, which must not hold the tensor in turn."""
+    lin = cygrad.nn.Linear(4, 3)
+    x = cygrad.randn(5, 4)
+    h = cygrad.nn.ReLU(inplace=True)(lin(x))
+    c = lin(x)
+    c.copy_(cygrad.randn(5, 3, requires_grad=True))
+    d = _DoubleInPlace.apply(lin(x))
+    (h.sum() + c.sum() + d.sum()).backward()
+    return [h, c, d]
+
+
 SCENARIOS = [
+    _scenario_inplace_on_non_leaf,
     _scenario_create_graph,
     _scenario_errors,
     _scenario_detach_no_grad,

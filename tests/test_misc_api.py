@@ -660,6 +660,23 @@ def test_float_of_a_tensor_requiring_grad_warns_once_as_torch():
     assert out[0] == out[1] and out[0].startswith("1 Converting a tensor with")
 
 
+def test_float_of_a_tensor_requiring_grad_is_silent_under_no_grad():
+    """Under no_grad torch does not warn and keeps its one warning for later
+    (LBFGS reads the closure's loss with float() inside its no_grad step)."""
+    code = ("import warnings, {m} as t\n"
+            "x = t.tensor(2.5, requires_grad=True) * 2\n"
+            "with warnings.catch_warnings(record=True) as w:\n"
+            "    warnings.simplefilter('always')\n"
+            "    with t.no_grad():\n"
+            "        float(x); complex(x)\n"
+            "    n = len(w)\n"
+            "    float(x)\n"
+            "print(n, len(w))\n")
+    out = [subprocess.run([sys.executable, "-c", code.format(m=m)], capture_output=True,
+                          text=True, cwd=str(ROOT)).stdout for m in ("cygrad", "torch")]
+    assert out[0] == out[1] == "0 1\n"
+
+
 @pytest.mark.parametrize("name", ["zeros", "ones", "empty", "rand", "randn"])
 def test_factories_take_size_as_a_keyword(name):
     """``torch.rand(size=(1, 1, 28, 28))`` (d2l's LeNet chapter)."""

@@ -378,6 +378,40 @@ def test_dtype_inference_with_numpy_values(data, want):
     assert str(torch.tensor(data).dtype) == f"torch.{want}"
 
 
+def _sequence_data(m):
+    import array
+    import collections
+    return [collections.deque([1.5, 2.0, -0.25]), range(4), array.array("d", [1, 2]),
+            [collections.deque([1, 2]), range(2)],
+            collections.deque([m.tensor(1.0), m.tensor(2.0)]),
+            collections.UserList([[1, 0], [True, 2]])]
+
+
+@pytest.mark.parametrize("i", range(6))
+def test_tensor_reads_any_sequence_as_a_list_as_torch(i):
+    """A deque (pytorch/examples' REINFORCE keeps its returns in one), a
+    range, an array.array: torch reads every object with the sequence
+    protocol as a list."""
+    torch = pytest.importorskip("torch")
+    ours = cg.tensor(_sequence_data(cg)[i])
+    theirs = torch.tensor(_sequence_data(torch)[i])
+    assert str(ours.dtype) == str(theirs.dtype).replace("torch.", "")
+    np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+
+
+@pytest.mark.parametrize("data", [{1, 2}, {1: 2}, None, [1, None], [{1}], object()],
+                         ids=["set", "dict", "None", "None-inside", "set-inside",
+                              "object"])
+def test_tensor_refuses_other_data_with_torchs_error(data):
+    """Sets, mappings, None: RuntimeError, as torch (not TypeError)."""
+    torch = pytest.importorskip("torch")
+    with pytest.raises(RuntimeError) as theirs:
+        torch.tensor(data)
+    with pytest.raises(RuntimeError) as ours:
+        cg.tensor(data)
+    assert str(ours.value).startswith(str(theirs.value))
+
+
 def test_promotion():
     f32 = cg.ones(2)
     f64 = cg.ones(2, dtype=cg.float64)

@@ -275,6 +275,12 @@ def function_apply(cls, node_cls, tuple args):
         new_outs.append(t)
         metas.append((t._arr.shape, t._arr.dtype))
     ctx._out_meta = tuple(metas)
+    # Read above and never again: a dirty input now has this node as its
+    # grad_fn, so keeping it here would close a reference cycle, and an
+    # iteration's whole graph (activations included) would wait for the
+    # cyclic GC (ReLU(inplace=True) on a Linear's output did this).
+    ctx._dirty = None
+    ctx._non_diff = None
     # Saved tensors: inputs by reference, outputs as (array, version) so that
     # the node never holds its own output (no cycle).
     if ctx._to_save is not None:

@@ -10,6 +10,7 @@ does (``x[0, :, [1, 2]]`` has shape ``[4, 2]`` for ``x`` of shape
 stage (advanced dims in place when adjacent, else first) is torch's.
 """
 
+import re
 import warnings
 
 import numpy as np
@@ -32,6 +33,12 @@ _SEQUENCES = (list, tuple, range, np.ndarray, TensorBase)
 def _index_error(e, arr):
     msg = str(e).replace("axis", "dimension").replace("arrays", "tensors")
     msg = msg.replace("array", "tensor")
+    head, sep, shapes = msg.partition("broadcast together with shapes ")
+    if sep:
+        # NumPy writes "(2,) (3,) (1,1,4) "; torch "[2], [3], [1, 1, 4]"
+        dims = re.findall(r"\(([\d,]*)\)", shapes)
+        msg = head + sep + ", ".join(
+            str([int(d) for d in ds.split(",") if d]) for ds in dims)
     return IndexError(msg + f" (indexing a tensor of shape {list(arr.shape)})")
 
 

@@ -18,9 +18,9 @@ worker that dies, or a ``timeout`` that expires, also stops every worker and
 raises ``RuntimeError``.  Idle workers leave when the main process is gone.
 
 Differences from torch: tensors cross from the workers through pipes as
-NumPy arrays (no shared memory); ``pin_memory`` is accepted and does nothing
-(cygrad runs on the CPU); an iterator whose worker raised is finished (torch
-keeps its workers and lets ``next`` go on).
+NumPy arrays (no shared memory); ``pin_memory`` does nothing but warn, as
+torch does without an accelerator (cygrad runs on the CPU); an iterator whose
+worker raised is finished (torch keeps its workers and lets ``next`` go on).
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ import multiprocessing
 import multiprocessing.connection
 import os
 import time
+import warnings
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from cygrad.utils.data import _worker
@@ -268,6 +269,16 @@ class DataLoader(Generic[T_co]):
 
 class _BaseIter:
     def __init__(self, loader):
+        # torch's warnings at every new iterator (cygrad has no accelerator)
+        if loader.pin_memory and loader.pin_memory_device:
+            warnings.warn(
+                "pin_memory_device is deprecated, the current accelerator will be "
+                f"used as the device,ignore pin_memory_device="
+                f"'{loader.pin_memory_device}'.", stacklevel=3)
+        if loader.pin_memory:
+            warnings.warn("'pin_memory' argument is set as true but no accelerator "
+                          "is found, then device pinned memory won't be used.",
+                          stacklevel=3)
         self._dataset = loader.dataset
         self._iterable = loader._iterable
         self._auto_collation = loader._auto_collation
