@@ -275,6 +275,10 @@ def function_apply(cls, node_cls, tuple args):
         new_outs.append(t)
         metas.append((t._arr.shape, t._arr.dtype))
     ctx._out_meta = tuple(metas)
+    # The dirty inputs now carry this node as grad_fn: holding them here too
+    # would make a reference cycle that keeps the graph alive until the
+    # garbage collector runs (and looks like a leak to the step diagnostics).
+    ctx._dirty = None
     # Saved tensors: inputs by reference, outputs as (array, version) so that
     # the node never holds its own output (no cycle).
     if ctx._to_save is not None:
