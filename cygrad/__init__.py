@@ -72,7 +72,7 @@ from cygrad import distributions  # noqa: F401
 from cygrad import func  # noqa: F401
 from cygrad.func import vmap  # noqa: F401
 from cygrad import accelerator, onnx  # noqa: F401
-from cygrad import amp, compiler, jit, profiler, version  # noqa: F401
+from cygrad import amp, compiler, hub, jit, profiler, version  # noqa: F401
 from cygrad.amp import autocast  # noqa: F401
 from cygrad.compiler import compile  # noqa: F401
 from cygrad.serialization import load, save  # noqa: F401

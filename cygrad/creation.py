@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import collections.abc
 import functools
+import inspect
 import math
 import numbers
 import warnings
@@ -199,11 +200,18 @@ def _factory(*, size: bool = False, out: bool = True) -> Callable[[_F], _F]:
     cost 0.45 us of a 1.9 us ``zeros(3)``."""
     def decorate(fn: _F) -> _F:
         with_out = _with_out(fn)
+        params = inspect.signature(fn).parameters
+        # torch's data constructors take neither (tensor takes pin_memory).
+        own = () if fn.__name__ in ("tensor", "as_tensor") else tuple(
+            k for k in ("layout", "pin_memory") if k not in params)
 
         @functools.wraps(fn)
         def wrapper(*args, **kwargs):
             if not kwargs:
                 return fn(*args)
+            for key in own:
+                if key in kwargs:
+                    _check_layout_or_pin(fn.__name__, key, kwargs.pop(key))
             if size and "size" in kwargs:
                 if args:
                     raise TypeError(f"{fn.__name__}() got multiple values for "
@@ -215,6 +223,22 @@ def _factory(*, size: bool = False, out: bool = True) -> Callable[[_F], _F]:
             return fn(*args, **kwargs)
         return wrapper  # type: ignore[return-value]
     return decorate
+
+
+def _check_layout_or_pin(name: str, key: str, value: Any) -> None:
+    """torch's ``layout=`` and ``pin_memory=`` of a factory: cygrad's only
+    layout is strided (dense arrays) and, with no accelerator, nothing is
+    pinned; ``pin_memory=True`` raises RuntimeError as torch's CPU build."""
+    if key == "pin_memory":
+        if value:
+            raise RuntimeError(
+                "pin_memory=True requires a CUDA or other accelerator backend; "
+                f"cygrad runs on the CPU only ({name})")
+        return
+    if value is not None and getattr(value, "_name", None) != "strided":
+        raise NotImplementedError(
+            f"{name}: layout {value!r} is not supported; cygrad's tensors are "
+            "dense (torch.strided)")
 
 
 def _legacy(d):

@@ -559,3 +559,19 @@ def test_an_exception_class_pickle_cannot_name_arrives_as_runtime_error():
     with pytest.raises(RuntimeError, match="Caught LocalError in DataLoader worker"):
         next(it)
     _assert_stopped(it)
+
+
+def test_more_workers_than_cpus_warns_as_torch_does():
+    torch = pytest.importorskip("torch")
+    import warnings
+
+    n = len(os.sched_getaffinity(0)) + 1
+    ds = list(range(4))
+    for mod in (torch.utils.data, cygrad.utils.data):
+        with pytest.warns(UserWarning, match=f"This DataLoader will create {n} worker "
+                          "processes in total"):
+            mod.DataLoader(ds, num_workers=n)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            mod.DataLoader(ds, num_workers=n - 1)
+            mod.DataLoader(ds)

@@ -392,6 +392,28 @@ def test_mark_dirty_rebases_history_onto_the_function():
     np.testing.assert_allclose(x.grad.numpy(), [3.0, 3.0])
 
 
+def test_mark_dirty_output_is_freed_without_the_garbage_collector():
+    # The node must not hold the tensor it rebased (a cycle kept every
+    # iteration's graph alive until gc ran: ``out += r; relu_(out)``).
+    import gc
+    import weakref
+
+    x = t64([1.0, 2.0])
+    gc.disable()
+    try:
+        a = AddOneInPlace.apply(x * 3)
+        node = weakref.ref(a)
+        del a
+        assert node() is None
+        b = x * 3
+        b += x
+        b = cygrad.nn.functional.relu(b, inplace=True)
+        b = weakref.ref(b)
+        assert b() is None
+    finally:
+        gc.enable()
+
+
 def test_in_place_input_change_without_mark_dirty_is_refused():
     x = t64([1.0, 2.0])
     a = x * 3

@@ -685,3 +685,27 @@ def test_factories_take_size_as_a_keyword(name):
         assert tuple(t.shape) == (1, 2, 3) and t.dtype == m.float64
         with pytest.raises(TypeError):     # the wording differs for rand/randn
             getattr(m, name)(2, size=(3,))
+
+
+@pytest.mark.parametrize("name,args", [
+    ("ones", (2, 3)), ("zeros", ((2,),)), ("full", ((2,), 1.5)), ("arange", (4,)),
+    ("linspace", (0, 1, 3)), ("eye", (2,)), ("randn", (3,)), ("randint", (5, (3,))),
+    ("empty", (2,))])
+def test_factories_take_torch_layout_and_pin_memory(name, args):
+    torch = pytest.importorskip("torch")
+    for kw, ckw in ((dict(layout=torch.strided), dict(layout=cygrad.strided)),
+                    (dict(layout=None), dict(layout=None)),
+                    (dict(pin_memory=False), dict(pin_memory=False))):
+        torch.manual_seed(0)
+        cygrad.manual_seed(0)
+        ref = getattr(torch, name)(*args, **kw)
+        got = getattr(cygrad, name)(*args, **ckw)
+        assert list(got.shape) == list(ref.shape)
+        if name != "empty":
+            np.testing.assert_array_equal(got.numpy(), ref.numpy())
+    with pytest.raises(RuntimeError, match="pin_memory=True requires a CUDA"):
+        torch.ones(2, pin_memory=True)
+    with pytest.raises(RuntimeError, match="pin_memory=True requires a CUDA"):
+        getattr(cygrad, name)(*args, pin_memory=True)
+    with pytest.raises(TypeError):
+        cygrad.tensor([1.0], layout=cygrad.strided)

@@ -226,6 +226,26 @@ class DataLoader(Generic[T_co]):
         self.persistent_workers = persistent_workers
         self._iterator = None
         self._initialized = True
+        self.check_worker_number_rationality()
+
+    def check_worker_number_rationality(self) -> None:
+        """Warn (UserWarning, as torch does when the loader is made and at each
+        new multi-process iterator) when ``num_workers`` exceeds the CPUs this
+        process may run on: the workers then compete for them."""
+        if not self.num_workers:
+            return
+        try:
+            cpus = len(os.sched_getaffinity(0))
+        except AttributeError:          # no affinity on this platform
+            cpus = os.cpu_count()
+        if cpus is None or self.num_workers > cpus:
+            have = (f"this process may run on {cpus} CPUs" if cpus is not None
+                    else "the number of CPUs is unknown")
+            warnings.warn(
+                f"This DataLoader will create {self.num_workers} worker processes in "
+                f"total, but {have}: workers beyond that compete for them and can "
+                "make loading slow or stall it; lower num_workers.",
+                UserWarning, stacklevel=3)
 
     def __setattr__(self, attr: str, val: Any) -> None:
         if self._initialized and attr in self._PROTECTED:
@@ -244,6 +264,7 @@ class DataLoader(Generic[T_co]):
     def _get_iterator(self):
         if self.num_workers == 0:
             return _SingleProcessIter(self)
+        self.check_worker_number_rationality()
         return _MultiProcessIter(self)
 
     def __iter__(self) -> Iterator[Any]:
