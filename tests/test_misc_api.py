@@ -644,6 +644,13 @@ def test_torch_functional_module():
         torch.functional.einsum("ij,jk->ik", torch.tensor(x), torch.tensor(x)).numpy())
 
 
+def _printed_by_both(code):
+    """What ``code`` prints in a fresh process, with ``{m}`` as cygrad, then
+    as torch (warnings fire once per process)."""
+    return [subprocess.run([sys.executable, "-c", code.format(m=m)], capture_output=True,
+                           text=True, cwd=str(ROOT)).stdout for m in ("cygrad", "torch")]
+
+
 def test_float_of_a_tensor_requiring_grad_warns_once_as_torch():
     """float() and complex() of a tensor that requires grad warn once per
     process (torch's TORCH_WARN_ONCE); int() and item() never do."""
@@ -655,8 +662,7 @@ def test_float_of_a_tensor_requiring_grad_warns_once_as_torch():
             "    warnings.simplefilter('always')\n"
             "    float(x); float(x * 2); complex(x)\n"
             "print(len(w), str(w[0].message).split(' (Triggered')[0] if w else '')\n")
-    out = [subprocess.run([sys.executable, "-c", code.format(m=m)], capture_output=True,
-                          text=True, cwd=str(ROOT)).stdout for m in ("cygrad", "torch")]
+    out = _printed_by_both(code)
     assert out[0] == out[1] and out[0].startswith("1 Converting a tensor with")
 
 
@@ -672,8 +678,7 @@ def test_float_of_a_tensor_requiring_grad_is_silent_under_no_grad():
             "    n = len(w)\n"
             "    float(x)\n"
             "print(n, len(w))\n")
-    out = [subprocess.run([sys.executable, "-c", code.format(m=m)], capture_output=True,
-                          text=True, cwd=str(ROOT)).stdout for m in ("cygrad", "torch")]
+    out = _printed_by_both(code)
     assert out[0] == out[1] == "0 1\n"
 
 
