@@ -228,10 +228,11 @@ class LogSoftmax(Softmax):
 
 
 def _softmax_dim(input, dim, name):
+    """``dim`` as an index, for a floating input (torch has no integer
+    softmax: the caller's ``dtype=`` converts first)."""
     if dim is None:
         raise TypeError(f"{name}() missing required argument 'dim'")
     if input._arr.dtype.kind != "f":
-        # torch has no integer softmax kernel (dtype= converts first)
         raise NotImplementedError(
             f'"{name}_lastdim_kernel_impl" not implemented for '
             f"'{_scalar_type(input.dtype)}' ({name} needs a floating input; pass "
@@ -243,16 +244,14 @@ def _softmax(input, dim=None, dtype=None):
     """softmax along ``dim`` (stable); grad = y * (g - sum(g * y, dim))."""
     if dtype is not None:
         input = input.to(dtype)
-    d = _softmax_dim(input, dim, "softmax")
-    return Softmax.apply(_float_input(input, "softmax"), d, False)
+    return Softmax.apply(input, _softmax_dim(input, dim, "softmax"), False)
 
 
 def _log_softmax(input, dim=None, dtype=None):
     """log(softmax) along ``dim`` (stable); grad = g - exp(y) * sum(g, dim)."""
     if dtype is not None:
         input = input.to(dtype)
-    d = _softmax_dim(input, dim, "log_softmax")
-    return LogSoftmax.apply(_float_input(input, "log_softmax"), d, True)
+    return LogSoftmax.apply(input, _softmax_dim(input, dim, "log_softmax"), True)
 
 
 # Over the last dim of a contiguous float tensor, compiled nodes of the
