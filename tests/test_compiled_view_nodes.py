@@ -113,3 +113,88 @@ def test_basic_index_node_names(index):
     torch = pytest.importorskip("torch")
     x, tx = _both(torch, np.ones((4, 5, 6)))
     assert x[index].grad_fn.name() == tx[index].grad_fn.name()
+
+
+# --- view and reshape: the size arguments read in C -------------------------------
+
+SIZE_CALLS = [((-1,), None), ((6, 4), None), (((2, -1, 3),), None), (([4, 6],), None),
+              ((1, 24, 1), None), ((np.int64(4), 6), None), ((4.0, 6), TypeError),
+              ((-1, -1), RuntimeError), ((5, -1), RuntimeError), ((7, 4), RuntimeError),
+              ((-2, 12), RuntimeError), ((0, -1), RuntimeError), ((2 ** 70, 1), TypeError),
+              ((True, 24), TypeError)]
+
+
+@pytest.mark.parametrize("method", ["view", "reshape"])
+@pytest.mark.parametrize("args, exc", SIZE_CALLS)
+def test_view_and_reshape_sizes_match_torch(method, args, exc):
+    torch = pytest.importorskip("torch")
+    a = np.arange(24.0).reshape(2, 3, 4)
+    x, tx = _both(torch, a)
+    try:
+        want = getattr(tx, method)(*args)
+    except Exception as e:  # noqa: BLE001 - the type torch raises is the check
+        with pytest.raises(type(e)):
+            getattr(x, method)(*args)
+        assert exc is None or isinstance(e, exc)
+        return
+    got = getattr(x, method)(*args)
+    assert tuple(got.shape) == tuple(want.shape)
+    assert got.grad_fn.name() == want.grad_fn.name()
+    assert got._base is x
+    (got * cygrad.tensor(np.arange(24.0).reshape(want.shape))).sum().backward()
+    (want * torch.tensor(np.arange(24.0).reshape(want.shape))).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), tx.grad.numpy())
+
+
+def test_copying_reshape_and_refused_view_take_the_python_op():
+    torch = pytest.importorskip("torch")
+    a = np.arange(12.0).reshape(3, 4)
+    x, tx = _both(torch, a)
+    y, ty = x.t().reshape(-1), tx.t().reshape(-1)     # needs a copy
+    np.testing.assert_array_equal(y.detach().numpy(), ty.detach().numpy())
+    assert y.grad_fn.name() == ty.grad_fn.name()
+    with pytest.raises(RuntimeError, match="view size is not compatible"):
+        x.t().view(12)
+    assert x.view(cygrad.float64) is not None and x.view(dtype=cygrad.float64).shape == (3, 4)
+    e = cygrad.zeros(0, 3)
+    assert e.view(-1, 3).shape == (0, 3) and e.reshape(3, 0).shape == (3, 0)
+    assert cygrad.reshape(x, (4, 3)).shape == (4, 3)
+    assert cygrad.reshape(x, shape=(2, 6)).shape == (2, 6)
+
+
+@pytest.mark.parametrize("dtype", ["int32", "float32", "float64", "uint8", "int8",
+                                   "float16", "bool", "int64", "int16"])
+def test_view_as_another_dtype_reinterprets_the_bytes_as_torch(dtype):
+    torch = pytest.importorskip("torch")
+    a = np.array([[1.5, -2.0, 3.25, 0.0], [7.0, 1e-3, -0.5, 2.0]], np.float32)
+    x, tx = cygrad.tensor(a, requires_grad=True), torch.tensor(a, requires_grad=True)
+    y, ty = x.view(getattr(cygrad, dtype)), tx.view(getattr(torch, dtype))
+    assert tuple(y.shape) == tuple(ty.shape) and not y.requires_grad
+    np.testing.assert_array_equal(y.numpy(), ty.numpy())
+    z = x.detach().view(dtype=getattr(cygrad, dtype))
+    z.zero_()                     # a view: the write reaches x
+    assert not x.detach().numpy().any()
+
+
+@pytest.mark.parametrize("make, dtype", [
+    (lambda L: L.arange(6.0).reshape(2, 3).t(), "float64"),
+    (lambda L: L.arange(3.0), "float64"),
+    (lambda L: L.tensor(1.0), "float16"),
+])
+def test_view_as_another_element_size_refuses_as_torch(make, dtype):
+    torch = pytest.importorskip("torch")
+    with pytest.raises(RuntimeError) as want:
+        make(torch).view(getattr(torch, dtype))
+    with pytest.raises(RuntimeError) as got:
+        make(cygrad).view(getattr(cygrad, dtype))
+    assert str(got.value) == str(want.value)
+
+
+def test_sizes_by_keyword():
+    x = cygrad.arange(12.0)
+    assert x.view(size=(3, 4)).shape == (3, 4)
+    assert cygrad.reshape(x, shape=[2, -1]).shape == (2, 6)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'shape'"):
+        x.view(shape=(3, 4))
+    with pytest.raises(TypeError, match="unexpected keyword argument 'shape'"):
+        x.reshape(3, shape=(3, 4))

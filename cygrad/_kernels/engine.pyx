@@ -30,7 +30,8 @@ file, so the C compiler still sees one unit and inlines across them):
 sites, version counters), ``engine_tensor`` (TensorBase), ``engine_diagnostics``
 (live nodes, generations), ``engine_arrays`` (dtype promotion, broadcasting,
 the 0-d pool), ``engine_elementwise`` (the table's ops and in-place updates),
-``engine_nodes`` (graph nodes), ``engine_function`` (Python Functions) and
+``engine_nodes`` (graph nodes), ``engine_shape`` (cat, stack, view, reshape), ``engine_loss``
+(cross-entropy), ``engine_function`` (Python Functions) and
 ``engine_backward`` (the scheduler), and ``engine_xp`` (the NumPy side of
 the backwards' ``xp`` namespace).  The C it needs of CPython is in
 ``cg_engine.h``.
@@ -38,12 +39,15 @@ the backwards' ``xp`` namespace).  The C it needs of CPython is in
 
 cimport cython
 cimport numpy as cnp
-from cpython.mem cimport PyMem_Calloc
+from cpython.mem cimport PyMem_Calloc, PyMem_Free
 from cpython.ref cimport PyObject, Py_DECREF, Py_INCREF, Py_REFCNT
+from libc.math cimport NAN
+from libc.stdint cimport int64_t
 from libc.string cimport memcpy, memset
 
 from cygrad._kernels.elementwise cimport (
     row_fn, unary_fwd, unary_bwd, binary_fwd, binary_bwd, nd_apply)
+from cygrad._kernels.loss cimport ce_bwd_rows, ce_fwd_rows, first_bad_label
 from cygrad._kernels.reductions cimport (
     softmax_rows as _rows_softmax, softmax_bwd_rows as _rows_softmax_bwd)
 
@@ -94,6 +98,8 @@ include "engine_diagnostics.pxi"
 include "engine_arrays.pxi"
 include "engine_elementwise.pxi"
 include "engine_nodes.pxi"
+include "engine_shape.pxi"
+include "engine_loss.pxi"
 include "engine_function.pxi"
 include "engine_backward.pxi"
 include "engine_xp.pxi"

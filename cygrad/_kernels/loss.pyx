@@ -88,7 +88,7 @@ def cross_entropy_fwd(
     if n == 0:
         return 0.0, 0.0
     with nogil:
-        _cross_entropy_fwd(
+        ce_fwd_rows(
             &logits[0, 0], &target[0],
             &weight[0] if weight.shape[0] > 0 else NULL,
             ignore_index, n, c, &out[0], &lse[0], &total, &wsum,
@@ -125,7 +125,7 @@ def cross_entropy_bwd(
     if n == 0:
         return
     with nogil:
-        _cross_entropy_bwd(
+        ce_bwd_rows(
             &logits[0, 0], &target[0],
             &weight[0] if weight.shape[0] > 0 else NULL,
             ignore_index, &lse[0], &grad[0], gstride, n, c, &grad_logits[0, 0],
@@ -150,7 +150,7 @@ cdef _check_ce(Py_ssize_t n, Py_ssize_t c, const int64_t[::1] target,
     if c == 0:
         raise ValueError("cross_entropy: the class dimension is empty (0 classes)")
     with nogil:
-        bad = _first_bad_label(&target[0], n, c, ignore_index)
+        bad = first_bad_label(&target[0], n, c, ignore_index)
     if bad >= 0:
         raise IndexError(
             f"Target {target[bad]} is out of bounds. (class indices must be in "
@@ -159,7 +159,7 @@ cdef _check_ce(Py_ssize_t n, Py_ssize_t c, const int64_t[::1] target,
         )
 
 
-cdef Py_ssize_t _first_bad_label(const int64_t* target, Py_ssize_t n,
+cdef Py_ssize_t first_bad_label(const int64_t* target, Py_ssize_t n,
                                  Py_ssize_t c, Py_ssize_t ignore_index) noexcept nogil:
     cdef Py_ssize_t i
     cdef int64_t t
@@ -170,7 +170,7 @@ cdef Py_ssize_t _first_bad_label(const int64_t* target, Py_ssize_t n,
     return -1
 
 
-cdef void _cross_entropy_fwd(
+cdef void ce_fwd_rows(
     const real_t* x, const int64_t* target, const real_t* weight,
     Py_ssize_t ignore_index, Py_ssize_t n, Py_ssize_t c,
     real_t* out, real_t* lse, double* total, double* wsum,
@@ -199,7 +199,7 @@ cdef void _cross_entropy_fwd(
         wsum[0] += w
 
 
-cdef void _cross_entropy_bwd(
+cdef void ce_bwd_rows(
     const real_t* x, const int64_t* target, const real_t* weight,
     Py_ssize_t ignore_index, const real_t* lse, const real_t* grad,
     Py_ssize_t gstride, Py_ssize_t n, Py_ssize_t c, real_t* gx,

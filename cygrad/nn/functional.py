@@ -17,6 +17,7 @@ import warnings
 import numpy as np
 
 from cygrad import ops
+from cygrad._kernels import engine as _engine
 from cygrad._kernels import loss as _k
 from cygrad._kernels.reduce import add_bias as _add_bias
 from cygrad._tensor import Tensor
@@ -600,6 +601,7 @@ def _ce_grad_tensors(input, target, weight, grad, rule):
 # grad = (softmax(x) - onehot(target)) * g * w[target] (0 at ignore_index),
 # / the weight sum for the mean.  rule: (reduction, ignore_index, wsum, lse).
 xp_helper("cross_entropy_grad", _ce_grad_arrays, _ce_grad_tensors)
+_engine.install_cross_entropy_graph(_ce_grad_tensors)   # the compiled node's
 
 
 def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
@@ -636,6 +638,12 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
     ValueError
         For mismatched batch sizes.
     """
+    if weight is None and size_average is None and reduce is None and \
+            not label_smoothing:
+        # (N, C) logits and (N,) targets, 'mean' or 'sum': one compiled node
+        loss = _engine.cross_entropy_fast(input, target, ignore_index, reduction)
+        if loss is not None:
+            return loss
     reduction = _lossf.legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     label_smoothing = float(label_smoothing)

@@ -19,7 +19,7 @@ from cygrad.ops.registry import (
     _register_view,
     _view_of,
     apply_named,
-    np_aliases,
+    named,
     op,
 )
 
@@ -180,10 +180,35 @@ def _infer_shape(shape, n):
     return shape[:neg] + (n // known,) + shape[neg + 1:]
 
 
-def _shape_args(shape):
+def _shape_args(shape, name="view"):
+    """The sizes of ``op(*shape)`` (or ``op(shape)``) as ints: ints and
+    integer scalars (``__index__``), never floats or bools, as torch."""
     if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
         shape = shape[0]
-    return tuple(map(int, shape))     # map: no generator object per call
+    try:
+        sizes = tuple(map(_size_index, shape))     # map: no generator per call
+    except TypeError:
+        pos = next(i for i, s in enumerate(shape) if _bad_size(s))
+        raise TypeError(
+            f"{name}(): argument 'size' must be tuple of ints, but found element of "
+            f"type {type(shape[pos]).__name__} at pos {pos}") from None
+    for i, s in enumerate(sizes):
+        if not -2 ** 63 <= s < 2 ** 63:
+            raise TypeError(f"{name}(): argument 'size' failed to unpack the object at "
+                            f"pos {i}: overflow when unpacking long long")
+    return sizes
+
+
+def _bad_size(s):
+    return isinstance(s, bool) or not hasattr(type(s), "__index__")
+
+
+def _size_index(s):
+    if type(s) is int:
+        return s
+    if _bad_size(s):
+        raise TypeError
+    return s.__index__()
 
 
 class Reshape(Function):
@@ -219,28 +244,81 @@ class Reshape(Function):
         return xp.out(xp.reshape(xp.val(g), ctx.in_shape)), None, None
 
 
-@op("reshape", methods=("reshape",), primitive=True, kind="shape")
-def reshape(input, *shape):
+def _sizes_keyword(shape, kwargs, key, name):
+    """The sizes given positionally, or as the one keyword ``key``."""
+    if not kwargs:
+        return shape
+    extra = [k for k in kwargs if k != key]
+    if extra or shape:
+        raise TypeError(f"{name}() got an unexpected keyword argument "
+                        f"'{extra[0] if extra else key}'")
+    return (kwargs[key],)
+
+
+def _reshape(input, *shape, **kwargs):
     """out = x with shape ``shape`` (-1 inferred); a view when the layout allows."""
-    shape = _infer_shape(_shape_args(shape), input._arr.size)
+    shape = _sizes_keyword(shape, kwargs, "shape", "reshape")
+    shape = _infer_shape(_shape_args(shape, "reshape"), input._arr.size)
     res = _view_shape(input, shape, None, _register_view)     # compiled, when a view
-    return Reshape.apply(input, shape, False) if res is None else res
+    if res is not None:
+        return res
+    res = Reshape.apply(input, shape, False)
+    # a copy: torch's node is _unsafe_view's
+    if res._base is None and input._arr.size:
+        named(res, "UnsafeViewBackward0")
+    return res
 
 
-@op("view", methods=("view",), kind="shape")
-def view(input, *shape):
-    """Like reshape but always a view; error if the layout does not allow one."""
-    if len(shape) == 1 and not isinstance(shape[0], (tuple, list, int)):
-        return input.to(shape[0])
+def _view(input, *shape, dtype=None, **kwargs):
+    """Like reshape but always a view; error if the layout does not allow one.
+    ``view(dtype)`` reinterprets the bytes as ``dtype`` (a view that does
+    not require grad, as torch's); the last dim scales when the element
+    sizes differ."""
+    if dtype is not None or (len(shape) == 1 and isinstance(shape[0], (_dt.dtype, type,
+                                                                   str))):
+        if shape and dtype is not None:
+            raise TypeError("view() received both sizes and a dtype")
+        return _view_dtype(input, shape[0] if dtype is None else dtype)
+    shape = _sizes_keyword(shape, kwargs, "size", "view")
     shape = _infer_shape(_shape_args(shape), input._arr.size)
     res = _view_shape(input, shape, None, _register_view)     # compiled, when a view
     return Reshape.apply(input, shape, True) if res is None else res
 
 
+def _view_dtype(input, dtype):
+    arr = input._arr
+    d = _dt.to_numpy(dtype)
+    src, dst = arr.dtype.itemsize, d.itemsize
+    if src != dst:
+        what = (f"to view {_dt.type_name(arr.dtype)[6:-6]} as "
+                f"{_dt.type_name(d)[6:-6]} (different element sizes)")
+        if arr.ndim == 0:
+            raise RuntimeError(f"self.dim() cannot be 0 {what}")
+        step = arr.strides[-1] // src
+        if step != 1 and arr.shape[-1] != 1:
+            raise RuntimeError(f"self.stride(-1) must be 1 {what}, but got {step}")
+        if dst > src and arr.shape[-1] * src % dst:
+            raise RuntimeError(f"self.size(-1) must be divisible by {dst // src} "
+                               f"{what}, but got {arr.shape[-1]}")
+        if step != 1:       # a last dim of 1 with another stride: NumPy wants 1
+            arr = np.lib.stride_tricks.as_strided(
+                arr, arr.shape, arr.strides[:-1] + (src,))
+    return _engine.view_result(input, arr.view(d), _register_view)
+
+
+# compiled for the common call (plain int sizes, a layout that allows a view)
+_reshape.__name__ = _reshape.__qualname__ = "reshape"
+_view.__name__ = _view.__qualname__ = "view"
+reshape = op("reshape", methods=("reshape",), primitive=True, kind="shape")(
+    _engine.shape_method(_reshape, _register_view))
+view = op("view", methods=("view",), kind="shape")(
+    _engine.shape_method(_view, _register_view))
+
+
 @op("permute", methods=("permute",), primitive=True, kind="shape")
 def permute(input, *dims):
     """Reorder the axes (a view); grad = g with the inverse permutation."""
-    dims = _shape_args(dims)
+    dims = _shape_args(dims, "permute")
     nd = input._arr.ndim
     if len(dims) != nd:
         raise RuntimeError(
@@ -311,7 +389,7 @@ class Expand(Function):
 def expand(input, *sizes):
     """Broadcast size-1 axes to ``sizes`` (-1 keeps a size; a view); grad = g
     summed back to the input's shape."""
-    sizes = _shape_args(sizes)
+    sizes = _shape_args(sizes, "expand")
     shape = input._arr.shape
     if len(sizes) < len(shape):
         raise RuntimeError(
@@ -458,9 +536,7 @@ def _promote_all(tensors):
     return [t if t._arr.dtype == dt else t.to(dt) for t in tensors]
 
 
-@op("cat", primitive=True, kind="join", aliases=("concat", "concatenate"))
-@np_aliases
-def cat(tensors, dim=0):
+def _cat(tensors, dim=0):
     """Join tensors along an existing ``dim`` (dtypes promoted as torch);
     each input's gradient is its slice of g.  1-D empty tensors are skipped,
     as torch's legacy rule."""
@@ -497,6 +573,10 @@ def cat(tensors, dim=0):
     return Cat.apply(d, *keep)
 
 
+_cat.__name__ = _cat.__qualname__ = "cat"
+cat = op("cat", primitive=True, kind="join", aliases=("concat", "concatenate"))(
+    _engine.join_method(_cat, False))     # compiled for the common call
+
 
 class Stack(Function):
     """out = the inputs joined along a new axis ``dim``; grad_i = g[..., i, ...]
@@ -517,9 +597,7 @@ class Stack(Function):
         return (None, *[xp.out(gv[lead + (i,)]) for i in range(ctx.n)])
 
 
-@op("stack", primitive=True, kind="join")
-@np_aliases
-def stack(tensors, dim=0):
+def _stack(tensors, dim=0):
     """Join equal-shaped tensors along a new ``dim``; grad_i = g's slice i."""
     tensors = _as_tensor_list(tensors, "stack")
     shape0 = tensors[0]._arr.shape
@@ -535,6 +613,10 @@ def stack(tensors, dim=0):
             f"but got {dim}) for stack of tensors with {nd - 1} dimensions")
     d = dim % nd
     return Stack.apply(d, *_promote_all(tensors))
+
+
+_stack.__name__ = _stack.__qualname__ = "stack"
+stack = op("stack", primitive=True, kind="join")(_engine.join_method(_stack, True))
 
 
 # --- moving axes, broadcasting -------------------------------------------------------------
