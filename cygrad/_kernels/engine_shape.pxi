@@ -247,3 +247,121 @@ def shape_method(fallback, register):
     method.__name__ = fallback.__name__
     method.__qualname__ = fallback.__qualname__
     return method
+
+
+# --- x[idx]: rows picked by one integer index tensor --------------------------------
+
+@cython.final
+@cython.no_gc
+cdef class IndexRowsNode(Node):
+    """Backward of ``x[idx]`` for one int64 index tensor (an embedding-style
+    lookup, ``C[Xb]``): grad = zeros of x's shape with g's rows added at
+    idx, in index order (repeats sum, the same bits every run)."""
+    cdef object idx                 # flat int64, each in [0, rows); None once freed
+    cdef Version ver                # the index tensor's
+    cdef long long v
+    cdef tuple in_shape
+
+    cdef void release(self):
+        if self._has_saved:
+            self.idx = None
+            self._freed = True
+
+    def name(self):
+        if self._torch_name is not None:
+            return self._torch_name
+        return "IndexBackward0"
+
+    cpdef Py_ssize_t saved_nbytes(self):
+        return 0 if self.idx is None else (<cnp.ndarray>self.idx).nbytes
+
+    cdef object apply(self, object grads, bint graph):
+        if self._freed:
+            raise _freed_error(self, grads)
+        _check_version(self.ver, self.v, self.idx, self, "an input")
+        cdef cnp.ndarray g, out, idx = <cnp.ndarray>self.idx
+        cdef Py_ssize_t n = cnp.PyArray_SIZE(idx), rows = self.in_shape[0], d
+        if graph:
+            zeros = grads.new_zeros(self.in_shape)
+            return (zeros.index_add(0, _new_tensor(idx),
+                                    grads.reshape((n,) + self.in_shape[1:])),)
+        g = <cnp.ndarray>grads
+        out = <cnp.ndarray>np.zeros(self.in_shape, dtype=(<object>g).dtype)
+        d = cnp.PyArray_SIZE(out) // rows if rows else 0
+        if ((cnp.PyArray_TYPE(g) == cnp.NPY_FLOAT or cnp.PyArray_TYPE(g) == cnp.NPY_DOUBLE)
+                and cnp.PyArray_IS_C_CONTIGUOUS(g)):
+            _add_rows_at(cnp.PyArray_TYPE(g), <const int64_t*>cnp.PyArray_DATA(idx),
+                         cnp.PyArray_DATA(g), n, d, cnp.PyArray_DATA(out))
+        else:
+            np.add.at(out, idx, (<object>g).reshape((n,) + self.in_shape[1:]))
+        return (out,)
+
+
+cdef void _add_rows_at(int typenum, const int64_t* idx, const void* g, Py_ssize_t n,
+                       Py_ssize_t d, void* out) noexcept:
+    """out[idx[i]] += g[i] for each of n rows of d (float32 or float64)."""
+    cdef Py_ssize_t i, j
+    cdef float* fo
+    cdef const float* fg
+    cdef double* do_
+    cdef const double* dg
+    if typenum == cnp.NPY_FLOAT:
+        for i in range(n):
+            fo = <float*>out + idx[i] * d
+            fg = <const float*>g + i * d
+            for j in range(d):
+                fo[j] += fg[j]
+    else:
+        for i in range(n):
+            do_ = <double*>out + idx[i] * d
+            dg = <const double*>g + i * d
+            for j in range(d):
+                do_[j] += dg[j]
+
+
+def index_rows(TensorBase t, TensorBase index):
+    """``t[index]`` for an int64 index tensor with every entry in [-rows,
+    rows) of a tensor with at least one dim (np.take of the rows, one
+    IndexRowsNode); None for anything else (empty, another dtype, an index
+    out of range: the caller's Python op decides or raises)."""
+    cdef cnp.ndarray arr = <cnp.ndarray>t._arr, idx = <cnp.ndarray>index._arr
+    cdef Py_ssize_t i, n, rows
+    cdef int64_t* p
+    cdef bint neg = False
+    cdef IndexRowsNode node
+    if (cnp.PyArray_TYPE(idx) != cnp.NPY_INT64 or cnp.PyArray_NDIM(arr) == 0
+            or cnp.PyArray_NDIM(idx) == 0 or cnp.PyArray_SIZE(idx) == 0
+            or cnp.PyArray_SIZE(arr) == 0):
+        return None
+    rows = cnp.PyArray_DIMS(arr)[0]
+    flat = np.ascontiguousarray(idx).reshape(-1)
+    n = cnp.PyArray_SIZE(<cnp.ndarray>flat)
+    p = <int64_t*>cnp.PyArray_DATA(<cnp.ndarray>flat)
+    for i in range(n):
+        if p[i] < 0:
+            if p[i] < -rows:
+                return None
+            neg = True
+        elif p[i] >= rows:
+            return None
+    if neg:
+        flat = np.where(flat < 0, flat + rows, flat)
+    cdef TensorBase res = _new_tensor(
+        (<object>arr).take(flat, axis=0).reshape((<object>idx).shape
+                                                 + (<object>arr).shape[1:]))
+    if cygrad_grad_mode and t._requires_grad:
+        node = IndexRowsNode.__new__(IndexRowsNode)
+        node._n_out = 1
+        node._n_in = 1
+        node._e0 = _edge(t)
+        if t._out_nr != 0:
+            node._nrs = (t._out_nr,)
+        node.idx = flat
+        node.ver = index._ver
+        node.v = index._ver.v
+        node.in_shape = (<object>arr).shape
+        node._has_saved = True
+        _attach(res, node)
+    elif _debug_level > 0 and (t._requires_grad or t._origin is not None):
+        _note_no_grad(res, t, None)
+    return res

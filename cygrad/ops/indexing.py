@@ -18,6 +18,7 @@ import numpy as np
 from cygrad._kernels import engine as _engine
 from cygrad._kernels import select as _select_k
 from cygrad._kernels.engine import TensorBase, _wrap
+from cygrad._tensor import Tensor
 from cygrad.autograd.function import Function
 from cygrad.ops.registry import _ns, _NumpyNS, _register_view, _view_of, op, xp_helper
 
@@ -370,6 +371,10 @@ def getitem(input, index):
     (or bool lists) give a copy, with the advanced dims first when slices
     separate them.  The gradient scatters back, adding over repeated
     indices."""
+    if index.__class__ is Tensor:       # x[idx]: rows, compiled (None: not that)
+        res = _engine.index_rows(input, index)
+        if res is not None:
+            return res
     basic, adv = _norm_index(index, input._arr.shape)
     if adv is None:         # a view, with the engine's compiled node
         # (a bare slice, even ``x[:]``, slices in torch; in a tuple a full

@@ -10,7 +10,7 @@ from cygrad._kernels.engine import TensorBase, _wrap
 from cygrad.autograd.function import Function
 from cygrad.creation import get_default_dtype
 from cygrad.creation import tensor as _make_tensor
-from cygrad.ops.registry import _as_dtype, _ns, _NumpyNS, op, xp_helper
+from cygrad.ops.registry import _as_dtype, _ns, _NumpyNS, named, op, xp_helper
 
 # --- selection ---------------------------------------------------------------------------
 
@@ -192,15 +192,18 @@ def clamp(input, min=None, max=None):
     if input._arr.dtype.kind != "f" and _is_int_bound(min) and _is_int_bound(max):
         return _int_clip(input, min, max)
     if input._arr.dtype.kind == "f" and _plain_bound(min) and _plain_bound(max):
-        lo = -math.inf if min is None else float(min)
-        hi = math.inf if max is None else float(max)
-        return Clamp.apply(input, lo, hi)
+        # one number bound: the table's compiled op (0.5 us, the Function 3.8)
+        if max is None:
+            return named(_engine.binary("clamp_min", input, float(min)), "ClampBackward1")
+        if min is None:
+            return named(_engine.binary("clamp_max", input, float(max)), "ClampBackward1")
+        return Clamp.apply(input, float(min), float(max))
     out = input
     if min is not None:
         out = _engine.binary("clamp_min", out, min)
     if max is not None:
         out = _engine.binary("clamp_max", out, max)
-    return out
+    return named(out, "ClampBackward0")
 
 
 clip = clamp
