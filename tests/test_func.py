@@ -552,3 +552,22 @@ def test_transforms_and_multi_dot_free_their_graphs_without_the_cycle_collector(
         got.append((res.numpy(), chain.numpy()))
     for mine, theirs in zip(*got):
         np.testing.assert_allclose(mine, theirs, **TOL)
+
+
+def test_vmap_over_autograd_grad_of_an_outside_graph_frees_it_once():
+    # the vmap recipe's jacobian: one batched pass in torch, one pass per
+    # element here, so each but the last keeps the graph for the next one
+    x0, v0 = arr(5), arr(2, 3, 5)
+    got = []
+    for m in (cygrad, torch):
+        x = m.tensor(x0, requires_grad=True)
+        y = x ** 2 * m.sin(x)
+        jac = m.vmap(lambda v: m.autograd.grad(y, x, v)[0])(m.eye(5, dtype=m.float64))
+        with pytest.raises(RuntimeError, match="backward through the graph a second"):
+            m.autograd.grad(y, x, m.ones(5, dtype=m.float64))
+        z = (x * x).sum() * x          # nested: the outer vmap keeps it too
+        inner = m.vmap(m.vmap(lambda v: m.autograd.grad(z, x, v)[0]))(
+            m.tensor(v0))
+        got.append((jac.numpy(), inner.numpy()))
+    for mine, theirs in zip(*got):
+        np.testing.assert_allclose(mine, theirs, **TOL)
