@@ -484,8 +484,12 @@ def test_backends_import_as_modules_and_keep_flags():
 def test_cudnn_flags_set_and_restore_as_torchs():
     torch = pytest.importorskip("torch")
     seen = []
+    names = ("enabled", "benchmark", "deterministic", "allow_tf32")
     for lib in (cygrad, torch):
         c = lib.backends.cudnn
+        kept = {n: getattr(c, n) for n in names}   # other tests set them
+        for n, v in zip(names, (True, False, True, True)):
+            setattr(c, n, v)
         before = (c.enabled, c.benchmark, c.deterministic, c.allow_tf32)
         with c.flags(allow_tf32=False) as got:
             inside = (c.enabled, c.benchmark, c.deterministic, c.allow_tf32)
@@ -496,6 +500,8 @@ def test_cudnn_flags_set_and_restore_as_torchs():
                 raise KeyError("body fails")
         seen.append((before, inside, got,
                      (c.enabled, c.benchmark, c.deterministic, c.allow_tf32)))
+        for n, v in kept.items():
+            setattr(c, n, v)
     assert seen[0] == seen[1]
 
 
