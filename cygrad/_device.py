@@ -80,6 +80,17 @@ class device:
     def __reduce__(self):
         return (device, (self._type, self._index))
 
+    def __enter__(self):
+        """``with torch.device(d):`` makes ``d`` the default device for the
+        block: the CPU is, already; any other device raises here, with the
+        error ``set_default_device`` gives (torch raises at the first tensor
+        the block makes)."""
+        set_default_device(self)
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
 
 builtins_type = type
 CPU = device("cpu")

@@ -57,6 +57,9 @@ class Tensor(_TypedBase):
 
     __array_priority__ = 1000
     __hash__ = object.__hash__
+    # the public name, as torch's ``<class 'torch.Tensor'>`` (pickle finds
+    # the class there too)
+    __module__ = "cygrad"
 
     def __init__(self, *args: Any, dtype: DType | None = None,
                  device: Device | None = None, requires_grad: bool = False) -> None:

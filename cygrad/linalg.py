@@ -104,18 +104,21 @@ def multi_dot(tensors):
                 if cost[i][j] is None or c < cost[i][j]:
                     cost[i][j], split[i][j] = c, k
 
-    def chain(i, j):
-        if i == j:
-            return ts[i]
-        k = split[i][j]
-        return matmul(chain(i, k), chain(k + 1, j))
-
-    out = chain(0, n - 1)
+    out = _chain_product(ts, split, 0, n - 1)
     if first_vec:
         out = out.squeeze(0)
     if last_vec:
         out = out.squeeze(-1)
     return out
+
+
+def _chain_product(ts, split, i, j):
+    """ts[i] @ ... @ ts[j] in the order ``split`` chose (a module function:
+    a nested one calling itself would be a reference cycle holding ``ts``)."""
+    if i == j:
+        return ts[i]
+    k = split[i][j]
+    return matmul(_chain_product(ts, split, i, k), _chain_product(ts, split, k + 1, j))
 
 
 def vecdot(x, y, *, dim=-1):

@@ -99,3 +99,26 @@ def test_batched_matmul_gradients_match_torch():
     (qt @ kt.transpose(-2, -1)).backward(torch.tensor(g))
     np.testing.assert_allclose(q.grad.numpy(), qt.grad.numpy(), rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(k.grad.numpy(), kt.grad.numpy(), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("n", [1, 2, 7])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_narrow_products_match_torch(n, dtype):
+    # batched dot products and matrix-vector stacks (B narrower than one
+    # vector), as the benchmark recipe's bmm(x.unsqueeze(1), x.unsqueeze(-1))
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(n)
+    x = rng.standard_normal((300, 64)).astype(dtype)
+    a = rng.standard_normal((5, 9, 64)).astype(dtype)
+    b = rng.standard_normal((5, n, 64)).astype(dtype)     # used transposed
+    res = []
+    for lib in (cygrad, torch):
+        tx = lib.tensor(x)
+        ta, tb = lib.tensor(a, requires_grad=True), lib.tensor(b, requires_grad=True)
+        dots = lib.bmm(tx.unsqueeze(1), tx.unsqueeze(-1))
+        mv = lib.bmm(ta, tb.transpose(1, 2))
+        (mv * mv).sum().backward()
+        res.append([v.detach().numpy() for v in (dots, mv, ta.grad, tb.grad)])
+    for got, want in zip(*res):
+        assert got.shape == want.shape
+        _close(got, want, dtype)

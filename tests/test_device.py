@@ -55,11 +55,23 @@ def test_the_idiom_picks_the_cpu_and_runs():
     assert cygrad.get_default_device() == cygrad.device("cpu")
 
 
+def test_device_is_a_context_manager_for_the_cpu():
+    torch = pytest.importorskip("torch")
+    for lib in (cygrad, torch):
+        with lib.device("cpu") as d:
+            assert d == lib.device("cpu")
+            m = lib.nn.Linear(2, 3)
+            x = lib.zeros(2)
+        assert m.weight.device == x.device == lib.device("cpu")
+        assert lib.get_default_device() == lib.device("cpu")
+
+
 @pytest.mark.parametrize("go", [
     lambda x, m: x.to("cuda"), lambda x, m: x.cuda(), lambda x, m: m.cuda(),
     lambda x, m: m.to("cuda:0"), lambda x, m: x.to(device=cygrad.device("cuda")),
     lambda x, m: cygrad.zeros(2, device="cuda"), lambda x, m: cygrad.cuda.synchronize(),
     lambda x, m: cygrad.set_default_device("cuda"),
+    lambda x, m: cygrad.device("cuda").__enter__(),
     lambda x, m: cygrad.tensor([1.0], device="mps"),
 ])
 def test_anything_but_the_cpu_is_one_clear_assertion_error(go):

@@ -25,7 +25,7 @@ LAYERS = [
     (2, ["cygrad._tensor", "cygrad._copying", "cygrad._device", "cygrad._legacy",
          "cygrad.creation", "cygrad.ops", "cygrad._memory_format",
          "cygrad._printing", "cygrad._typeinfo", "cygrad._config", "cygrad.random",
-         "cygrad.linalg", "cygrad.storage", "cygrad.functional"]),
+         "cygrad.linalg", "cygrad.storage", "cygrad.functional", "cygrad._threads"]),
     (3, ["cygrad.autograd", "cygrad.viz"]),
     (4, ["cygrad.nn", "cygrad.optim", "cygrad.utils", "cygrad.distributed",
          "cygrad.multiprocessing", "cygrad.serialization", "cygrad.cuda",

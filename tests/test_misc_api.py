@@ -481,6 +481,41 @@ def test_backends_import_as_modules_and_keep_flags():
     assert cygrad.backends.cuda.matmul.allow_tf32 is False
 
 
+def test_cudnn_flags_set_and_restore_as_torchs():
+    torch = pytest.importorskip("torch")
+    seen = []
+    names = ("enabled", "benchmark", "deterministic", "allow_tf32")
+    for lib in (cygrad, torch):
+        c = lib.backends.cudnn
+        kept = {n: getattr(c, n) for n in names}   # other tests set them
+        for n, v in zip(names, (True, False, True, True)):
+            setattr(c, n, v)
+        before = (c.enabled, c.benchmark, c.deterministic, c.allow_tf32)
+        with c.flags(allow_tf32=False) as got:
+            inside = (c.enabled, c.benchmark, c.deterministic, c.allow_tf32)
+        with c.flags(enabled=True, benchmark=True, deterministic=True):
+            inside += (c.enabled, c.benchmark, c.deterministic, c.allow_tf32)
+        with pytest.raises(KeyError):
+            with c.flags(deterministic=True):
+                raise KeyError("body fails")
+        seen.append((before, inside, got,
+                     (c.enabled, c.benchmark, c.deterministic, c.allow_tf32)))
+        for n, v in kept.items():
+            setattr(c, n, v)
+    assert seen[0] == seen[1]
+
+
+def test_tensor_type_prints_and_pickles_as_the_package_name():
+    torch = pytest.importorskip("torch")
+    import pickle
+    assert repr(type(cygrad.zeros(1))) == repr(type(torch.zeros(1))).replace(
+        "torch", "cygrad")
+    assert cygrad.Tensor.__module__ == "cygrad"
+    assert pickle.loads(pickle.dumps(cygrad.Tensor)) is cygrad.Tensor
+    t = pickle.loads(pickle.dumps(cygrad.tensor([1.5, -2.0])))
+    np.testing.assert_array_equal(t.numpy(), [1.5, -2.0])
+
+
 def test_onnx_imports_and_export_refuses_clearly():
     code = ("import cygrad as torch\nimport cygrad.onnx\n"
             "try:\n    torch.onnx.export(None, (), 'm.onnx')\n"

@@ -294,6 +294,30 @@ def test_spatial_transformer_step_matches_torch():
         np.testing.assert_allclose(q, p, **TOL[np.float64])
 
 
+@pytest.mark.parametrize("size", [(4, 1, 28, 28), (2, 3, 7, 12), (2, 1, 3, 5, 6)])
+@pytest.mark.parametrize("align", (False, True))
+def test_float32_identity_transform_matches_torch_bit_for_bit_at_the_kinks(size, align):
+    """The STN tutorial starts from the identity: every point of its float32
+    grid sits on a pixel centre, a kink of bilinear sampling, where the
+    grid's gradient is the slope of the cell floor() picks.  The base grid
+    and the source coordinate must round as torch's for the same cell (a
+    different one changed theta's gradient by 20%)."""
+    torch = pytest.importorskip("torch")
+    nd = len(size) - 2
+    eye = np.tile(np.eye(nd, nd + 1, dtype=np.float32), (size[0], 1, 1))
+    img = np.random.default_rng(18).standard_normal(size).astype(np.float32) ** 2
+    res = []
+    for lib, fn in ((torch, torch.nn.functional), (cygrad, F)):
+        t = lib.tensor(eye, requires_grad=True)
+        grid = fn.affine_grid(t, size, align_corners=align)
+        y = fn.grid_sample(lib.tensor(img), grid, align_corners=align)
+        (y * y).sum().backward()
+        res.append((grid.detach().numpy(), y.detach().numpy(), t.grad.numpy()))
+    np.testing.assert_array_equal(res[1][0], res[0][0])
+    np.testing.assert_allclose(res[1][1], res[0][1], rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(res[1][2], res[0][2], rtol=2e-4, atol=1e-3)
+
+
 @settings(max_examples=25, deadline=None)
 @given(nd=st.sampled_from((2, 3)), n=st.integers(1, 2), c=st.integers(1, 3),
        spatial=st.lists(st.integers(1, 5), min_size=3, max_size=3),

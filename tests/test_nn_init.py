@@ -23,6 +23,24 @@ def test_orthogonal(shape):
     np.testing.assert_allclose(gram, np.eye(small), atol=1e-12)
 
 
+@pytest.mark.parametrize("shape, dtype", [((3, 5), "float32"), ((5, 3), "float64"),
+                                          ((4, 2, 3, 3), "float32"), ((6, 6), "float64")])
+def test_orthogonal_and_sparse_match_torch_after_the_same_seed(shape, dtype):
+    # torch's draws (the normal block, then one randperm per column for
+    # sparse_), so the values match and the generator ends where torch's does
+    got, want = [], []
+    for lib, out in ((cygrad, got), (torch, want)):
+        lib.manual_seed(5)
+        dt = getattr(lib, dtype)
+        out.append(lib.nn.init.orthogonal_(lib.empty(*shape, dtype=dt), gain=1.5))
+        out.append(lib.nn.init.sparse_(lib.empty(7, 4, dtype=dt), 0.4, std=0.3))
+        out.append(lib.rand(3))
+    tol = 1e-5 if dtype == "float32" else 1e-12
+    np.testing.assert_allclose(got[0].numpy(), want[0].numpy(), rtol=tol, atol=tol)
+    np.testing.assert_array_equal(got[1].numpy(), want[1].numpy())
+    np.testing.assert_array_equal(got[2].numpy(), want[2].numpy())
+
+
 def test_trunc_normal_bounds_and_moments():
     cygrad.manual_seed(0)
     w = init.trunc_normal_(cygrad.empty(200_000, dtype=cygrad.float64), mean=1.0,

@@ -115,6 +115,29 @@ def test_random_structured_prunes_whole_channels():
                       prune.PruningContainer)
 
 
+def test_random_methods_choose_torchs_entries_after_the_same_seed():
+    # each draw is torch's (rand_like of the tensor, rand of the channels),
+    # so a seeded run zeroes the very entries torch's does, also when a
+    # second pruning chooses among the survivors through the container
+    torch = pytest.importorskip("torch")
+    import torch.nn.utils.prune as tprune
+    masks = []
+    for lib, P in ((torch, tprune), (cygrad, prune)):
+        lib.manual_seed(3)
+        m = lib.nn.Conv2d(3, 6, 3)
+        P.random_unstructured(m, "weight", amount=0.3)
+        P.random_unstructured(m, "weight", amount=7)
+        P.random_structured(m, "weight", amount=2, dim=0)
+        P.random_structured(m, "weight", amount=0.5, dim=1)
+        P.random_unstructured(m, "bias", amount=0.5)
+        lin = lib.nn.Linear(5, 4).double()
+        P.random_unstructured(lin, "weight", amount=0.4)
+        masks.append([m.weight_mask.numpy(), m.bias_mask.numpy(),
+                      lin.weight_mask.numpy(), lib.rand(3).numpy()])
+    for want, got in zip(*masks):
+        np.testing.assert_array_equal(got, want)
+
+
 def test_prune_method_and_container_api():
     t = cygrad.tensor([[0.5, -2.0], [1.0, 0.1]])
     pruned = prune.L1Unstructured(amount=2).prune(t)

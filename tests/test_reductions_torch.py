@@ -4,6 +4,8 @@ NaN, zeros in a product, constant inputs), the named tuples, the keyword
 aliases, dtypes and errors.  The random-input cases of every op run in
 ``test_ops.py``/``test_ops_torch.py`` through ``reference.CASES``."""
 
+import math
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -551,3 +553,25 @@ def test_row_reductions_short_and_long_rows(rows, n, dtype, seed, nan):
         want, _ = _run(torch, fn, [a], False)
         for g, w in zip(got, want, strict=True):
             np.testing.assert_allclose(g, w, rtol=1e-6, atol=1e-6, equal_nan=True)
+
+
+@pytest.mark.parametrize("p", [2, 1, 3.5, math.inf])
+def test_dist_node_name_and_double_backward_match_torch(p):
+    """torch.dist's node is DistBackward0 (the parametrizations tutorial
+    prints it); its first and (where not piecewise constant) second
+    derivatives are the norm's."""
+    a, b = X[0], X[0][::-1].copy() * 0.5 + 0.25
+    got, want = (m.dist(m.tensor(a, requires_grad=True), m.tensor(b), p)
+                 for m in (cygrad, torch))
+    assert got.grad_fn.name() == want.grad_fn.name() == "DistBackward0"
+    grads = []
+    for m in (cygrad, torch):
+        t, u = m.tensor(a, requires_grad=True), m.tensor(b, requires_grad=True)
+        d = t.dist(u, p)
+        g, h = m.autograd.grad(d, (t, u), create_graph=True)
+        out = [d.detach().numpy(), g.detach().numpy(), h.detach().numpy()]
+        if p in (2, 3.5):
+            out.append(m.autograd.grad((g * g).sum() + h.sum(), t)[0].numpy())
+        grads.append(out)
+    for x, y in zip(*grads):
+        np.testing.assert_allclose(x, y, rtol=1e-10, atol=1e-12)

@@ -12,7 +12,10 @@ taps: an index into the axis (-1 when the tap falls outside, so the value
 there is zero), a weight, and the weight's derivative with respect to the
 grid coordinate.  ``mode``: 0 bilinear (two taps, weights ``1 - t`` and
 ``t``), 1 nearest (one tap, round half to even, as ``nearbyint``), 2 bicubic
-(four taps, cubic convolution with ``A = -0.75``, 2-d only).
+(four taps, cubic convolution with ``A = -0.75``, 2-d only).  A float32
+grid's source coordinate is rounded in float32 first, as torch's
+vectorised kernels (AVX2, AVX-512) compute it, so a point on a pixel centre
+falls on torch's side of it.
 ``padding``: 0 zeros, 1 border (clip to the axis), 2 reflection (reflect
 about the edges, by the corner centres when ``align_corners`` and the outer
 edges otherwise, then clip).  For bilinear and nearest the padding maps the
@@ -32,7 +35,7 @@ code path.  ``grid_axes`` exports the taps for the differentiable form that
 Outputs must not alias inputs.
 """
 
-from libc.math cimport fabs, floor, fmod, nearbyint
+from libc.math cimport fabs, floor, fmaf, fmod, nearbyint
 from libc.string cimport memset
 
 from cygrad._kernels._types cimport real_t
@@ -117,8 +120,21 @@ cdef inline void _cubic(double t, double* w, double* dw) noexcept nogil:
     dw[3] = -((3.0 * a * u - 10.0 * a) * u + 8.0 * a)
 
 
+cdef inline double _source_f(float coord, Py_ssize_t size, bint align) noexcept nogil:
+    # The source coordinate of a float32 grid point, rounded as torch's
+    # float32 kernels round it: on an identity grid the points sit on pixel
+    # centres, and which side of one they land on (floor) picks the cell
+    # whose slope is the grid's gradient there.
+    # (torch's vectorised kernel computes (c + 1) * scale - 0.5 with one
+    # fused multiply-add)
+    cdef float one = 1.0, half = 0.5, two = 2.0
+    if align:
+        return (coord + one) * (<float>(size - 1) / two)
+    return fmaf(coord + one, <float>size / two, -half)
+
+
 cdef void _axis(double coord, Py_ssize_t size, int mode, int padding, bint align,
-                _Axis* ax) noexcept nogil:
+                bint single, _Axis* ax) noexcept nogil:
     cdef double m, s, f, t, unused
     cdef int j
     if align:
@@ -127,6 +143,8 @@ cdef void _axis(double coord, Py_ssize_t size, int mode, int padding, bint align
     else:
         m = size / 2.0
         s = ((coord + 1.0) * size - 1.0) / 2.0
+    if single:
+        s = _source_f(<float>coord, size, align)
     if mode == 2:
         f = floor(s)
         t = s - f
@@ -159,10 +177,13 @@ cdef inline void _point_axes(const real_t* pt, Py_ssize_t nd, Py_ssize_t d,
                              Py_ssize_t h, Py_ssize_t w, int mode, int padding,
                              bint align, _Axis* ax) noexcept nogil:
     # ax[0] width, ax[1] height, ax[2] depth (one unit tap in 2-d)
-    _axis(pt[0], w, mode, padding, align, &ax[0])
-    _axis(pt[1], h, mode, padding, align, &ax[1])
+    cdef bint single = False
+    if real_t is float:
+        single = True
+    _axis(pt[0], w, mode, padding, align, single, &ax[0])
+    _axis(pt[1], h, mode, padding, align, single, &ax[1])
     if nd == 3:
-        _axis(pt[2], d, mode, padding, align, &ax[2])
+        _axis(pt[2], d, mode, padding, align, single, &ax[2])
     else:
         ax[2].k = 1
         ax[2].i[0] = 0

@@ -44,6 +44,24 @@ def _part_of_running_pass() -> Iterator[None]:
         _pass.inherit = prev
 
 
+@contextlib.contextmanager
+def _keeping_graphs(keep: bool) -> Iterator[None]:
+    """While ``keep``, a pass whose ``retain_graph`` is left at None keeps
+    the graph: vmap runs its function once per element, where torch runs
+    one batched pass, so every element but the last must leave the graph
+    it differentiates for the next (nested vmaps keep it while any does)."""
+    prev = getattr(_pass, "keep", False)
+    _pass.keep = prev or keep
+    try:
+        yield
+    finally:
+        _pass.keep = prev
+
+
+def _default_retain(create_graph: bool) -> bool:
+    return create_graph or getattr(_pass, "keep", False)
+
+
 def _run(outputs, seeds, retain_graph, create_graph, inputs, accumulate):
     prev = _is_checkpoint_valid()
     inherit = getattr(_pass, "inherit", False)
@@ -122,7 +140,7 @@ def backward(tensors: Tensor | Sequence[Tensor], grad_tensors: Any = None,
     if grads is not None and len(grads) != len(outputs):
         raise RuntimeError(f"got {len(outputs)} tensors and {len(grads)} gradients")
     if retain_graph is None:
-        retain_graph = create_graph
+        retain_graph = _default_retain(create_graph)
     seeds = _root_grads(outputs, grads, create_graph)
     if inputs is not None:
         inputs = _as_tuple(inputs)
@@ -168,7 +186,7 @@ def grad(outputs: Tensor | Sequence[Tensor], inputs: Any, grad_outputs: Any = No
             f"grad requires one grad_output per output: got {len(gos)} for "
             f"{len(outs)} outputs")
     if retain_graph is None:
-        retain_graph = create_graph
+        retain_graph = _default_retain(create_graph)
     seeds = _root_grads(outs, gos, create_graph)
     captured = _run(outs, seeds, retain_graph, create_graph, ins, False)
     result = []

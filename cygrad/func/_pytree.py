@@ -33,38 +33,42 @@ def _children(node):
     return None
 
 
+# The walkers below are module functions that take their accumulator as an
+# argument: a nested function that calls itself closes over its own cell,
+# a reference cycle that would keep every flattened tensor alive until the
+# cycle collector runs (never, inside ``timeit``, which turns it off).
+
+def _flatten_into(node: Any, leaves: list[Any]) -> Any:
+    parts = _children(node)
+    if parts is None:
+        leaves.append(node)
+        return LEAF
+    kind, context, kids = parts
+    return (kind, context, [_flatten_into(k, leaves) for k in kids])
+
+
 def flatten(tree: Any) -> tuple[list[Any], Any]:
     """(leaves, spec) of ``tree``."""
     leaves: list[Any] = []
-
-    def walk(node):
-        parts = _children(node)
-        if parts is None:
-            leaves.append(node)
-            return LEAF
-        kind, context, kids = parts
-        return (kind, context, [walk(k) for k in kids])
-
-    spec = walk(tree)
+    spec = _flatten_into(tree, leaves)
     return leaves, spec
+
+
+def _build(spec: Any, it: Any) -> Any:
+    if spec is LEAF:
+        return next(it)
+    kind, context, kids = spec
+    values = [_build(k, it) for k in kids]
+    if kind is dict:
+        return dict(zip(context, values))
+    if issubclass(kind, tuple) and kind is not tuple:
+        return kind(*values)              # a namedtuple
+    return kind(values)
 
 
 def unflatten(leaves: Any, spec: Any) -> Any:
     """The tree of ``spec`` with ``leaves`` (in order) at its leaves."""
-    it = iter(leaves)
-
-    def build(s):
-        if s is LEAF:
-            return next(it)
-        kind, context, kids = s
-        values = [build(k) for k in kids]
-        if kind is dict:
-            return dict(zip(context, values))
-        if issubclass(kind, tuple) and kind is not tuple:
-            return kind(*values)              # a namedtuple
-        return kind(values)
-
-    return build(spec)
+    return _build(spec, iter(leaves))
 
 
 def spec_repr(spec: Any, depth: int = 0) -> str:
@@ -93,29 +97,29 @@ def spec_pprint(spec: Any) -> str:
     return "(" + ", ".join(parts) + ")"
 
 
+def _match_prefix(p: Any, t: Any, out: list[Any]) -> bool:
+    pk = _children(p)
+    if pk is None:
+        out.extend([p] * len(flatten(t)[0]))
+        return True
+    tk = _children(t)
+    if tk is None:
+        return False
+    (pkind, pctx, pkids), (tkind, tctx, tkids) = pk, tk
+    if (pkind is dict) != (tkind is dict) or len(pkids) != len(tkids):
+        return False
+    if pkind is dict:
+        if set(pctx) != set(tctx):
+            return False
+        pmap = dict(zip(pctx, pkids))
+        return all(_match_prefix(pmap[k], v, out) for k, v in zip(tctx, tkids))
+    if isinstance(p, list) != isinstance(t, list):
+        return False
+    return all(_match_prefix(a, b, out) for a, b in zip(pkids, tkids))
+
+
 def broadcast_prefix(prefix: Any, tree: Any, is_leaf_prefix=None) -> list[Any] | None:
     """The prefix's value for each leaf of ``tree`` (a leaf of the prefix
     covers its whole subtree), or None when the structures do not match."""
     out: list[Any] = []
-
-    def walk(p, t):
-        pk = _children(p)
-        if pk is None:
-            out.extend([p] * len(flatten(t)[0]))
-            return True
-        tk = _children(t)
-        if tk is None:
-            return False
-        (pkind, pctx, pkids), (tkind, tctx, tkids) = pk, tk
-        if (pkind is dict) != (tkind is dict) or len(pkids) != len(tkids):
-            return False
-        if pkind is dict:
-            if set(pctx) != set(tctx):
-                return False
-            pmap = dict(zip(pctx, pkids))
-            return all(walk(pmap[k], v) for k, v in zip(tctx, tkids))
-        if isinstance(p, list) != isinstance(t, list):
-            return False
-        return all(walk(a, b) for a, b in zip(pkids, tkids))
-
-    return out if walk(prefix, tree) else None
+    return out if _match_prefix(prefix, tree, out) else None

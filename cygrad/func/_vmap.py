@@ -22,6 +22,7 @@ from collections.abc import Callable
 from typing import Any
 
 from cygrad._kernels.engine import TensorBase
+from cygrad.autograd.backprop import _keeping_graphs
 from cygrad.autograd.grad_mode import no_grad
 from cygrad.creation import default_generator, zeros
 from cygrad.ops.shape import stack
@@ -196,7 +197,8 @@ def vmap(func: Callable[..., Any], in_dims: Any = 0, out_dims: Any = 0,
             if randomness == "same":
                 default_generator.set_state(state)
             example = _pytree.unflatten(_example(leaves, dims, b), spec)
-            results.append(func(*example, **kwargs))
+            with _keeping_graphs(b < batch - 1):
+                results.append(func(*example, **kwargs))
             if randomness == "error" and b == 0 and not _same_state(state):
                 raise RuntimeError(
                     "vmap: called random operation while in randomness error mode. "

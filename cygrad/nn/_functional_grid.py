@@ -26,7 +26,7 @@ import numpy as np
 from cygrad._kernels import grid as _kg
 from cygrad.autograd.function import Function
 from cygrad.autograd.grad_mode import is_grad_enabled
-from cygrad.creation import from_numpy
+from cygrad.creation import from_numpy, linspace
 from cygrad.ops.shape import stack
 
 from ._functional_conv import _check_real, _size_str
@@ -66,13 +66,18 @@ def _align(align_corners):
 
 def _base_axis(steps, align_corners, dtype):
     """Normalised coordinates of ``steps`` points: -1..1 through the corner
-    centres (``align_corners``) or the pixel centres of [-1, 1] (otherwise)."""
+    centres (``align_corners``) or the pixel centres of [-1, 1] (otherwise).
+
+    Rounded as torch's: its ``linspace`` in ``dtype``, then times ``steps - 1``
+    and divided by ``steps`` in ``dtype`` (grid_sample's gradient on an
+    identity grid depends on which side of a pixel centre each point falls).
+    """
     if steps <= 1:
         return np.zeros(1, dtype=dtype)
-    axis = np.linspace(-1.0, 1.0, steps)
+    axis = linspace(-1.0, 1.0, steps, dtype=dtype)._arr
     if not align_corners:
-        axis = axis * (steps - 1) / steps
-    return axis.astype(dtype)
+        axis = axis * dtype.type(steps - 1) / dtype.type(steps)
+    return axis
 
 
 def affine_grid(theta: Tensor, size: Sequence[int],

@@ -3,9 +3,9 @@
 Every function writes into ``tensor`` in place (as under ``no_grad``: the
 tensor stays a leaf and its version counter advances) and returns it.  Random
 draws follow torch's: after the same ``manual_seed`` the uniform, normal,
-Xavier, Kaiming and truncated-normal initialisations give torch's values
-(``orthogonal_`` and ``sparse_`` draw from the same stream but through
-NumPy's QR and permutation, so theirs differ).
+Xavier, Kaiming, truncated-normal, orthogonal and sparse initialisations
+give torch's values (``orthogonal_`` up to the rounding of its QR, which
+NumPy computes in double).
 """
 
 from __future__ import annotations
@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from cygrad.creation import _in_layout, _normal_array, _rng, _uniform_array
+from cygrad.creation import _in_layout, _normal_array, _uniform_array
+from cygrad.random import randperm
 
 if TYPE_CHECKING:
     from cygrad._tensor import Tensor
@@ -258,39 +259,53 @@ def orthogonal_(tensor: Tensor, gain: float = 1,
                 generator: Generator | None = None) -> Tensor:
     """A (semi-)orthogonal matrix (Saxe et al.) times ``gain``: the Q of the
     QR of a normal draw, its columns' signs fixed by R's diagonal; dims
-    after the first are flattened."""
+    after the first are flattened.
+
+    The draw is torch's (a rows x cols normal block, transposed when there
+    are fewer rows than columns), so a seeded run gets torch's matrix up to
+    the QR's rounding and the generator is left where torch's is.
+    """
     _floating(tensor)
     if tensor.ndim < 2:
         raise ValueError("Only tensors with 2 or more dimensions are supported")
     if tensor._arr.size == 0:
         return tensor
+    d = tensor._arr.dtype
     rows = tensor.shape[0]
     cols = tensor._arr.size // rows
-    flat = _rng(generator).standard_normal((rows, cols))
+    flat = _normal_array((rows, cols), d, 0.0, 1.0, generator)
     if rows < cols:
         flat = flat.T
-    q, r = np.linalg.qr(flat)
-    d = np.sign(np.diag(r))
-    d[d == 0] = 1
-    q = q * d
+    q, r = np.linalg.qr(flat.astype(np.float64))
+    # torch multiplies by sign(diag(R)); a zero pivot (probability 0) keeps
+    # its column here rather than zeroing it
+    sign = np.sign(np.diag(r))
+    sign[sign == 0] = 1
+    q = (q * sign).astype(d)
     if rows < cols:
         q = q.T
-    return _write(tensor, (gain * q).reshape(tensor._arr.shape))
+    return _write(tensor, q.reshape(tensor._arr.shape) * d.type(gain))
 
 
 def sparse_(tensor: Tensor, sparsity: float, std: float = 0.01,
             generator: Generator | None = None) -> Tensor:
     """2-D: N(0, std**2) entries, with ``ceil(sparsity * rows)`` of each
-    column's entries set to zero at random rows (Martens 2010)."""
+    column's entries set to zero at random rows (Martens 2010).
+
+    Draws as torch's: the normal fill from ``generator``, then one
+    permutation of the rows per column from the default generator (torch
+    draws those from the default generator even when one is given).
+    """
     _floating(tensor)
     if tensor.ndim != 2:
         raise ValueError("Only tensors with 2 dimensions are supported")
     rows, cols = tensor.shape
-    rng = _rng(generator)
-    vals = std * rng.standard_normal((rows, cols))
+    d = tensor._arr.dtype
+    vals = _in_layout(tensor._arr, lambda shape, contig: _normal_array(
+        shape, d, 0.0, float(std), generator, contig))
     zeros = int(math.ceil(sparsity * rows))
     for j in range(cols):
-        vals[rng.permutation(rows)[:zeros], j] = 0
+        vals[randperm(rows)._arr[:zeros], j] = 0
     return _write(tensor, vals)
 
 

@@ -688,6 +688,17 @@ def _vector_dims(dim, ndim):
 def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):
     """The ``ord``-norm of ``x`` over ``dim`` (default: all elements as one
     vector): ord a number, ``inf`` or ``-inf``."""
+    return _vector_norm(VectorNorm, x, ord, dim, keepdim, dtype)
+
+
+class DistNorm(VectorNorm):
+    """``torch.dist``'s norm of the difference: VectorNorm's node, under the
+    name torch gives dist's (``DistBackward0``)."""
+
+    _node_name = "DistBackward0"
+
+
+def _vector_norm(node, x, ord, dim, keepdim, dtype):
     _check_tensors("linalg.vector_norm", x=x)
     if isinstance(ord, (str, bool)) or not isinstance(ord, (int, float)):
         raise TypeError(f"linalg_vector_norm(): argument 'ord' must be Number, not "
@@ -705,7 +716,7 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):
         raise RuntimeError(f"linalg.vector_norm cannot compute the {ord} norm on an "
                            "empty tensor because the operation does not have an "
                            "identity")
-    return VectorNorm.apply(x, float(ord), dims, bool(keepdim))
+    return node.apply(x, float(ord), dims, bool(keepdim))
 
 
 class Cdist(Function):

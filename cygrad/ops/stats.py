@@ -17,6 +17,7 @@ from cygrad._tensor import Tensor, _canon_dim
 from cygrad.autograd.function import Function
 from cygrad.creation import get_default_dtype
 from cygrad.ops.inplace import _inplace_apply, _shaped_inplace
+from cygrad.ops.linalg import DistNorm, _vector_norm
 from cygrad.ops.mathextra import _tensor_arg
 from cygrad.ops.out import _torch_name
 from cygrad.ops.reductions import _TakeAlong, amax, amin
@@ -418,7 +419,7 @@ def dist(input, other, p=2):
     """out = the p-norm of (input - other), broadcast; grad from the norm's."""
     _tensor_arg(input, "dist")
     _tensor_arg(other, "dist", "other", 2)
-    return (input - other).reshape(-1).norm(p)
+    return _vector_norm(DistNorm, (input - other).reshape(-1), p, None, False, None)
 
 
 @op("renorm", methods=("renorm",), kind="reduce")

@@ -12,9 +12,10 @@ the entries (unstructured) or channels (structured) still unpruned.
 
 Masks are computed on the NumPy arrays: the smallest-magnitude entries
 (``L1Unstructured``, ties to the lower flat index, as a stable sort) or
-channels by L-n norm (``LnStructured``), random entries or channels from
-cygrad's generator (``RandomUnstructured``/``RandomStructured``; the
-choices, not the counts, differ from torch's generator), or a given mask.
+channels by L-n norm (``LnStructured``), random entries or channels
+(``RandomUnstructured``/``RandomStructured``: the same draws as torch's, one
+uniform per entry in the tensor's dtype or one per channel in the default
+dtype, so a seeded run prunes torch's choices), or a given mask.
 ``amount`` is a fraction of the entries (rounded half to even, as Python's
 ``round``) or a count.
 """
@@ -28,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from cygrad.creation import from_numpy, rand
+from cygrad.creation import from_numpy, rand, rand_like
 
 __all__ = [
     "BasePruningMethod", "CustomFromMask", "Identity", "L1Unstructured",
@@ -269,7 +270,7 @@ class RandomUnstructured(BasePruningMethod):
         size = int(np.prod(t.shape))
         _check_amount(self.amount, size)
         k = _nparams(self.amount, size)
-        prob = rand(*t.shape, dtype=np.float64) if size else None
+        prob = rand_like(t) if size else None
         return _topk_mask(prob, k, default_mask, largest=True) if k else \
             from_numpy(np.array(_arr(default_mask), copy=True))
 
@@ -324,7 +325,7 @@ class RandomStructured(BasePruningMethod):
         k = _nparams(self.amount, size)
         if k == 0:
             return default_mask
-        prob = _arr(rand(size, dtype=np.float64))
+        prob = _arr(rand(size))
         keep = np.sort(np.argsort(prob, kind="stable")[k:])
         return _channel_mask(t, keep, self.dim, default_mask)
 

@@ -1,0 +1,1 @@
+"""The parts of ``cygrad.utils.benchmark``, in torch's module layout."""
