@@ -502,31 +502,32 @@ def _fill_with(value):
 
 
 @_factory(out=False)
-def zeros_like(t: Tensor, dtype: DType | None = None, device: Device | None = None,
+def zeros_like(input: Tensor, dtype: DType | None = None, device: Device | None = None,
                requires_grad: bool = False, memory_format: Any = None) -> Tensor:
     if memory_format is None:
-        return _make(np.zeros(t._arr.shape, _like_dtype(t, dtype)), requires_grad)
-    return _make(_like(t, dtype, memory_format, _fill_with(0)), requires_grad)
+        arr = np.zeros(input._arr.shape, _like_dtype(input, dtype))
+        return _make(arr, requires_grad)
+    return _make(_like(input, dtype, memory_format, _fill_with(0)), requires_grad)
 
 
 @_factory(out=False)
-def ones_like(t: Tensor, dtype: DType | None = None, device: Device | None = None,
+def ones_like(input: Tensor, dtype: DType | None = None, device: Device | None = None,
               requires_grad: bool = False, memory_format: Any = None) -> Tensor:
-    return _make(_like(t, dtype, memory_format, _fill_with(1)), requires_grad)
+    return _make(_like(input, dtype, memory_format, _fill_with(1)), requires_grad)
 
 
 @_factory(out=False)
-def empty_like(t: Tensor, dtype: DType | None = None, device: Device | None = None,
+def empty_like(input: Tensor, dtype: DType | None = None, device: Device | None = None,
                requires_grad: bool = False, memory_format: Any = None) -> Tensor:
-    return _make(_like(t, dtype, memory_format, lambda arr: None), requires_grad)
+    return _make(_like(input, dtype, memory_format, lambda arr: None), requires_grad)
 
 
 @_factory(out=False)
-def full_like(t: Tensor, fill_value: Number, dtype: DType | None = None,
+def full_like(input: Tensor, fill_value: Number, dtype: DType | None = None,
               device: Device | None = None, requires_grad: bool = False,
               memory_format: Any = None) -> Tensor:
-    value = _fill_scalar(fill_value, _like_dtype(t, dtype), t._arr.size)
-    return _make(_like(t, dtype, memory_format, _fill_with(value)), requires_grad)
+    value = _fill_scalar(fill_value, _like_dtype(input, dtype), input._arr.size)
+    return _make(_like(input, dtype, memory_format, _fill_with(value)), requires_grad)
 
 
 # --- random numbers -------------------------------------------------------------
@@ -725,17 +726,18 @@ def randn(*size: Shape, dtype: DType | None = None, generator: Generator | None 
     return _make(_normal_array(_shape_arg(size), d, 0.0, 1.0, generator), requires_grad)
 
 
-def rand_like(t: Tensor, dtype: DType | None = None, generator: Generator | None = None,
-              requires_grad: bool = False, memory_format: Any = None) -> Tensor:
-    out = rand(*t._arr.shape, dtype=_like_dtype(t, dtype), generator=generator)
-    return _laid_out(out, t, memory_format, requires_grad)
+def rand_like(input: Tensor, dtype: DType | None = None,
+              generator: Generator | None = None, requires_grad: bool = False,
+              memory_format: Any = None) -> Tensor:
+    out = rand(*input._arr.shape, dtype=_like_dtype(input, dtype), generator=generator)
+    return _laid_out(out, input, memory_format, requires_grad)
 
 
-def randn_like(t: Tensor, dtype: DType | None = None,
+def randn_like(input: Tensor, dtype: DType | None = None,
                generator: Generator | None = None,
                requires_grad: bool = False, memory_format: Any = None) -> Tensor:
-    out = randn(*t._arr.shape, dtype=_like_dtype(t, dtype), generator=generator)
-    return _laid_out(out, t, memory_format, requires_grad)
+    out = randn(*input._arr.shape, dtype=_like_dtype(input, dtype), generator=generator)
+    return _laid_out(out, input, memory_format, requires_grad)
 
 
 def _laid_out(out, like, memory_format, requires_grad):

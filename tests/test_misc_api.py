@@ -692,6 +692,23 @@ def test_factories_take_size_as_a_keyword(name):
             getattr(m, name)(2, size=(3,))
 
 
+@pytest.mark.parametrize("name,extra", [
+    ("zeros_like", {}), ("ones_like", {}), ("full_like", {"fill_value": 2.5}),
+    ("empty_like", {}), ("rand_like", {}), ("randn_like", {})])
+def test_like_factories_take_input_as_a_keyword(name, extra):
+    """``torch.zeros_like(input=x)`` (mrdbourke's PyTorch fundamentals)."""
+    shapes = []
+    for m in (cygrad, torch):
+        m.manual_seed(0)
+        x = m.ones(2, 3, dtype=m.float64)
+        t = getattr(m, name)(input=x, dtype=m.float32, **extra)
+        assert t.dtype == m.float32
+        shapes.append(tuple(t.shape))
+        if name != "empty_like":
+            shapes.append(t.tolist())
+    assert shapes[: len(shapes) // 2] == shapes[len(shapes) // 2:]
+
+
 @pytest.mark.parametrize("name,args", [
     ("ones", (2, 3)), ("zeros", ((2,),)), ("full", ((2,), 1.5)), ("arange", (4,)),
     ("linspace", (0, 1, 3)), ("eye", (2,)), ("randn", (3,)), ("randint", (5, (3,))),
