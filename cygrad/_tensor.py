@@ -55,6 +55,9 @@ class Tensor(_TypedBase):
     ``.grad`` of leaves that require grad.
     """
 
+    # ``type(t)`` prints <class 'cygrad.Tensor'> (torch: 'torch.Tensor'), the
+    # name scripts use; pickles find the class there too.
+    __module__ = "cygrad"
     __array_priority__ = 1000
     __hash__ = object.__hash__
 
@@ -489,6 +492,8 @@ class Tensor(_TypedBase):
 
 class Size(tuple):
     """A tensor's shape: a tuple that prints like PyTorch's ``torch.Size``."""
+
+    __module__ = "cygrad"
 
     def __repr__(self) -> str:
         return f"cygrad.Size({list(self)})"

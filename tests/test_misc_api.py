@@ -692,6 +692,18 @@ def test_factories_take_size_as_a_keyword(name):
             getattr(m, name)(2, size=(3,))
 
 
+def test_tensor_and_size_types_print_under_the_package_name():
+    """``type(batch["ids"])`` prints <class 'torch.Tensor'> in torch (bentrevett's
+    seq2seq notebooks show it); cygrad's says 'cygrad.Tensor', and pickles
+    still find the classes."""
+    import pickle
+    for make in (lambda m: m.ones(2), lambda m: m.ones(2).shape):
+        want = repr(type(make(torch))).replace("torch", "cygrad")
+        got = make(cygrad)
+        assert repr(type(got)) == want
+        assert type(pickle.loads(pickle.dumps(got))) is type(got)
+
+
 @pytest.mark.parametrize("name,extra", [
     ("zeros_like", {}), ("ones_like", {}), ("full_like", {"fill_value": 2.5}),
     ("empty_like", {}), ("rand_like", {}), ("randn_like", {})])
