@@ -3,9 +3,9 @@
 Every function writes into ``tensor`` in place (as under ``no_grad``: the
 tensor stays a leaf and its version counter advances) and returns it.  Random
 draws follow torch's: after the same ``manual_seed`` the uniform, normal,
-Xavier, Kaiming and truncated-normal initialisations give torch's values
-(``orthogonal_`` and ``sparse_`` draw from the same stream but through
-NumPy's QR and permutation, so theirs differ).
+Xavier, Kaiming, truncated-normal and orthogonal initialisations give torch's
+values (``sparse_`` draws from the same stream but through NumPy's
+permutation, so its values differ).
 """
 
 from __future__ import annotations
@@ -258,7 +258,10 @@ def orthogonal_(tensor: Tensor, gain: float = 1,
                 generator: Generator | None = None) -> Tensor:
     """A (semi-)orthogonal matrix (Saxe et al.) times ``gain``: the Q of the
     QR of a normal draw, its columns' signs fixed by R's diagonal; dims
-    after the first are flattened."""
+    after the first are flattened.  The draw is torch's ``normal_`` of a
+    (rows, cols) tensor of ``tensor``'s dtype, so a seed gives torch's
+    matrix (to the rounding of the two LAPACK builds' QR) and leaves the
+    stream where torch's is."""
     _floating(tensor)
     if tensor.ndim < 2:
         raise ValueError("Only tensors with 2 or more dimensions are supported")
@@ -266,7 +269,9 @@ def orthogonal_(tensor: Tensor, gain: float = 1,
         return tensor
     rows = tensor.shape[0]
     cols = tensor._arr.size // rows
-    flat = _rng(generator).standard_normal((rows, cols))
+    flat = _normal_array((rows, cols), tensor._arr.dtype, 0.0, 1.0, generator)
+    if flat.dtype == np.float16:        # no half QR: factor in float32
+        flat = flat.astype(np.float32)
     if rows < cols:
         flat = flat.T
     q, r = np.linalg.qr(flat)
