@@ -7,6 +7,8 @@ import functools
 import inspect
 import math
 import numbers
+import os
+import sys
 import warnings
 from typing import TYPE_CHECKING, Any
 
@@ -140,12 +142,37 @@ def _is_sequence(x):
             and not isinstance(x, (str, bytes, collections.abc.Mapping)))
 
 
+_PKG_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+_warned_ndarray_list = False
+
+
+def _warn_ndarray_list():
+    """torch's one-per-process warning for a (nested) sequence holding
+    arrays of one or more dimensions, pointed at the caller's line."""
+    global _warned_ndarray_list
+    if _warned_ndarray_list:
+        return
+    _warned_ndarray_list = True
+    f, level = sys._getframe(1), 2
+    while f is not None and f.f_code.co_filename.startswith(_PKG_DIR):
+        f, level = f.f_back, level + 1
+    warnings.warn(
+        "Creating a tensor from a list of numpy.ndarrays is extremely slow. Please "
+        "consider converting the list to a single numpy.ndarray with numpy.array() "
+        "before converting to a tensor.", UserWarning, stacklevel=level)
+
+
 def _unwrap_nested(obj):
     """``obj`` with each tensor inside replaced by its array; a list or tuple
     of plain Python numbers is returned as it is, any other sequence (a deque
-    of returns, in pytorch/examples' REINFORCE) as a list."""
+    of returns, in pytorch/examples' REINFORCE) as a list.  Called on the
+    elements of a sequence only: an array of one or more dimensions met here
+    sits inside one (torch warns, once)."""
     if isinstance(obj, TensorBase):
         return obj._arr
+    if isinstance(obj, np.ndarray) and obj.ndim:
+        _warn_ndarray_list()
+        return obj
     if (not isinstance(obj, (list, tuple, np.ndarray, np.generic))
             and _is_sequence(obj)):
         return [_unwrap_nested(x) for x in obj]

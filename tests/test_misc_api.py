@@ -666,6 +666,26 @@ def test_float_of_a_tensor_requiring_grad_warns_once_as_torch():
     assert out[0] == out[1] and out[0].startswith("1 Converting a tensor with")
 
 
+@pytest.mark.parametrize("make", [
+    "t.tensor([a, a])", "t.tensor([[1.0, 2.0], a])", "t.tensor([[a]], dtype=t.float64)",
+    "t.as_tensor((a,))", "t.Tensor([a])", "t.FloatTensor([a])",
+    "t.tensor([np.float64(1.5)])", "t.tensor(a)", "t.tensor([1.0, 2.0])"])
+def test_tensor_from_a_list_of_arrays_warns_once_as_torch(make):
+    """rasbt's char-RNN builds ``torch.tensor(text_chunks)`` from a list of
+    arrays; torch warns once per process (NumPy scalars and a bare array do not
+    count), at the caller's line."""
+    code = ("import warnings, numpy as np, {m} as t\n"
+            "a = np.ones(2)\n"
+            "with warnings.catch_warnings(record=True) as w:\n"
+            "    warnings.simplefilter('always')\n"
+            f"    x = {make}\n"
+            f"    y = {make}\n"
+            "print(x.tolist(), [(str(r.message).split(' (Triggered')[0], r.filename)\n"
+            "                   for r in w])\n")
+    out = _printed_by_both(code)
+    assert out[0] == out[1] and out[0]
+
+
 def test_float_of_a_tensor_requiring_grad_is_silent_under_no_grad():
     """Under no_grad torch does not warn and keeps its one warning for later
     (LBFGS reads the closure's loss with float() inside its no_grad step)."""
