@@ -270,7 +270,7 @@ def _check_layout_or_pin(name: str, key: str, value: Any) -> None:
 
 def _legacy(d):
     """torch's short type name of a dtype (``Float``), as its messages say."""
-    return _dt.type_name(d).rpartition(".")[2][:-len("Tensor")]
+    return _dt.short_name(d)
 
 
 _RANGES = ("arange", "linspace", "logspace")
