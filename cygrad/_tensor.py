@@ -55,11 +55,11 @@ class Tensor(_TypedBase):
     ``.grad`` of leaves that require grad.
     """
 
+    # ``type(t)`` prints <class 'cygrad.Tensor'> (torch: 'torch.Tensor'), the
+    # name scripts use; pickles find the class there too.
+    __module__ = "cygrad"
     __array_priority__ = 1000
     __hash__ = object.__hash__
-    # the public name, as torch's ``<class 'torch.Tensor'>`` (pickle finds
-    # the class there too)
-    __module__ = "cygrad"
 
     def __init__(self, *args: Any, dtype: DType | None = None,
                  device: Device | None = None, requires_grad: bool = False) -> None:
@@ -492,6 +492,8 @@ class Tensor(_TypedBase):
 
 class Size(tuple):
     """A tensor's shape: a tuple that prints like PyTorch's ``torch.Size``."""
+
+    __module__ = "cygrad"
 
     def __repr__(self) -> str:
         return f"cygrad.Size({list(self)})"

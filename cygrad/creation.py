@@ -7,6 +7,8 @@ import functools
 import inspect
 import math
 import numbers
+import os
+import sys
 import warnings
 from typing import TYPE_CHECKING, Any
 
@@ -140,12 +142,37 @@ def _is_sequence(x):
             and not isinstance(x, (str, bytes, collections.abc.Mapping)))
 
 
+_PKG_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+_warned_ndarray_list = False
+
+
+def _warn_ndarray_list():
+    """torch's one-per-process warning for a (nested) sequence holding
+    arrays of one or more dimensions, pointed at the caller's line."""
+    global _warned_ndarray_list
+    if _warned_ndarray_list:
+        return
+    _warned_ndarray_list = True
+    f, level = sys._getframe(1), 2
+    while f is not None and f.f_code.co_filename.startswith(_PKG_DIR):
+        f, level = f.f_back, level + 1
+    warnings.warn(
+        "Creating a tensor from a list of numpy.ndarrays is extremely slow. Please "
+        "consider converting the list to a single numpy.ndarray with numpy.array() "
+        "before converting to a tensor.", UserWarning, stacklevel=level)
+
+
 def _unwrap_nested(obj):
     """``obj`` with each tensor inside replaced by its array; a list or tuple
     of plain Python numbers is returned as it is, any other sequence (a deque
-    of returns, in pytorch/examples' REINFORCE) as a list."""
+    of returns, in pytorch/examples' REINFORCE) as a list.  Called on the
+    elements of a sequence only: an array of one or more dimensions met here
+    sits inside one (torch warns, once)."""
     if isinstance(obj, TensorBase):
         return obj._arr
+    if isinstance(obj, np.ndarray) and obj.ndim:
+        _warn_ndarray_list()
+        return obj
     if (not isinstance(obj, (list, tuple, np.ndarray, np.generic))
             and _is_sequence(obj)):
         return [_unwrap_nested(x) for x in obj]
@@ -243,7 +270,7 @@ def _check_layout_or_pin(name: str, key: str, value: Any) -> None:
 
 def _legacy(d):
     """torch's short type name of a dtype (``Float``), as its messages say."""
-    return _dt.type_name(d).rpartition(".")[2][:-len("Tensor")]
+    return _dt.short_name(d)
 
 
 _RANGES = ("arange", "linspace", "logspace")
@@ -502,31 +529,32 @@ def _fill_with(value):
 
 
 @_factory(out=False)
-def zeros_like(t: Tensor, dtype: DType | None = None, device: Device | None = None,
+def zeros_like(input: Tensor, dtype: DType | None = None, device: Device | None = None,
                requires_grad: bool = False, memory_format: Any = None) -> Tensor:
     if memory_format is None:
-        return _make(np.zeros(t._arr.shape, _like_dtype(t, dtype)), requires_grad)
-    return _make(_like(t, dtype, memory_format, _fill_with(0)), requires_grad)
+        arr = np.zeros(input._arr.shape, _like_dtype(input, dtype))
+        return _make(arr, requires_grad)
+    return _make(_like(input, dtype, memory_format, _fill_with(0)), requires_grad)
 
 
 @_factory(out=False)
-def ones_like(t: Tensor, dtype: DType | None = None, device: Device | None = None,
+def ones_like(input: Tensor, dtype: DType | None = None, device: Device | None = None,
               requires_grad: bool = False, memory_format: Any = None) -> Tensor:
-    return _make(_like(t, dtype, memory_format, _fill_with(1)), requires_grad)
+    return _make(_like(input, dtype, memory_format, _fill_with(1)), requires_grad)
 
 
 @_factory(out=False)
-def empty_like(t: Tensor, dtype: DType | None = None, device: Device | None = None,
+def empty_like(input: Tensor, dtype: DType | None = None, device: Device | None = None,
                requires_grad: bool = False, memory_format: Any = None) -> Tensor:
-    return _make(_like(t, dtype, memory_format, lambda arr: None), requires_grad)
+    return _make(_like(input, dtype, memory_format, lambda arr: None), requires_grad)
 
 
 @_factory(out=False)
-def full_like(t: Tensor, fill_value: Number, dtype: DType | None = None,
+def full_like(input: Tensor, fill_value: Number, dtype: DType | None = None,
               device: Device | None = None, requires_grad: bool = False,
               memory_format: Any = None) -> Tensor:
-    value = _fill_scalar(fill_value, _like_dtype(t, dtype), t._arr.size)
-    return _make(_like(t, dtype, memory_format, _fill_with(value)), requires_grad)
+    value = _fill_scalar(fill_value, _like_dtype(input, dtype), input._arr.size)
+    return _make(_like(input, dtype, memory_format, _fill_with(value)), requires_grad)
 
 
 # --- random numbers -------------------------------------------------------------
@@ -725,17 +753,18 @@ def randn(*size: Shape, dtype: DType | None = None, generator: Generator | None 
     return _make(_normal_array(_shape_arg(size), d, 0.0, 1.0, generator), requires_grad)
 
 
-def rand_like(t: Tensor, dtype: DType | None = None, generator: Generator | None = None,
-              requires_grad: bool = False, memory_format: Any = None) -> Tensor:
-    out = rand(*t._arr.shape, dtype=_like_dtype(t, dtype), generator=generator)
-    return _laid_out(out, t, memory_format, requires_grad)
+def rand_like(input: Tensor, dtype: DType | None = None,
+              generator: Generator | None = None, requires_grad: bool = False,
+              memory_format: Any = None) -> Tensor:
+    out = rand(*input._arr.shape, dtype=_like_dtype(input, dtype), generator=generator)
+    return _laid_out(out, input, memory_format, requires_grad)
 
 
-def randn_like(t: Tensor, dtype: DType | None = None,
+def randn_like(input: Tensor, dtype: DType | None = None,
                generator: Generator | None = None,
                requires_grad: bool = False, memory_format: Any = None) -> Tensor:
-    out = randn(*t._arr.shape, dtype=_like_dtype(t, dtype), generator=generator)
-    return _laid_out(out, t, memory_format, requires_grad)
+    out = randn(*input._arr.shape, dtype=_like_dtype(input, dtype), generator=generator)
+    return _laid_out(out, input, memory_format, requires_grad)
 
 
 def _laid_out(out, like, memory_format, requires_grad):

@@ -101,6 +101,28 @@ def type_name(d):
     return _TYPE_NAMES[np.dtype(d)]
 
 
+# The C++ names torch's messages print for a dtype's element type (the ones
+# its typeid-based checks show, e.g. "expected m1 and m2 to have the same
+# dtype, but got: unsigned char != float").
+_C_NAMES = {
+    np.dtype(np.bool_): "bool", np.dtype(np.uint8): "unsigned char",
+    np.dtype(np.int8): "signed char", np.dtype(np.int16): "short int",
+    np.dtype(np.int32): "int", np.dtype(np.int64): "long int",
+    np.dtype(np.float16): "c10::Half", np.dtype(np.float32): "float",
+    np.dtype(np.float64): "double",
+}
+
+
+def short_name(d):
+    """torch's scalar type name of a dtype (``Float``, ``Byte``)."""
+    return type_name(d).rpartition(".")[2][:-len("Tensor")]
+
+
+def c_name(d):
+    """The C++ element type name torch's typeid-based messages print."""
+    return _C_NAMES.get(np.dtype(d), str(d))
+
+
 def from_type_name(type_name):
     """The dtype of a legacy type name (``'torch.FloatTensor'``; the
     ``cygrad.`` prefix works too)."""

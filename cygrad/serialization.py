@@ -10,9 +10,9 @@ and every other member holds one array.  A node is a small JSON object tagged
 by ``"t"``: ``tensor`` (member name, ``requires_grad``, ``parameter``),
 ``ndarray``, ``dict`` / ``odict`` (a list of ``[key, value]`` pairs, keys
 being nodes too, so the integer keys of an optimizer's state survive),
-``list``, ``tuple``, ``int``, ``float`` (stored with ``float.hex`` so the
-value survives bit for bit, infinities and NaN included), ``bool``, ``str``,
-``none``.  A tensor stored twice in one object is written once and loaded
+``list``, ``tuple``, ``size`` (a ``Size``), ``int``, ``float`` (stored with
+``float.hex`` so the value survives bit for bit, infinities and NaN
+included), ``bool``, ``str``, ``none``.  A tensor stored twice in one object is written once and loaded
 as one tensor.
 
 Loading parses the ``.npy`` headers itself instead of calling ``np.load``:
@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.lib.format as npy_format
 
-from cygrad._tensor import Tensor
+from cygrad._tensor import Size, Tensor
 from cygrad.creation import from_numpy
 from cygrad.nn.module import _HOOK_TABLES, Module
 from cygrad.nn.parameter import Parameter
@@ -266,7 +266,8 @@ def _encode(obj, arrays, memo, depth):
         ]
         return {"t": tag, "items": items}
     if isinstance(obj, (list, tuple)):
-        tag = "list" if isinstance(obj, list) else "tuple"
+        tag = ("list" if isinstance(obj, list) else "size" if isinstance(obj, Size)
+               else "tuple")
         return {"t": tag, "items": [_encode(v, arrays, memo, depth + 1) for v in obj]}
     if isinstance(obj, Module):
         return _encode_module(obj, arrays, memo, depth)
@@ -470,10 +471,14 @@ def _decode(node, zf, members, loaded, name, depth):
                     raise TypeError("unhashable dict key")
                 out[key] = _decode(v, zf, members, loaded, name, depth + 1)
             return out
-        if t in ("list", "tuple"):
+        if t in ("list", "tuple", "size"):
             items = [
                 _decode(v, zf, members, loaded, name, depth + 1) for v in node["items"]
             ]
+            if t == "size":
+                if not all(type(i) is int for i in items):
+                    raise TypeError("a saved Size holds something other than ints")
+                return Size(items)
             return items if t == "list" else tuple(items)
         if t == "ndarray":
             return _array(node["a"], zf, members, name).copy()

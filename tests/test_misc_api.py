@@ -701,6 +701,26 @@ def test_float_of_a_tensor_requiring_grad_warns_once_as_torch():
     assert out[0] == out[1] and out[0].startswith("1 Converting a tensor with")
 
 
+@pytest.mark.parametrize("make", [
+    "t.tensor([a, a])", "t.tensor([[1.0, 2.0], a])", "t.tensor([[a]], dtype=t.float64)",
+    "t.as_tensor((a,))", "t.Tensor([a])", "t.FloatTensor([a])",
+    "t.tensor([np.float64(1.5)])", "t.tensor(a)", "t.tensor([1.0, 2.0])"])
+def test_tensor_from_a_list_of_arrays_warns_once_as_torch(make):
+    """rasbt's char-RNN builds ``torch.tensor(text_chunks)`` from a list of
+    arrays; torch warns once per process (NumPy scalars and a bare array do not
+    count), at the caller's line."""
+    code = ("import warnings, numpy as np, {m} as t\n"
+            "a = np.ones(2)\n"
+            "with warnings.catch_warnings(record=True) as w:\n"
+            "    warnings.simplefilter('always')\n"
+            f"    x = {make}\n"
+            f"    y = {make}\n"
+            "print(x.tolist(), [(str(r.message).split(' (Triggered')[0], r.filename)\n"
+            "                   for r in w])\n")
+    out = _printed_by_both(code)
+    assert out[0] == out[1] and out[0]
+
+
 def test_float_of_a_tensor_requiring_grad_is_silent_under_no_grad():
     """Under no_grad torch does not warn and keeps its one warning for later
     (LBFGS reads the closure's loss with float() inside its no_grad step)."""
@@ -725,6 +745,35 @@ def test_factories_take_size_as_a_keyword(name):
         assert tuple(t.shape) == (1, 2, 3) and t.dtype == m.float64
         with pytest.raises(TypeError):     # the wording differs for rand/randn
             getattr(m, name)(2, size=(3,))
+
+
+def test_tensor_and_size_types_print_under_the_package_name():
+    """``type(batch["ids"])`` prints <class 'torch.Tensor'> in torch (bentrevett's
+    seq2seq notebooks show it); cygrad's says 'cygrad.Tensor', and pickles
+    still find the classes."""
+    import pickle
+    for make in (lambda m: m.ones(2), lambda m: m.ones(2).shape):
+        want = repr(type(make(torch))).replace("torch", "cygrad")
+        got = make(cygrad)
+        assert repr(type(got)) == want
+        assert type(pickle.loads(pickle.dumps(got))) is type(got)
+
+
+@pytest.mark.parametrize("name,extra", [
+    ("zeros_like", {}), ("ones_like", {}), ("full_like", {"fill_value": 2.5}),
+    ("empty_like", {}), ("rand_like", {}), ("randn_like", {})])
+def test_like_factories_take_input_as_a_keyword(name, extra):
+    """``torch.zeros_like(input=x)`` (mrdbourke's PyTorch fundamentals)."""
+    shapes = []
+    for m in (cygrad, torch):
+        m.manual_seed(0)
+        x = m.ones(2, 3, dtype=m.float64)
+        t = getattr(m, name)(input=x, dtype=m.float32, **extra)
+        assert t.dtype == m.float32
+        shapes.append(tuple(t.shape))
+        if name != "empty_like":
+            shapes.append(t.tolist())
+    assert shapes[: len(shapes) // 2] == shapes[len(shapes) // 2:]
 
 
 @pytest.mark.parametrize("name,args", [

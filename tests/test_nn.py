@@ -237,6 +237,28 @@ def test_linear_errors():
         lin(cygrad.zeros(4, 3, dtype=cygrad.float64))
 
 
+@pytest.mark.parametrize("shape,xdt,bias,bdt", [
+    ((2, 3), "uint8", True, None), ((5, 2, 3), "float64", True, None),
+    ((3,), "uint8", True, None), ((2, 3), "uint8", False, None),
+    ((5, 2, 3), "float64", False, None), ((2, 3), "int64", False, None),
+    ((2, 3), "int32", False, None), ((2, 3), "bool", False, None),
+    ((2, 3), "float32", True, "float64"), ((2, 3), "float64", True, "float64")])
+def test_linear_dtype_mismatch_messages_are_torchs(shape, xdt, bias, bdt):
+    """mrdbourke's 'most common errors' notebook feeds a uint8 image batch to
+    nn.Linear: torch names the dtypes as its scalar types ("Byte and Float")
+    with a bias, as C types ("unsigned char != float") without."""
+    torch = pytest.importorskip("torch")
+    msgs = []
+    for m in (cygrad, torch):
+        lin = m.nn.Linear(3, 4, bias=bias)
+        if bdt:
+            lin.bias.data = lin.bias.data.to(getattr(m, bdt))
+        with pytest.raises(RuntimeError) as e:
+            lin(m.ones(*shape, dtype=getattr(m, xdt)))
+        msgs.append(str(e.value))
+    assert msgs[0] == msgs[1]
+
+
 def test_linear_double_backward():
     lin = nn.Linear(3, 1, dtype=cygrad.float64)
     x = cygrad.randn(4, 3, dtype=cygrad.float64, requires_grad=True)

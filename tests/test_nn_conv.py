@@ -449,6 +449,28 @@ def test_upsample_and_pad_modules_match_torch():
 # before any kernel runs (nothing changes)
 
 
+@pytest.mark.parametrize("make,shape", [
+    ("Conv2d(3, 4, 3)", (1, 3, 8, 8)), ("Conv2d(3, 4, 3, bias=False)", (1, 3, 8, 8)),
+    ("Conv1d(3, 4, 3)", (1, 3, 8)), ("Conv2d(3, 4, 3)", (3, 8, 8)),
+    ("ConvTranspose2d(3, 4, 3)", (1, 3, 8, 8)), ("Conv3d(3, 4, 3)", (1, 3, 6, 6, 6))])
+@pytest.mark.parametrize("dtype", ["uint8", "float64", "int64"])
+def test_conv_input_dtype_messages_are_torchs(make, shape, dtype):
+    """mrdbourke's custom-datasets notebook feeds a uint8 image to its TinyVGG:
+    torch compares the input with the bias first ("Input type (unsigned char)
+    and bias type (float) should be the same"), then with the weight."""
+    torch = pytest.importorskip("torch")
+    if make.startswith("ConvTranspose") and dtype == "uint8":
+        pytest.skip("torch has no integer transposed-conv kernel (NotImplementedError)")
+    msgs = []
+    for m in (cygrad, torch):
+        m.manual_seed(0)
+        mod = eval(f"m.nn.{make}")
+        with pytest.raises(RuntimeError) as e:
+            mod(m.ones(*shape, dtype=getattr(m, dtype)))
+        msgs.append(str(e.value))
+    assert msgs[0] == msgs[1]
+
+
 def test_conv_bad_input():
     conv = nn.Conv2d(3, 8, 3)
     w_before = conv.weight.detach().numpy().copy()
@@ -470,8 +492,8 @@ def test_conv_bad_input():
     with pytest.raises(RuntimeError, match=r"Calculated padded input size per channel: "
                                            r"\(2\). Kernel size: \(3\)"):
         nn.Conv1d(3, 8, 3)(cygrad.randn(2, 3, 2))
-    with pytest.raises(RuntimeError,
-                       match="expected scalar type Float but found Double"):
+    with pytest.raises(RuntimeError, match=r"Input type \(double\) and bias type "
+                                           r"\(float\) should be the same"):
         conv(cygrad.randn(1, 3, 5, 5, dtype=cygrad.float64))
     with pytest.raises(RuntimeError, match=r"expected bias to be 1-dimensional with 8 "
                                            r"elements, but got bias of size \[7\]"):

@@ -41,6 +41,22 @@ def test_orthogonal_and_sparse_match_torch_after_the_same_seed(shape, dtype):
     np.testing.assert_array_equal(got[2].numpy(), want[2].numpy())
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("shape", [(8, 3), (3, 8), (40, 40), (4, 2, 3, 3)])
+def test_orthogonal_matches_torch_after_the_same_seed(shape, dtype):
+    """bentrevett's sentiment LSTM runs ``nn.init.orthogonal_`` on every
+    weight: the matrices and the stream after them must be torch's."""
+    got = []
+    for m in (cygrad, torch):
+        m.manual_seed(3)
+        w = m.empty(*shape, dtype=getattr(m, dtype))
+        m.nn.init.orthogonal_(w, gain=1.5)
+        got.append((w.numpy(), m.rand(2).tolist()))
+    tol = 1e-5 if dtype == "float32" else 1e-13
+    np.testing.assert_allclose(got[0][0], got[1][0], rtol=0, atol=tol)
+    assert got[0][1] == got[1][1]
+
+
 def test_trunc_normal_bounds_and_moments():
     cygrad.manual_seed(0)
     w = init.trunc_normal_(cygrad.empty(200_000, dtype=cygrad.float64), mean=1.0,

@@ -13,6 +13,7 @@ import cygrad
 from cygrad import nn
 from cygrad.autograd import gradcheck
 from cygrad.nn.utils import rnn as R
+from cygrad.ops.sorting import _introsort_order
 
 torch = pytest.importorskip("torch")
 
@@ -708,3 +709,72 @@ def test_lstm_cell_small_step_with_non_contiguous_state_and_weight():
     (h1.sum() + c1.sum()).backward()
     (th1.sum() + tc1.sum()).backward()
     np.testing.assert_allclose(w.grad.numpy(), tc_.weight_hh.grad.numpy(), atol=1e-6)
+
+
+# --- torch's (introsort) order of tied lengths --------------------------------------
+
+def _killer(n):
+    """McIlroy's adversary run against ``_introsort_order``: keys that drive
+    its quicksort to the depth limit, so the heapsort fallback runs."""
+    gas = n
+    val, state = [gas] * n, {"solid": 0, "cand": None}
+
+    def freeze(i):
+        val[i] = state["solid"]
+        state["solid"] += 1
+
+    class Key:
+        def __init__(self, i):
+            self.i = i
+
+        def __lt__(self, other):
+            x, y = self.i, other.i
+            if val[x] == gas and val[y] == gas:
+                freeze(x if x == state["cand"] else y)
+            if val[x] == gas:
+                state["cand"] = x
+            elif val[y] == gas:
+                state["cand"] = y
+            return val[x] < val[y]
+
+    _introsort_order([Key(i) for i in range(n)])
+    for i in range(n):
+        if val[i] == gas:
+            freeze(i)
+    return val
+
+
+@pytest.mark.parametrize("n", [5, 16, 17, 40, 130, 600])
+@pytest.mark.parametrize("descending", [True, False])
+def test_introsort_order_is_torch_default_sort_order(n, descending):
+    rs = np.random.RandomState(n)
+    cases = [rs.randint(0, k, n).tolist() for k in (2, 5, 50)]
+    cases.append([v // 3 for v in _killer(n)])
+    for keys in cases:
+        want = torch.sort(torch.tensor(keys), descending=descending).indices
+        got = _introsort_order(np.array(keys), descending)
+        assert got.tolist() == want.tolist()
+
+
+def test_pack_unsorted_batch_with_tied_lengths_and_dropout_matches_torch():
+    """bentrevett's sentiment LSTM packs a shuffled batch (enforce_sorted=False)
+    whose lengths tie: torch orders the ties by its introsort, and the
+    dropout between layers meets the packed rows in that order."""
+    rs = np.random.RandomState(0)
+    lengths = rs.randint(2, 10, 20)
+    lengths[0] = 9
+    x = rs.randn(20, 9, 5).astype(np.float32)
+    got = []
+    for m in (cygrad, torch):
+        m.manual_seed(0)
+        lstm = m.nn.LSTM(5, 4, 2, dropout=0.5, batch_first=True, bidirectional=True)
+        packed = m.nn.utils.rnn.pack_padded_sequence(
+            m.tensor(x), m.tensor(lengths), batch_first=True, enforce_sorted=False)
+        out, (h, c) = lstm(packed)
+        padded, _ = m.nn.utils.rnn.pad_packed_sequence(out, batch_first=True)
+        got.append((packed.sorted_indices.tolist(), packed.data.numpy(),
+                    padded.detach().numpy(), h.detach().numpy()))
+    assert got[0][0] == got[1][0]
+    np.testing.assert_array_equal(got[0][1], got[1][1])
+    for a, b in zip(got[0][2:], got[1][2:]):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)

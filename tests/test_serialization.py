@@ -93,6 +93,20 @@ def test_nested_structures_and_plain_values(tmp_path):
     _same(obj, _roundtrip(obj, tmp_path))
 
 
+def test_size_roundtrips_as_size_as_torch(tmp_path):
+    """A checkpoint holding ``x.shape`` loads a Size back (torch: torch.Size),
+    so it still prints and compares as one."""
+    torch = pytest.importorskip("torch")
+    got = []
+    for m, ext in ((cygrad, "cg"), (torch, "pt")):
+        path = tmp_path / f"s.{ext}"
+        m.save({"s": m.ones(2, 3).shape, "e": m.Size([]), "t": (2, 3)}, path)
+        d = m.load(path)
+        got.append((repr(d["s"]).split(".", 1)[1], repr(d["e"]).split(".", 1)[1],
+                    type(d["t"]) is tuple, isinstance(d["s"], m.Size)))
+    assert got[0] == got[1] == ("Size([2, 3])", "Size([])", True, True)
+
+
 def test_shared_tensor_loads_once(tmp_path):
     t = cygrad.ones(3)
     a, b = _roundtrip([t, t], tmp_path)

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from cygrad.dtypes import c_name, short_name
 from cygrad._kernels import conv as _k
 from cygrad._tensor import Tensor
 from cygrad.autograd.function import Function
@@ -118,6 +119,20 @@ def _check_real(*tensors):
         raise NotImplementedError(
             f"no kernel for dtype {ref}; use float32 or float64 inputs"
         )
+
+
+def _check_conv_dtypes(input, weight, bias, transposed):
+    """torch's words for an input whose dtype is not the weight's: the bias
+    is compared first (C type names), then the weight (expected = the
+    input's type)."""
+    d = input.dtype
+    if not transposed and bias is not None and d != bias.dtype:
+        raise RuntimeError(
+            f"Input type ({c_name(d)}) and bias type ({c_name(bias.dtype)}) "
+            "should be the same")
+    if d != weight.dtype:
+        raise RuntimeError(f"expected scalar type {short_name(d)} but found "
+                           f"{short_name(weight.dtype)}")
 
 
 def _tname(dt):
@@ -542,6 +557,7 @@ def _check_conv(input, weight, bias, nd, geo, transposed=False):
             f"but got {weight.ndim}-dimensional weight of size "
             f"{_size_str(weight.shape)}"
         )
+    _check_conv_dtypes(input, weight, bias, transposed)
     _check_real(input, weight, bias)
     batched = tuple(input.shape) if input.ndim == nd + 2 else (1, *input.shape)
     c = batched[1]

@@ -16,6 +16,7 @@ import warnings
 
 import numpy as np
 
+from cygrad import dtypes as _dt
 from cygrad import ops
 from cygrad._kernels import engine as _engine
 from cygrad._kernels import loss as _k
@@ -138,11 +139,16 @@ class _LinearSqueeze(_Linear):
 
 def _linear_forward(ctx, x, weight, bias):
     xa, wa = x._arr, weight._arr
-    if xa.dtype != wa.dtype or (bias is not None and bias._arr.dtype != wa.dtype):
+    # torch's wording depends on its path: mm without a bias, addmm with one
+    if xa.dtype != wa.dtype and bias is None:
         raise RuntimeError(
-            f"mat1 and mat2 must have the same dtype, but got {xa.dtype} and "
-            f"{wa.dtype}"
-        )
+            "expected m1 and m2 to have the same dtype, but got: "
+            f"{_dt.c_name(xa.dtype)} != {_dt.c_name(wa.dtype)}")
+    bad = xa if bias is None or bias._arr.dtype == wa.dtype else bias._arr
+    if bad.dtype != wa.dtype:       # addmm checks the bias (its self) first
+        raise RuntimeError(
+            f"{'mat1' if bad is xa else 'self'} and mat2 must have the same dtype, "
+            f"but got {_dt.short_name(bad.dtype)} and {_dt.short_name(wa.dtype)}")
     if xa.shape[-1:] != wa.shape[1:]:
         raise RuntimeError(
             f"mat1 and mat2 shapes cannot be multiplied "

@@ -154,7 +154,7 @@ def _trunc_divide(a, b):
 
 def _scalar_type(dtype):
     """torch's name of a dtype in its kernel errors: 'Long', 'Float', 'Bool'."""
-    return _dt.type_name(dtype).rpartition(".")[2][:-len("Tensor")]
+    return _dt.short_name(dtype)
 
 
 _KEYWORD_FORMS = {"round": _with_decimals, "div": _with_rounding_mode}

@@ -2,8 +2,11 @@
 median, mode, unique) and counting (bincount, histc, histogram).
 
 Every order comes from one stable NumPy sort, so equal elements keep their
-original order (torch's ``stable=True``, which its CPU sort also gives by
-default); NaN sorts as the largest value.  The values of sort, topk,
+original order (torch's ``stable=True``; its default CPU sort is introsort,
+which keeps that order only for 16 elements or fewer); NaN sorts as the
+largest value.  ``_introsort_order`` reproduces torch's default order for
+the short key lists where a program can see it (``pack_padded_sequence``'s
+permutation of a batch).  The values of sort, topk,
 kthvalue, median and mode are a gather of the input at the returned
 indices, so their gradient is g put back at those indices.
 """
@@ -72,6 +75,107 @@ def _order(arr, axis, descending):
         key = np.where(nan, -np.inf, -arr)
         return np.lexsort((key, ~nan), axis=axis)
     return np.argsort(~arr, axis=axis, kind="stable")     # ints, uints, bool
+
+
+def _introsort_order(keys, descending=False):
+    """The permutation torch's default (``stable=False``) CPU sort gives for
+    the 1-D sequence ``keys`` (numbers, no NaN): libstdc++'s ``std::sort``
+    (introsort: median-of-three quicksort down to runs of 16, heapsort past
+    the depth limit, one insertion sort at the end) run on (key, index)
+    pairs that compare by key.  Equal keys end up in that algorithm's order,
+    which differs from the stable order beyond 16 elements.  Plain Python:
+    meant for short lists such as a batch's sequence lengths."""
+    keys = [k.item() if hasattr(k, "item") else k for k in keys]
+    a = list(range(len(keys)))
+    if descending:
+        def less(i, j):
+            return keys[i] > keys[j]
+    else:
+        def less(i, j):
+            return keys[i] < keys[j]
+
+    def linear_insert(last):        # shift `a[last]` left past greater items
+        val, prev = a[last], last - 1
+        while less(val, a[prev]):
+            a[last] = a[prev]
+            last, prev = prev, prev - 1
+        a[last] = val
+
+    def insertion_sort(first, last):
+        for i in range(first + 1, last):
+            if less(a[i], a[first]):
+                val = a[i]
+                a[first + 1:i + 1] = a[first:i]
+                a[first] = val
+            else:
+                linear_insert(i)
+
+    def sift_down(first, hole, n, val):     # __adjust_heap then __push_heap
+        top = child = hole
+        while child < (n - 1) // 2:
+            child = 2 * (child + 1)
+            if less(a[first + child], a[first + child - 1]):
+                child -= 1
+            a[first + hole] = a[first + child]
+            hole = child
+        if n % 2 == 0 and child == (n - 2) // 2:
+            child = 2 * (child + 1)
+            a[first + hole] = a[first + child - 1]
+            hole = child - 1
+        parent = (hole - 1) // 2
+        while hole > top and less(a[first + parent], val):
+            a[first + hole] = a[first + parent]
+            hole, parent = parent, (parent - 1) // 2
+        a[first + hole] = val
+
+    def heap_sort(first, last):
+        n = last - first
+        for parent in range((n - 2) // 2, -1, -1):
+            sift_down(first, parent, n, a[first + parent])
+        while last - first > 1:
+            last -= 1
+            val, a[last] = a[last], a[first]
+            sift_down(first, 0, last - first, val)
+
+    def median_to_first(result, x, y, z):
+        if less(a[x], a[y]):
+            pick = y if less(a[y], a[z]) else (z if less(a[x], a[z]) else x)
+        elif less(a[x], a[z]):
+            pick = x
+        else:
+            pick = z if less(a[y], a[z]) else y
+        a[result], a[pick] = a[pick], a[result]
+
+    def partition(first, last, pivot):
+        while True:
+            while less(a[first], a[pivot]):
+                first += 1
+            last -= 1
+            while less(a[pivot], a[last]):
+                last -= 1
+            if first >= last:
+                return first
+            a[first], a[last] = a[last], a[first]
+            first += 1
+
+    def introsort(first, last, depth):
+        while last - first > 16:
+            if depth == 0:
+                heap_sort(first, last)
+                return
+            depth -= 1
+            median_to_first(first, first + 1, first + (last - first) // 2, last - 1)
+            cut = partition(first + 1, last, first)
+            introsort(cut, last, depth)
+            last = cut
+
+    n = len(a)
+    if n > 1:
+        introsort(0, n, 2 * (n.bit_length() - 1))
+        insertion_sort(0, min(n, 16))
+        for i in range(16, n):
+            linear_insert(i)
+    return np.array(a, dtype=np.int64)
 
 
 def _gather(cls, input, idx, dim):

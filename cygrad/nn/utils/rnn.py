@@ -18,6 +18,7 @@ import numpy as np
 from cygrad import ops
 from cygrad._tensor import Tensor
 from cygrad.creation import full, tensor
+from cygrad.ops.sorting import _introsort_order
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -150,7 +151,9 @@ def pack_padded_sequence(input: Tensor, lengths: Tensor | list[int],
                 "requirement if you do not need ONNX exportability.")
         order = None
     else:
-        order = np.argsort(-lens, kind="stable")
+        # torch sorts the lengths with its default (introsort) order, which
+        # places tied sequences, and so the dropout mask rows they meet
+        order = _introsort_order(lens, descending=True)
     if lens.size and lens.min() <= 0:
         raise RuntimeError(
             "Length of all samples has to be greater than 0, but found an element "
