@@ -1,8 +1,9 @@
 """The engine's compiled ``x[idx]`` for one int64 index tensor (an
-embedding-style lookup, ``C[Xb]``): torch's values, gradients (repeats
-summed, negative indices wrapped), node name and errors; double backward;
-the index tensor's version check; and the indices that must take the
-Python op (bool masks, 0-d, other dtypes, several tensors)."""
+embedding-style lookup, ``C[Xb]``) or several of one shape on the leading
+dims (``logits[arange(n), y]``): torch's values, gradients (repeats summed,
+negative indices wrapped), node name and errors; double backward; the index
+tensors' version checks; and the indices that must take the Python op (bool
+masks, 0-d, other dtypes, broadcast shapes, slices and ints)."""
 
 import numpy as np
 import pytest
@@ -73,8 +74,9 @@ def test_index_changed_in_place_and_second_backward_are_refused():
     lambda L: L.tensor([True, False, True]),
     lambda L: L.tensor(2),
     lambda L: L.tensor([2, 0], dtype=L.int32),
-    lambda L: (L.tensor([0, 2]), L.tensor([1, 0])),
+    lambda L: (L.tensor([[0], [2]]), L.tensor([1, 0])),      # broadcast shapes
     lambda L: (slice(None), L.tensor([1, 1])),
+    lambda L: (L.tensor([0, 2]), 1),
 ])
 def test_other_indices_take_the_python_op(make):
     a = np.arange(6.0).reshape(3, 2)
@@ -90,3 +92,38 @@ def test_other_indices_take_the_python_op(make):
             np.testing.assert_array_equal(g, w)
         else:
             assert g == w
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("table_shape, index", [
+    ((32, 27), (np.arange(32), np.random.default_rng(2).integers(-27, 27, 32))),
+    ((4, 5, 3), (np.array([[0, 3], [3, -1]]), np.array([[4, 4], [0, -5]]))),
+    ((2, 3, 4), (np.array([1, 0, 1]), np.array([2, 2, 0]), np.array([3, -4, 1]))),
+])
+def test_several_index_tensors_match_torch(table_shape, index, dtype):
+    table = np.random.default_rng(3).standard_normal(table_shape) * 2
+    outs = []
+    for L in (cygrad, torch):
+        x = L.tensor(table.astype(dtype), requires_grad=True)
+        y = x[tuple(L.tensor(i) for i in index)]
+        w = L.tensor(np.arange(y.numel(), dtype=dtype).reshape(tuple(y.shape)) % 5)
+        (y * w).sum().backward()
+        outs.append((y.detach().numpy(), x.grad.numpy(), y.grad_fn.name()))
+        if L is cygrad:
+            assert type(y.grad_fn).__name__ == "IndexRowsNode"
+    np.testing.assert_array_equal(outs[0][0], outs[1][0])
+    np.testing.assert_array_equal(outs[0][1], outs[1][1])
+    assert outs[0][2] == outs[1][2]
+
+
+def test_several_index_tensors_twice_differentiable_and_version_checked():
+    i, j = cygrad.tensor([0, 2, 2]), cygrad.tensor([1, 0, 1])
+    x = cygrad.tensor(np.random.default_rng(4).standard_normal((3, 2)), requires_grad=True)
+    assert cygrad.autograd.gradcheck(lambda t: t[i, j] ** 2, (x,))
+    assert cygrad.autograd.gradgradcheck(lambda t: t[i, j] ** 2, (x,))
+    y = x[i, j].sum()
+    j.add_(0)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.backward()
+    with pytest.raises(IndexError, match="index 2 is out of bounds for dimension 1"):
+        x[i, cygrad.tensor([0, 2, 1])]

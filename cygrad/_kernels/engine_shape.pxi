@@ -249,51 +249,58 @@ def shape_method(fallback, register):
     return method
 
 
-# --- x[idx]: rows picked by one integer index tensor --------------------------------
+# --- x[idx], x[i, j]: rows picked by integer index tensors ---------------------------
 
 @cython.final
 @cython.no_gc
 cdef class IndexRowsNode(Node):
-    """Backward of ``x[idx]`` for one int64 index tensor (an embedding-style
-    lookup, ``C[Xb]``): grad = zeros of x's shape with g's rows added at
-    idx, in index order (repeats sum, the same bits every run)."""
-    cdef object idx                 # flat int64, each in [0, rows); None once freed
-    cdef Version ver                # the index tensor's
-    cdef long long v
+    """Backward of ``x[idx]`` (an embedding-style lookup, ``C[Xb]``) or
+    ``x[i, j, ...]`` with int64 index tensors of one shape on the leading
+    dims (``logits[arange(n), y]``): grad = zeros of x's shape with g's rows
+    added at the flat row numbers, in index order (repeats sum, the same
+    bits every run)."""
+    cdef object idx                 # flat row numbers of the merged leading dims
+    cdef tuple vers                 # the index tensors' (Version, version)
     cdef tuple in_shape
-
-    cdef void release(self):
-        if self._has_saved:
-            self.idx = None
-            self._freed = True
+    cdef Py_ssize_t k               # leading dims indexed (merged into rows)
 
     def name(self):
         if self._torch_name is not None:
             return self._torch_name
         return "IndexBackward0"
 
+    cdef void release(self):
+        if self._has_saved:
+            self.idx = None
+            self._freed = True
+
     cpdef Py_ssize_t saved_nbytes(self):
         return 0 if self.idx is None else (<cnp.ndarray>self.idx).nbytes
 
     cdef object apply(self, object grads, bint graph):
+        cdef Version ver
         if self._freed:
             raise _freed_error(self, grads)
-        _check_version(self.ver, self.v, self.idx, self, "an input")
-        cdef cnp.ndarray g, out, idx = <cnp.ndarray>self.idx
-        cdef Py_ssize_t n = cnp.PyArray_SIZE(idx), rows = self.in_shape[0], d
+        for ver, v in self.vers:
+            _check_version(ver, v, self.idx, self, "an input")
+        cdef cnp.ndarray g, out, rows_view, idx = <cnp.ndarray>self.idx
+        cdef Py_ssize_t n = cnp.PyArray_SIZE(idx), d
+        rest = self.in_shape[self.k:]
+        merged = (-1,) + rest
         if graph:
-            zeros = grads.new_zeros(self.in_shape)
-            return (zeros.index_add(0, _new_tensor(idx),
-                                    grads.reshape((n,) + self.in_shape[1:])),)
+            zeros = grads.new_zeros(self.in_shape).reshape(merged)
+            return (zeros.index_add(0, _new_tensor(idx), grads.reshape((n,) + rest))
+                    .reshape(self.in_shape),)
         g = <cnp.ndarray>grads
         out = <cnp.ndarray>np.zeros(self.in_shape, dtype=(<object>g).dtype)
-        d = cnp.PyArray_SIZE(out) // rows if rows else 0
+        rows_view = <cnp.ndarray>(<object>out).reshape(merged)
+        d = cnp.PyArray_SIZE(out) // cnp.PyArray_DIMS(rows_view)[0]
         if ((cnp.PyArray_TYPE(g) == cnp.NPY_FLOAT or cnp.PyArray_TYPE(g) == cnp.NPY_DOUBLE)
                 and cnp.PyArray_IS_C_CONTIGUOUS(g)):
             _add_rows_at(cnp.PyArray_TYPE(g), <const int64_t*>cnp.PyArray_DATA(idx),
-                         cnp.PyArray_DATA(g), n, d, cnp.PyArray_DATA(out))
+                         cnp.PyArray_DATA(g), n, d, cnp.PyArray_DATA(rows_view))
         else:
-            np.add.at(out, idx, (<object>g).reshape((n,) + self.in_shape[1:]))
+            np.add.at(rows_view, idx, (<object>g).reshape((n,) + rest))
         return (out,)
 
 
@@ -319,36 +326,69 @@ cdef void _add_rows_at(int typenum, const int64_t* idx, const void* g, Py_ssize_
                 do_[j] += dg[j]
 
 
-def index_rows(TensorBase t, TensorBase index):
-    """``t[index]`` for an int64 index tensor with every entry in [-rows,
-    rows) of a tensor with at least one dim (np.take of the rows, one
-    IndexRowsNode); None for anything else (empty, another dtype, an index
-    out of range: the caller's Python op decides or raises)."""
-    cdef cnp.ndarray arr = <cnp.ndarray>t._arr, idx = <cnp.ndarray>index._arr
-    cdef Py_ssize_t i, n, rows
-    cdef int64_t* p
-    cdef bint neg = False
-    cdef IndexRowsNode node
-    if (cnp.PyArray_TYPE(idx) != cnp.NPY_INT64 or cnp.PyArray_NDIM(arr) == 0
-            or cnp.PyArray_NDIM(idx) == 0 or cnp.PyArray_SIZE(idx) == 0
-            or cnp.PyArray_SIZE(arr) == 0):
-        return None
-    rows = cnp.PyArray_DIMS(arr)[0]
-    flat = np.ascontiguousarray(idx).reshape(-1)
-    n = cnp.PyArray_SIZE(<cnp.ndarray>flat)
-    p = <int64_t*>cnp.PyArray_DATA(<cnp.ndarray>flat)
-    for i in range(n):
-        if p[i] < 0:
-            if p[i] < -rows:
-                return None
-            neg = True
-        elif p[i] >= rows:
+cdef object _flat_rows(tuple indices, object shape):
+    """The flat row numbers of ``x[indices]`` over x's first len(indices)
+    dims merged (int64, C order): every index an int64 tensor of the first
+    one's shape (at least 1-D, not empty) with its entries in [-size, size)
+    of its dim; None otherwise."""
+    cdef Py_ssize_t k = len(indices), j, i, n = 0, size, stride = 1
+    cdef cnp.ndarray a, flat = None
+    cdef const int64_t* p
+    cdef int64_t* q
+    cdef int64_t e
+    first = None
+    for j in range(k - 1, -1, -1):
+        t = indices[j]
+        if not isinstance(t, TensorBase):
             return None
-    if neg:
-        flat = np.where(flat < 0, flat + rows, flat)
+        a = <cnp.ndarray>(<TensorBase>t)._arr
+        if cnp.PyArray_TYPE(a) != cnp.NPY_INT64 or cnp.PyArray_NDIM(a) == 0:
+            return None
+        if flat is None:
+            n = cnp.PyArray_SIZE(a)
+            if n == 0:
+                return None
+            first = (<object>a).shape
+            flat = cnp.PyArray_ZEROS(1, <cnp.npy_intp*>&n, cnp.NPY_INT64, 0)
+        elif (<object>a).shape != first:
+            return None
+        if not cnp.PyArray_IS_C_CONTIGUOUS(a):
+            a = np.ascontiguousarray(a)
+        size = shape[j]
+        p = <const int64_t*>cnp.PyArray_DATA(a)
+        q = <int64_t*>cnp.PyArray_DATA(flat)
+        for i in range(n):
+            e = p[i]
+            if e < 0:
+                e += size
+            if e < 0 or e >= size:
+                return None
+            q[i] += e * stride
+        stride *= size
+    return flat
+
+
+def index_rows(TensorBase t, index):
+    """``t[index]`` for an int64 index tensor, or a tuple of them of one
+    shape, on the leading dims of ``t`` (take of the merged rows, one
+    IndexRowsNode); None for anything else (empty, another dtype, unequal
+    shapes, an index out of range: the caller's Python op decides or
+    raises)."""
+    cdef cnp.ndarray arr = <cnp.ndarray>t._arr
+    cdef IndexRowsNode node
+    cdef tuple indices = index if type(index) is tuple else (index,)
+    cdef Py_ssize_t k = len(indices)
+    if k == 0 or k > cnp.PyArray_NDIM(arr) or cnp.PyArray_SIZE(arr) == 0:
+        return None
+    shape = (<object>arr).shape
+    flat = _flat_rows(indices, shape)
+    if flat is None:
+        return None
+    rest = shape[k:]
+    rows = (<object>arr).reshape((-1,) + rest)
     cdef TensorBase res = _new_tensor(
-        (<object>arr).take(flat, axis=0).reshape((<object>idx).shape
-                                                 + (<object>arr).shape[1:]))
+        rows.take(flat, axis=0).reshape((<object>(<TensorBase>indices[0])._arr).shape
+                                        + rest))
     if cygrad_grad_mode and t._requires_grad:
         node = IndexRowsNode.__new__(IndexRowsNode)
         node._n_out = 1
@@ -357,9 +397,10 @@ def index_rows(TensorBase t, TensorBase index):
         if t._out_nr != 0:
             node._nrs = (t._out_nr,)
         node.idx = flat
-        node.ver = index._ver
-        node.v = index._ver.v
-        node.in_shape = (<object>arr).shape
+        node.vers = tuple([((<TensorBase>i)._ver, (<TensorBase>i)._ver.v)
+                           for i in indices])
+        node.in_shape = shape
+        node.k = k
         node._has_saved = True
         _attach(res, node)
     elif _debug_level > 0 and (t._requires_grad or t._origin is not None):

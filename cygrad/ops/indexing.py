@@ -371,7 +371,9 @@ def getitem(input, index):
     (or bool lists) give a copy, with the advanced dims first when slices
     separate them.  The gradient scatters back, adding over repeated
     indices."""
-    if index.__class__ is Tensor:       # x[idx]: rows, compiled (None: not that)
+    kind = index.__class__
+    if kind is Tensor or kind is tuple and index and index[0].__class__ is Tensor:
+        # x[idx], x[i, j]: rows of the leading dims, compiled (None: not that)
         res = _engine.index_rows(input, index)
         if res is not None:
             return res
