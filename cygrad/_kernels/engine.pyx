@@ -30,11 +30,11 @@ file, so the C compiler still sees one unit and inlines across them):
 sites, version counters), ``engine_tensor`` (TensorBase), ``engine_diagnostics``
 (live nodes, generations), ``engine_arrays`` (dtype promotion, broadcasting,
 the 0-d pool), ``engine_elementwise`` (the table's ops and in-place updates),
-``engine_nodes`` (graph nodes), ``engine_shape`` (cat, stack, view, reshape), ``engine_loss``
-(cross-entropy), ``engine_function`` (Python Functions) and
-``engine_backward`` (the scheduler), and ``engine_xp`` (the NumPy side of
-the backwards' ``xp`` namespace).  The C it needs of CPython is in
-``cg_engine.h``.
+``engine_nodes`` (graph nodes), ``engine_shape`` (cat, stack, view, reshape,
+x[idx]), ``engine_loss`` (cross-entropy), ``engine_function`` (Python
+Functions) and ``engine_backward`` (the scheduler), and ``engine_xp`` (the
+NumPy side of the backwards' ``xp`` namespace).  The C it needs of CPython
+is in ``cg_engine.h``.
 """
 
 cimport cython

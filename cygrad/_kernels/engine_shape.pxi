@@ -1,5 +1,6 @@
-# Shape ops whose common call is compiled: cat and stack (one node, the
-# copy in C), view and reshape (the size arguments read in C).
+# Shape and index ops whose common call is compiled: cat and stack (one
+# node, the copy in C), view and reshape (the size arguments read in C), and
+# x[idx] / x[i, j] with int64 index tensors (rows of the leading dims).
 # Part of engine.pyx (included there; it is one compiled module).
 #
 # As Python Functions, cat of two (16, 64) tensors cost about 7 us and stack
