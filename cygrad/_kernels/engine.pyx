@@ -63,6 +63,7 @@ from cygrad._kernels import optable as _optable
 from cygrad._kernels.reduce import sum_all as _reduce_sum_all
 from cygrad._kernels.reduce import sum_to_shape as _sum_to_shape
 from cygrad._kernels.reductions import sum_fwd as _row_sums
+from cygrad._kernels.select import add_rows as _select_add_rows
 
 cnp.import_array()
 

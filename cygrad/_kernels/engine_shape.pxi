@@ -285,7 +285,7 @@ cdef class IndexRowsNode(Node):
         for ver, v in self.vers:
             _check_version(ver, v, self.idx, self, "an input")
         cdef cnp.ndarray g, out, rows_view, idx = <cnp.ndarray>self.idx
-        cdef Py_ssize_t n = cnp.PyArray_SIZE(idx), d
+        cdef Py_ssize_t n = cnp.PyArray_SIZE(idx), d, nrows
         rest = self.in_shape[self.k:]
         merged = (-1,) + rest
         if graph:
@@ -295,36 +295,16 @@ cdef class IndexRowsNode(Node):
         g = <cnp.ndarray>grads
         out = <cnp.ndarray>np.zeros(self.in_shape, dtype=(<object>g).dtype)
         rows_view = <cnp.ndarray>(<object>out).reshape(merged)
-        d = cnp.PyArray_SIZE(out) // cnp.PyArray_DIMS(rows_view)[0]
+        nrows = cnp.PyArray_DIMS(rows_view)[0]
+        d = cnp.PyArray_SIZE(out) // nrows
         if ((cnp.PyArray_TYPE(g) == cnp.NPY_FLOAT or cnp.PyArray_TYPE(g) == cnp.NPY_DOUBLE)
                 and cnp.PyArray_IS_C_CONTIGUOUS(g)):
-            _add_rows_at(cnp.PyArray_TYPE(g), <const int64_t*>cnp.PyArray_DATA(idx),
-                         cnp.PyArray_DATA(g), n, d, cnp.PyArray_DATA(rows_view))
+            # select's compiled row loop, as the Python GetItem's backward
+            _select_add_rows((<object>out).reshape(-1), idx, (<object>g).reshape(-1),
+                             nrows, d)
         else:
             np.add.at(rows_view, idx, (<object>g).reshape((n,) + rest))
         return (out,)
-
-
-cdef void _add_rows_at(int typenum, const int64_t* idx, const void* g, Py_ssize_t n,
-                       Py_ssize_t d, void* out) noexcept:
-    """out[idx[i]] += g[i] for each of n rows of d (float32 or float64)."""
-    cdef Py_ssize_t i, j
-    cdef float* fo
-    cdef const float* fg
-    cdef double* do_
-    cdef const double* dg
-    if typenum == cnp.NPY_FLOAT:
-        for i in range(n):
-            fo = <float*>out + idx[i] * d
-            fg = <const float*>g + i * d
-            for j in range(d):
-                fo[j] += fg[j]
-    else:
-        for i in range(n):
-            do_ = <double*>out + idx[i] * d
-            dg = <const double*>g + i * d
-            for j in range(d):
-                do_[j] += dg[j]
 
 
 cdef object _flat_rows(tuple indices, object shape):
